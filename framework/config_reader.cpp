@@ -1,0 +1,126 @@
+#include "framework/config_reader.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace ternion {
+
+namespace {
+std::string line_of(const std::string& source, const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null()) return source;
+  return source + ":" + std::to_string(mark.line + 1);
+}
+}  // namespace
+
+ConfigDocument ConfigDocument::parse(const std::string& text, const std::string& source_name) {
+  ConfigDocument doc;
+  doc.source_name_ = source_name;
+  try {
+    doc.root_ = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    TN_THROW(ConfigError, source_name, ":", e.mark.line + 1, ":", e.mark.column + 1,
+             ": invalid YAML: ", e.msg);
+  }
+  if (!doc.root_ || doc.root_.IsNull()) {
+    doc.root_ = YAML::Node(YAML::NodeType::Map);  // an empty file is an all-defaults config
+  }
+  TN_CHECK_AS(ConfigError, doc.root_.IsMap(), line_of(source_name, doc.root_),
+              ": a config must be a map of sections (model:, training:, ...)");
+  for (const auto& entry : doc.root_) {
+    const std::string name = entry.first.Scalar();
+    TN_CHECK_AS(ConfigError, entry.second.IsMap() || entry.second.IsNull(),
+                line_of(source_name, entry.first), ": section '", name,
+                "' must be a map of key: value lines");
+  }
+  return doc;
+}
+
+ConfigDocument ConfigDocument::load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TN_CHECK_AS(ConfigError, in.good(), "cannot read config file '", path,
+              "': ", std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), path);
+}
+
+YAML::Node ConfigDocument::section_node(const std::string& section) const {
+  // const operator[] on a yaml-cpp map never inserts.
+  const YAML::Node& root = root_;
+  return root[section];
+}
+
+void ConfigDocument::apply_override(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  const auto dot = assignment.find('.');
+  TN_CHECK_AS(UsageError, eq != std::string::npos && dot != std::string::npos && dot < eq &&
+                              dot > 0 && eq > dot + 1,
+              "--set expects section.key=value, got '", assignment, "'");
+  const std::string section = assignment.substr(0, dot);
+  const std::string key = assignment.substr(dot + 1, eq - dot - 1);
+  const std::string text = assignment.substr(eq + 1);
+  YAML::Node value;
+  try {
+    value = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    TN_THROW(UsageError, "--set ", assignment, ": invalid value: ", e.msg);
+  }
+  if (!root_[section] || root_[section].IsNull()) root_[section] = YAML::Node(YAML::NodeType::Map);
+  root_[section][key] = value;
+  override_origin_[section + "." + key] = "--set " + assignment;
+}
+
+std::string ConfigDocument::location(const std::string& section, const std::string& key) const {
+  auto it = override_origin_.find(section + "." + key);
+  if (it != override_origin_.end()) return it->second;
+  YAML::Node node = value(section, key);
+  if (!node) return "";
+  return line_of(source_name_, node);
+}
+
+YAML::Node ConfigDocument::value(const std::string& section, const std::string& key) const {
+  YAML::Node s = section_node(section);
+  if (!s || !s.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node& const_section = s;
+  YAML::Node v = const_section[key];
+  if (v && v.IsNull()) return v;  // present without a value: reported by the reader
+  return v;
+}
+
+void ConfigDocument::declare(const std::string& section, const std::string& key) {
+  declared_[section].insert(key);
+}
+
+void ConfigDocument::check_all_declared() const {
+  for (const auto& entry : root_) {
+    const std::string section = entry.first.Scalar();
+    auto known = declared_.find(section);
+    if (known == declared_.end()) {
+      std::string sections;
+      for (const auto& [name, keys] : declared_) sections += (sections.empty() ? "" : ", ") + name;
+      TN_THROW(ConfigError, line_of(source_name_, entry.first), ": unknown section '", section,
+               "' (sections are: ", sections, ")");
+    }
+    if (!entry.second.IsMap()) continue;
+    for (const auto& item : entry.second) {
+      const std::string key = item.first.Scalar();
+      if (known->second.count(key)) continue;
+      auto it = override_origin_.find(section + "." + key);
+      const std::string where = it != override_origin_.end() ? it->second
+                                                              : line_of(source_name_, item.first);
+      TN_THROW(ConfigError, where, ": unknown key '", section, ".", key,
+               "' (see ternion-train --print-config for every key)");
+    }
+  }
+}
+
+void config_fail(const ConfigDocument& doc, const std::string& section, const std::string& key,
+                 const std::string& message) {
+  std::string where = doc.location(section, key);
+  if (where.empty()) where = doc.source_name() + " (default)";
+  TN_THROW(ConfigError, where, ": ", section, ".", key, ": ", message);
+}
+
+}  // namespace ternion

@@ -1,0 +1,144 @@
+// Reading YAML configs: typed fields, documented defaults, and errors that name the key and
+// the line.
+//
+// A config is a YAML map of sections (`model:`, `training:` ...), each a map of keys. Each
+// section is a plain struct whose `visit(v)` lists its fields once:
+//
+//   struct ModelConfig {
+//     std::int64_t n_layer = 12;
+//     template <class V> void visit(V& v) { v("n_layer", n_layer, "transformer blocks"); }
+//   };
+//
+// The same list drives reading (ConfigReader), the printed schema (`--print-config`) and
+// unknown-key detection, so a key cannot be read without being documented. Overrides from the
+// command line (`--set model.n_layer=4`) are YAML scalars placed over the file's values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "framework/error.h"
+
+namespace ternion {
+
+class ConfigDocument {
+ public:
+  // ConfigError for a missing or unreadable file or broken YAML (with its line).
+  static ConfigDocument load_file(const std::string& path);
+  static ConfigDocument parse(const std::string& text, const std::string& source_name);
+
+  // "section.key=value"; UsageError if malformed.
+  void apply_override(const std::string& assignment);
+
+  // Where a key's value came from: "FILE:LINE", "--set model.n_layer=4", or "" when defaulted.
+  std::string location(const std::string& section, const std::string& key) const;
+  YAML::Node value(const std::string& section, const std::string& key) const;  // null if absent
+
+  // Called by readers: this key is part of the schema.
+  void declare(const std::string& section, const std::string& key);
+  // ConfigError naming the first key (or section) present in the document but never declared.
+  void check_all_declared() const;
+
+  const std::string& source_name() const { return source_name_; }
+
+ private:
+  YAML::Node section_node(const std::string& section) const;
+  std::string source_name_;
+  YAML::Node root_;
+  std::map<std::string, std::string> override_origin_;  // "section.key" -> "--set ..."
+  std::map<std::string, std::set<std::string>> declared_;
+};
+
+// Thrown for a value that is present but wrong; names the key and where it came from.
+[[noreturn]] void config_fail(const ConfigDocument& doc, const std::string& section,
+                              const std::string& key, const std::string& message);
+
+namespace detail {
+template <class T> const char* config_type_name();
+template <> inline const char* config_type_name<std::int64_t>() { return "an integer"; }
+template <> inline const char* config_type_name<double>() { return "a number"; }
+template <> inline const char* config_type_name<bool>() { return "true or false"; }
+template <> inline const char* config_type_name<std::string>() { return "a string"; }
+}  // namespace detail
+
+// Reads one section's fields from a document.
+class ConfigReader {
+ public:
+  ConfigReader(ConfigDocument& doc, std::string section)
+      : doc_(doc), section_(std::move(section)) {}
+
+  template <class T>
+  void operator()(const char* key, T& field, const char* /*doc*/) {
+    doc_.declare(section_, key);
+    YAML::Node node = doc_.value(section_, key);
+    if (!node) return;  // absent: keep the default
+    if (node.IsNull()) config_fail(doc_, section_, key, std::string("has no value (expected ") +
+                                                            detail::config_type_name<T>() + ")");
+    if (!node.IsScalar()) config_fail(doc_, section_, key, std::string("expected ") +
+                                                               detail::config_type_name<T>());
+    if constexpr (std::is_same_v<T, std::string>) {
+      field = node.Scalar();
+    } else {
+      T parsed{};
+      // A quoted scalar ("3") is a string, whatever it spells: refuse it for typed fields.
+      if (node.Tag() == "!" || !YAML::convert<T>::decode(node, parsed))
+        config_fail(doc_, section_, key, std::string("expected ") + detail::config_type_name<T>() +
+                                             ", got '" + node.Scalar() + "'");
+      field = parsed;
+    }
+  }
+
+ private:
+  ConfigDocument& doc_;
+  std::string section_;
+};
+
+// Writes one section's fields, their values and their documentation as YAML.
+class ConfigPrinter {
+ public:
+  explicit ConfigPrinter(std::ostream& out) : out_(out) {}
+  template <class T>
+  void operator()(const char* key, const T& field, const char* doc) {
+    std::ostringstream value;
+    if constexpr (std::is_same_v<T, bool>) {
+      value << (field ? "true" : "false");
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      YAML::Emitter emitter;  // quotes what needs quoting ("" and trailing spaces, say)
+      emitter << YAML::DoubleQuoted << field;
+      value << emitter.c_str();
+    } else if constexpr (std::is_same_v<T, double>) {
+      value << field;
+      if (value.str().find_first_of(".eE") == std::string::npos) value << ".0";
+    } else {
+      value << field;
+    }
+    out_ << "  " << key << ": " << value.str();
+    for (std::size_t pad = std::string(key).size() + value.str().size(); pad < 30; ++pad) out_ << ' ';
+    out_ << "  # " << doc << '\n';
+  }
+
+ private:
+  std::ostream& out_;
+};
+
+// Reads section `name` of `doc` into `config` through its visit().
+template <class Config>
+void read_config_section(ConfigDocument& doc, const std::string& name, Config& config) {
+  ConfigReader reader(doc, name);
+  config.visit(reader);
+}
+
+template <class Config>
+void print_config_section(std::ostream& out, const std::string& name, Config config) {
+  out << name << ":\n";
+  ConfigPrinter printer(out);
+  config.visit(printer);
+}
+
+}  // namespace ternion

@@ -1,0 +1,51 @@
+#include "framework/parameter.h"
+
+#include "framework/philox.h"
+
+namespace ternion {
+
+Parameter make_parameter(std::string name, const Shape& shape, ParameterInit init,
+                         float init_std, bool weight_decay) {
+  Parameter p;
+  p.name = std::move(name);
+  p.value = Tensor::empty(shape);
+  p.grad = Tensor::zeros(shape);
+  p.global_shape = shape;
+  p.init = init;
+  p.init_std = init_std;
+  p.weight_decay = weight_decay;
+  return p;
+}
+
+void initialize_parameter(Parameter& p, std::uint64_t seed) {
+  if (p.init != ParameterInit::Normal) {
+    p.value.fill(p.init == ParameterInit::Ones ? 1.0f : 0.0f);
+    return;
+  }
+  const RngStream stream = parameter_stream(seed, p.name);
+  const Shape& local = p.value.shape();
+  const Shape global_strides = contiguous_strides(p.global_shape);
+  float* out = p.value.data<float>();
+  const std::int64_t n = p.value.numel();
+  const auto rank = static_cast<std::int64_t>(local.size());
+  // Walk the local elements in row-major order, mapping each to its global index.
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t rest = i, global = 0;
+    for (std::int64_t d = rank - 1; d >= 0; --d) {
+      std::int64_t coord = rest % local[d];
+      rest /= local[d];
+      if (d == p.shard_dim) coord += p.shard_offset;
+      global += coord * global_strides[d];
+    }
+    out[i] = p.init_std * philox_normal(stream, static_cast<std::uint64_t>(global));
+  }
+}
+
+std::int64_t count_elements(const std::vector<Parameter*>& params) {
+  std::int64_t n = 0;
+  for (const Parameter* p : params) n += p->value.numel();
+  return n;
+}
+
+}  // namespace ternion

@@ -1,0 +1,45 @@
+// A named, trainable tensor with its gradient and the facts sharding and optimizers need.
+//
+// `name` is globally unique and stable ("h.3.attn.qkv.weight"): it keys the initialisation
+// RNG, checkpoints and logs. `global_shape` is the unsharded shape; a rank holding a shard
+// holds `value = full.slice(shard_dim, shard_offset, value.size(shard_dim))`, and initialises
+// exactly that slice of the full parameter, because each element's initial value is a
+// function of (seed, name, global element index) alone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace ternion {
+
+enum class ParameterInit { Normal, Zeros, Ones };
+
+struct Parameter {
+  std::string name;
+  Tensor value;
+  Tensor grad;  // same shape; parameter gradients accumulate (+=) across micro-batches
+  Shape global_shape;
+  std::int64_t shard_dim = -1;  // -1: this rank holds the whole (replicated) parameter
+  std::int64_t shard_offset = 0;
+  ParameterInit init = ParameterInit::Normal;
+  float init_std = 0.02f;
+  bool weight_decay = true;  // AdamW decays matrices and embeddings, never biases or norms
+
+  bool is_sharded() const { return shard_dim >= 0; }
+};
+
+// A whole (unsharded) parameter with a zeroed gradient.
+Parameter make_parameter(std::string name, const Shape& shape, ParameterInit init,
+                         float init_std, bool weight_decay);
+
+// Fills `p.value` from the counter-based RNG: element with global index i (row-major in
+// global_shape) of a Normal parameter is init_std * philox_normal(parameter_stream(seed,
+// name), i).
+void initialize_parameter(Parameter& p, std::uint64_t seed);
+
+std::int64_t count_elements(const std::vector<Parameter*>& params);
+
+}  // namespace ternion

@@ -1,0 +1,218 @@
+#include "framework/tensor.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace ternion {
+
+std::int64_t shape_numel(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t extent : shape) n *= extent;
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  std::int64_t stride = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+Storage::Storage(std::size_t bytes, Device device)
+    : bytes_(bytes), device_(device), allocator_(&allocator_for(device)) {
+  data_ = allocator_->allocate(bytes);
+}
+
+Storage::Storage(void* data, std::size_t bytes, Device device, std::shared_ptr<void> keep_alive)
+    : data_(data), bytes_(bytes), device_(device), keep_alive_(std::move(keep_alive)) {}
+
+Storage::~Storage() {
+  if (allocator_ != nullptr) allocator_->deallocate(data_, bytes_);
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  for (std::int64_t extent : shape) TN_CHECK(extent >= 0, "negative extent in ", shape_str(shape));
+  Tensor t;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(shape_numel(shape)) *
+                                             dtype_size(dtype), device);
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  t.zero();
+  return t;
+}
+
+Tensor Tensor::full(const Shape& shape, float value, Device device) {
+  Tensor t = empty(shape, DType::F32, device);
+  t.fill(value);
+  return t;
+}
+
+Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device device,
+                    std::shared_ptr<void> keep_alive) {
+  Tensor t;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(
+      data, static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype), device,
+      std::move(keep_alive));
+  return t;
+}
+
+Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape) {
+  TN_CHECK(static_cast<std::int64_t>(values.size()) == shape_numel(shape), values.size(),
+           " values for shape ", shape_str(shape));
+  Tensor t = empty(shape);
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+std::int64_t Tensor::size(std::int64_t d) const {
+  if (d < 0) d += dim();
+  TN_CHECK(d >= 0 && d < dim(), "dimension ", d, " out of range for ", str());
+  return shape_[static_cast<std::size_t>(d)];
+}
+
+bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_) || numel() <= 1; }
+
+std::string Tensor::str() const {
+  if (!defined()) return "undefined tensor";
+  return std::string(dtype_name(dtype_)) + shape_str(shape_) + " " + device().str();
+}
+
+void* Tensor::raw_data() const {
+  TN_CHECK(defined(), "access to an undefined tensor");
+  return static_cast<char*>(storage_->data()) +
+         static_cast<std::size_t>(offset_) * dtype_size(dtype_);
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  TN_CHECK(is_contiguous(), "view of a non-contiguous tensor ", str());
+  Shape resolved = shape;
+  std::int64_t known = 1;
+  int inferred = -1;
+  for (std::size_t i = 0; i < resolved.size(); ++i) {
+    if (resolved[i] == -1) {
+      TN_CHECK(inferred < 0, "more than one -1 in view ", shape_str(shape));
+      inferred = static_cast<int>(i);
+    } else {
+      known *= resolved[i];
+    }
+  }
+  if (inferred >= 0) {
+    TN_CHECK(known > 0 && numel() % known == 0, "cannot view ", str(), " as ", shape_str(shape));
+    resolved[static_cast<std::size_t>(inferred)] = numel() / known;
+  }
+  TN_CHECK(shape_numel(resolved) == numel(), "cannot view ", str(), " as ", shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = resolved;
+  t.strides_ = contiguous_strides(resolved);
+  return t;
+}
+
+Tensor Tensor::slice(std::int64_t d, std::int64_t start, std::int64_t length) const {
+  if (d < 0) d += dim();
+  TN_CHECK(d >= 0 && d < dim(), "slice dimension ", d, " out of range for ", str());
+  auto index = static_cast<std::size_t>(d);
+  TN_CHECK(start >= 0 && length >= 0 && start + length <= shape_[index], "slice [", start, ", ",
+           start + length, ") of dimension ", d, " out of range for ", str());
+  Tensor t = *this;
+  t.offset_ += start * strides_[index];
+  t.shape_[index] = length;
+  return t;
+}
+
+Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
+  if (d < 0) d += dim();
+  Tensor t = slice(d, index, 1);
+  t.shape_.erase(t.shape_.begin() + d);
+  t.strides_.erase(t.strides_.begin() + d);
+  return t;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = empty(shape_, dtype_, device());
+  t.copy_from(*this);
+  return t;
+}
+
+namespace {
+// Copies a strided block element by element, recursing over dimensions; the innermost
+// dimension is copied with memcpy when both sides are unit-stride there.
+void copy_strided(char* dst, const Shape& dst_strides, const char* src, const Shape& src_strides,
+                  const Shape& shape, std::size_t d, std::size_t elem) {
+  if (d + 1 == shape.size()) {
+    if (dst_strides[d] == 1 && src_strides[d] == 1) {
+      std::memcpy(dst, src, static_cast<std::size_t>(shape[d]) * elem);
+      return;
+    }
+    for (std::int64_t i = 0; i < shape[d]; ++i)
+      std::memcpy(dst + i * dst_strides[d] * elem, src + i * src_strides[d] * elem, elem);
+    return;
+  }
+  for (std::int64_t i = 0; i < shape[d]; ++i)
+    copy_strided(dst + i * dst_strides[d] * elem, dst_strides, src + i * src_strides[d] * elem,
+                 src_strides, shape, d + 1, elem);
+}
+}  // namespace
+
+void Tensor::copy_from(const Tensor& src) {
+  TN_CHECK(shape_ == src.shape_ && dtype_ == src.dtype_, "copy from ", src.str(), " into ", str());
+  TN_CHECK(device().is_cpu() && src.device().is_cpu(),
+           "copy between ", src.device().str(), " and ", device().str(),
+           " needs the device runtime");
+  if (numel() == 0) return;
+  std::size_t elem = dtype_size(dtype_);
+  if (is_contiguous() && src.is_contiguous()) {
+    std::memmove(raw_data(), src.raw_data(), nbytes());
+    return;
+  }
+  if (shape_.empty()) {
+    std::memcpy(raw_data(), src.raw_data(), elem);
+    return;
+  }
+  copy_strided(static_cast<char*>(raw_data()), strides_, static_cast<const char*>(src.raw_data()),
+               src.strides_, shape_, 0, elem);
+}
+
+void Tensor::fill(float value) {
+  TN_CHECK(dtype_ == DType::F32 && is_contiguous() && device().is_cpu(), "fill of ", str());
+  float* p = data<float>();
+  std::int64_t n = numel();
+  for (std::int64_t i = 0; i < n; ++i) p[i] = value;
+}
+
+void Tensor::zero() {
+  TN_CHECK(is_contiguous() && device().is_cpu(), "zero of ", str());
+  if (numel() > 0) std::memset(raw_data(), 0, nbytes());
+}
+
+std::vector<float> Tensor::to_vector() const {
+  Tensor c = contiguous();
+  const float* p = c.data<float>();
+  return std::vector<float>(p, p + numel());
+}
+
+}  // namespace ternion

@@ -1,0 +1,128 @@
+#include "framework/config_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace ternion {
+namespace {
+
+struct Section {
+  std::int64_t count = 3;
+  double rate = 0.5;
+  bool flag = false;
+  std::string name = "x";
+  template <class V>
+  void visit(V& v) {
+    v("count", count, "a count");
+    v("rate", rate, "a rate");
+    v("flag", flag, "a flag");
+    v("name", name, "a name");
+  }
+};
+
+// Runs `body` and returns the ConfigError's message ("" if none was thrown).
+template <class F>
+std::string config_error(F body) {
+  try {
+    body();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Section read(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  ConfigDocument doc = ConfigDocument::parse(yaml, "test.yaml");
+  for (const auto& o : overrides) doc.apply_override(o);
+  Section s;
+  read_config_section(doc, "sec", s);
+  doc.check_all_declared();
+  return s;
+}
+
+TEST(ConfigReader, ReadsTypedValuesAndKeepsDefaults) {
+  Section s = read("sec:\n  count: 7\n  flag: true\n");
+  EXPECT_EQ(s.count, 7);
+  EXPECT_TRUE(s.flag);
+  EXPECT_EQ(s.rate, 0.5);
+  EXPECT_EQ(s.name, "x");
+  EXPECT_EQ(read("").count, 3);  // an empty file is all defaults
+}
+
+TEST(ConfigReader, OverridesReplaceFileValues) {
+  Section s = read("sec:\n  count: 7\n", {"sec.count=9", "sec.rate=1e-3", "sec.name=hello"});
+  EXPECT_EQ(s.count, 9);
+  EXPECT_DOUBLE_EQ(s.rate, 1e-3);
+  EXPECT_EQ(s.name, "hello");
+}
+
+TEST(ConfigReader, UnknownKeyNamesKeyAndLine) {
+  std::string msg = config_error([] { read("sec:\n  count: 7\n  cuont: 8\n"); });
+  EXPECT_NE(msg.find("test.yaml:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sec.cuont"), std::string::npos) << msg;
+}
+
+TEST(ConfigReader, UnknownSectionNamesLine) {
+  std::string msg = config_error([] { read("sec:\n  count: 7\nmodle:\n  x: 1\n"); });
+  EXPECT_NE(msg.find("test.yaml:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("modle"), std::string::npos) << msg;
+}
+
+TEST(ConfigReader, WrongTypesNameKeyLineAndValue) {
+  std::string msg = config_error([] { read("sec:\n  count: seven\n"); });
+  EXPECT_NE(msg.find("test.yaml:2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sec.count"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("an integer"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("seven"), std::string::npos) << msg;
+  EXPECT_NE(config_error([] { read("sec:\n  count: 1.5\n"); }), "");
+  EXPECT_NE(config_error([] { read("sec:\n  rate: \"0.1\"\n"); }), "");  // quoted: a string
+  EXPECT_NE(config_error([] { read("sec:\n  flag: maybe\n"); }), "");
+  EXPECT_NE(config_error([] { read("sec:\n  count: [1, 2]\n"); }), "");
+  EXPECT_NE(config_error([] { read("sec:\n  count:\n"); }).find("has no value"), std::string::npos);
+}
+
+TEST(ConfigReader, OverrideErrorsNameTheOverride) {
+  std::string msg = config_error([] { read("", {"sec.count=abc"}); });
+  EXPECT_NE(msg.find("--set sec.count=abc"), std::string::npos) << msg;
+  msg = config_error([] { read("", {"sec.nope=1"}); });
+  EXPECT_NE(msg.find("--set sec.nope=1"), std::string::npos) << msg;
+  EXPECT_THROW(read("", {"nodot=1"}), UsageError);
+  EXPECT_THROW(read("", {"sec.count"}), UsageError);
+}
+
+TEST(ConfigReader, BrokenYamlNamesLine) {
+  std::string msg = config_error([] { read("sec:\n  count: [1, 2\n  rate: 3\n"); });
+  EXPECT_NE(msg.find("test.yaml:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("invalid YAML"), std::string::npos) << msg;
+  EXPECT_NE(config_error([] { read("- a\n- b\n"); }).find("map of sections"), std::string::npos);
+  EXPECT_NE(config_error([] { read("sec: 5\n"); }).find("must be a map"), std::string::npos);
+}
+
+TEST(ConfigReader, MissingFileIsAConfigError) {
+  std::string msg = config_error([] { ConfigDocument::load_file("/nonexistent/x.yaml"); });
+  EXPECT_NE(msg.find("/nonexistent/x.yaml"), std::string::npos) << msg;
+}
+
+TEST(ConfigReader, FailNamesWhereTheValueCameFrom) {
+  ConfigDocument doc = ConfigDocument::parse("sec:\n  count: 7\n", "f.yaml");
+  std::string msg = config_error([&] { config_fail(doc, "sec", "count", "too big"); });
+  EXPECT_EQ(msg, "f.yaml:2: sec.count: too big");
+  msg = config_error([&] { config_fail(doc, "sec", "rate", "bad default"); });
+  EXPECT_EQ(msg, "f.yaml (default): sec.rate: bad default");
+}
+
+TEST(ConfigPrinter, PrintsEveryKeyWithItsDocumentation) {
+  std::ostringstream out;
+  print_config_section(out, "sec", Section{});
+  const std::string text = out.str();
+  for (const char* piece : {"sec:", "count: 3", "# a count", "flag: false", "name: \"x\""})
+    EXPECT_NE(text.find(piece), std::string::npos) << piece << " in\n" << text;
+  // What it prints reads back as the defaults.
+  Section s = read(text);
+  EXPECT_EQ(s.count, 3);
+  EXPECT_EQ(s.name, "x");
+}
+
+}  // namespace
+}  // namespace ternion

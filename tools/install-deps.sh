@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs Ternion's build dependencies from Debian packages. Idempotent: packages already
+# present are not fetched again, so the quickstart and CI can call it every time.
+set -euo pipefail
+packages=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "ternion: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
