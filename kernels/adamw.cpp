@@ -1,0 +1,43 @@
+#include "kernels/adamw.h"
+
+#include <initializer_list>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace ternion {
+
+namespace {
+// Parameter, gradient and optimizer state: contiguous f32 of one numel on one device.
+void check_optimizer_operands(const char* op, std::initializer_list<const Tensor*> all) {
+  const Tensor& param = **all.begin();
+  for (const Tensor* t : all)
+    TN_CHECK(t->dtype() == DType::F32 && t->is_contiguous() && t->numel() == param.numel() &&
+                 t->device() == param.device(),
+             op, ": ", t->str(), " does not match the parameter ", param.str(),
+             " (contiguous f32, same numel and device)");
+}
+}  // namespace
+
+void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWHyper& h) {
+  check_optimizer_operands("adamw_update", {&param, &grad, &m, &v});
+  TN_CHECK(h.step >= 1, "adamw_update: step ", h.step, " is not 1-based");
+  if (param.device().is_cpu()) {
+    cpu::adamw_update(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(),
+                      param.numel(), h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.grad_scale,
+                      h.step);
+  } else {
+    TN_THROW(CudaError, "adamw_update: no CUDA kernel in this build");
+  }
+}
+
+void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h) {
+  check_optimizer_operands("sgd_update", {&param, &grad, &momentum_buffer});
+  if (param.device().is_cpu()) {
+    cpu::sgd_update(param.data<float>(), grad.data<float>(), momentum_buffer.data<float>(),
+                    param.numel(), h.lr, h.momentum, h.weight_decay, h.grad_scale);
+  } else {
+    TN_THROW(CudaError, "sgd_update: no CUDA kernel in this build");
+  }
+}
+
+}  // namespace ternion

@@ -1,0 +1,81 @@
+// The CPU implementations behind kernels/*.h, on raw row-major pointers.
+//
+// Each is a template over the scalar type and instantiated for float (what training runs)
+// and double (what the gradient tests run, so finite differences of our own forward code are
+// exact enough to check our own backward code). The Tensor-level functions in kernels/*.cpp
+// check shapes and dispatch here; nothing else calls these.
+#pragma once
+
+#include <cstdint>
+
+#include "framework/philox.h"
+
+namespace ternion::cpu {
+
+using i64 = std::int64_t;
+
+// out[M,N] = alpha * op(a) op(b) + beta * out  (BLAS gemm, row-major)
+template <class T>
+void matmul(T* out, const T* a, const T* b, i64 m, i64 n, i64 k, bool transpose_a,
+            bool transpose_b, T alpha, T beta);
+
+template <class T> void bias_add_forward(T* out, const T* bias, i64 rows, i64 cols);
+template <class T> void bias_add_backward(T* dbias, const T* dout, i64 rows, i64 cols);
+
+template <class T> void gelu_forward(T* out, const T* x, i64 n);
+template <class T> void gelu_backward(T* dx, const T* x, const T* dout, i64 n);
+
+template <class T>
+void layer_norm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, const T* bias,
+                        i64 rows, i64 cols, T eps);
+template <class T>
+void layer_norm_backward(T* dx, T* dweight, T* dbias, const T* dout, const T* x,
+                         const T* weight, const T* mean, const T* rstd, i64 rows, i64 cols);
+
+template <class T>
+void attention_forward(T* out, T* probs, const T* qkv, i64 batch, i64 seq, i64 n_head,
+                       i64 head_size);
+template <class T>
+void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, i64 batch, i64 seq,
+                        i64 n_head, i64 head_size);
+
+template <class T>
+void token_embedding_forward(T* out, const std::int32_t* tokens, const T* wte, i64 n_tokens,
+                             i64 vocab_rows, i64 channels, i64 vocab_start);
+template <class T>
+void token_embedding_backward(T* dwte, const T* dout, const std::int32_t* tokens, i64 n_tokens,
+                              i64 vocab_rows, i64 channels, i64 vocab_start);
+template <class T>
+void position_embedding_forward(T* out, const T* wpe, i64 batch, i64 seq, i64 channels);
+template <class T>
+void position_embedding_backward(T* dwpe, const T* dout, i64 batch, i64 seq, i64 channels);
+
+template <class T>
+void cross_entropy_forward(T* losses, T* lse, const T* logits, const std::int32_t* targets,
+                           i64 rows, i64 padded_vocab, i64 vocab_size, std::int32_t ignore_index);
+template <class T>
+void cross_entropy_backward(T* dlogits, const T* logits, const T* lse,
+                            const std::int32_t* targets, T dloss, i64 rows, i64 padded_vocab,
+                            i64 vocab_size, std::int32_t ignore_index);
+
+template <class T> void add(T* out, const T* a, const T* b, i64 n);
+template <class T> void accumulate(T* out, const T* x, i64 n);
+template <class T> void scale(T* x, T factor, i64 n);
+template <class T> double sum_of_squares(const T* x, i64 n);
+template <class T> bool all_finite(const T* x, i64 n);
+
+// x viewed as [batch, seq, channels]; see kernels/dropout.h for the global index.
+template <class T>
+void dropout_forward(T* out, const T* x, float p, RngStream stream, i64 batch, i64 seq,
+                     i64 channels, i64 sample_offset, i64 seq_offset, i64 seq_total);
+template <class T>
+void dropout_backward(T* dx, const T* dout, float p, RngStream stream, i64 batch, i64 seq,
+                      i64 channels, i64 sample_offset, i64 seq_offset, i64 seq_total);
+
+void adamw_update(float* param, const float* grad, float* m, float* v, i64 n, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, float grad_scale,
+                  i64 step);
+void sgd_update(float* param, const float* grad, float* momentum_buffer, i64 n, float lr,
+                float momentum, float weight_decay, float grad_scale);
+
+}  // namespace ternion::cpu

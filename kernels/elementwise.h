@@ -1,0 +1,19 @@
+// Elementwise helpers on contiguous f32 tensors of equal numel.
+//   add         out = a + b              (residual forward; out may alias a or b)
+//   accumulate  out += x                 (residual backward, gradient accumulation)
+//   scale       x *= factor
+//   sum_of_squares(x)  -> sum x^2 in double (gradient norms)
+//   all_finite(x)      -> no NaN or Inf
+#pragma once
+
+#include "framework/tensor.h"
+
+namespace ternion {
+
+void add(Tensor& out, const Tensor& a, const Tensor& b);
+void accumulate(Tensor& out, const Tensor& x);
+void scale(Tensor& x, float factor);
+double sum_of_squares(const Tensor& x);
+bool all_finite(const Tensor& x);
+
+}  // namespace ternion

@@ -1,0 +1,141 @@
+// Cross-entropy: losses and lse against a naive log-softmax, dlogits against finite
+// differences (padded columns and ignored rows get zero), padded logits have no effect,
+// in-place backward, targets outside the vocabulary, the f32 op against the f64 template.
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cross_entropy.h"
+#include "tests/test_util.h"
+
+namespace ternion {
+namespace {
+
+constexpr int kRows = 21, kV = 37, kVPadded = 40;
+const std::vector<int> kIgnoredRows = {2, 9, 17};
+
+std::vector<std::int32_t> random_targets(std::uint64_t seed) {
+  auto targets = test::random_ints(kRows, seed, 0, kV);
+  targets[4] = kV - 1;  // the last real column
+  for (int r : kIgnoredRows) targets[r] = kIgnoreIndex;
+  return targets;
+}
+
+// Logits with padded columns set to large values: they would dominate the softmax if read.
+std::vector<float> random_logits(std::uint64_t seed, float scale) {
+  auto logits = test::random_floats(kRows * kVPadded, seed, -scale, scale);
+  for (int r = 0; r < kRows; ++r)
+    for (int v = kV; v < kVPadded; ++v) logits[r * kVPadded + v] = 50.0f + v;
+  return logits;
+}
+
+TEST(CrossEntropy, ForwardMatchesNaiveLogSoftmax) {
+  const auto targets = random_targets(1);
+  const auto logits = test::convert<double>(random_logits(2, 4.0f));
+  std::vector<double> losses(kRows, NAN), lse(kRows, NAN);
+  cpu::cross_entropy_forward<double>(losses.data(), lse.data(), logits.data(), targets.data(),
+                                     kRows, kVPadded, kV, kIgnoreIndex);
+  std::vector<double> want_losses(kRows), want_lse(kRows);
+  for (int r = 0; r < kRows; ++r) {
+    double sum = 0;
+    for (int v = 0; v < kV; ++v) sum += std::exp(logits[r * kVPadded + v]);
+    want_lse[r] = std::log(sum);
+    want_losses[r] =
+        targets[r] == kIgnoreIndex ? 0.0 : want_lse[r] - logits[r * kVPadded + targets[r]];
+  }
+  test::expect_close("cross_entropy losses", losses, want_losses, 1e-13, 1e-13);
+  test::expect_close("cross_entropy lse", lse, want_lse, 1e-13, 1e-13);
+}
+
+TEST(CrossEntropy, BackwardMatchesFiniteDifferences) {
+  const auto targets = random_targets(3);
+  auto logits = test::convert<double>(random_logits(4, 3.0f));
+  const double dloss = 1.0 / (kRows - static_cast<double>(kIgnoredRows.size()));  // a mean
+  std::vector<double> losses(kRows), lse(kRows);
+  auto forward = [&] {
+    cpu::cross_entropy_forward<double>(losses.data(), lse.data(), logits.data(), targets.data(),
+                                       kRows, kVPadded, kV, kIgnoreIndex);
+    double total = 0;
+    for (double l : losses) total += l;
+    return dloss * total;
+  };
+  const auto want = test::finite_difference_gradient(logits, forward);
+  forward();
+  std::vector<double> dlogits(logits.size(), NAN);
+  cpu::cross_entropy_backward<double>(dlogits.data(), logits.data(), lse.data(), targets.data(),
+                                      dloss, kRows, kVPadded, kV, kIgnoreIndex);
+  test::expect_close("cross_entropy dlogits vs finite differences", dlogits, want, 1e-9, 1e-6);
+
+  std::vector<double> padded_and_ignored;
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kVPadded; ++v)
+      if (v >= kV || targets[r] == kIgnoreIndex)
+        padded_and_ignored.push_back(dlogits[r * kVPadded + v]);
+  test::expect_close("dlogits of padded columns and ignored rows", padded_and_ignored,
+                     std::vector<double>(padded_and_ignored.size(), 0.0), 0, 0);
+}
+
+TEST(CrossEntropy, PaddedLogitsChangeNothing) {
+  const auto targets = random_targets(5);
+  auto logits = random_logits(6, 4.0f);
+  auto run = [&](const std::vector<float>& l) {
+    Tensor lt = Tensor::from_vector(l, {kRows, kVPadded});
+    Tensor losses = Tensor::empty({kRows}), lse = Tensor::empty({kRows});
+    Tensor targets_t = test::i32_tensor(targets, {kRows});
+    cross_entropy_forward(losses, lse, lt, targets_t, kV);
+    Tensor dlogits = Tensor::empty({kRows, kVPadded});
+    cross_entropy_backward(dlogits, lt, lse, targets_t, 0.1f, kV);
+    return std::pair{losses.to_vector(), dlogits.to_vector()};
+  };
+  const auto [losses, dlogits] = run(logits);
+  for (int r = 0; r < kRows; ++r) logits[r * kVPadded + kV + 1] = (r % 2 ? -1e30f : NAN);
+  const auto [losses2, dlogits2] = run(logits);
+  test::expect_bitwise_equal("losses after changing padded logits", losses2, losses);
+  test::expect_bitwise_equal("dlogits after changing padded logits", dlogits2, dlogits);
+}
+
+TEST(CrossEntropy, InPlaceBackwardMatchesSeparate) {
+  const auto targets_v = random_targets(7);
+  Tensor logits = Tensor::from_vector(random_logits(8, 5.0f), {kRows, kVPadded});
+  Tensor targets = test::i32_tensor(targets_v, {kRows});
+  Tensor losses = Tensor::empty({kRows}), lse = Tensor::empty({kRows});
+  cross_entropy_forward(losses, lse, logits, targets, kV);
+  Tensor dlogits = Tensor::empty({kRows, kVPadded});
+  cross_entropy_backward(dlogits, logits, lse, targets, 0.25f, kV);
+  cross_entropy_backward(logits, logits, lse, targets, 0.25f, kV);
+  test::expect_bitwise_equal("dlogits in place", logits.to_vector(), dlogits.to_vector());
+}
+
+TEST(CrossEntropy, TargetOutsideVocabularyThrows) {
+  auto targets = random_targets(9);
+  targets[3] = kV;  // a padded column is not a token
+  Tensor logits = Tensor::from_vector(random_logits(10, 1.0f), {kRows, kVPadded});
+  Tensor losses = Tensor::empty({kRows}), lse = Tensor::empty({kRows});
+  EXPECT_THROW(cross_entropy_forward(losses, lse, logits, test::i32_tensor(targets, {kRows}), kV),
+               DataError);
+}
+
+TEST(CrossEntropy, FloatOpMatchesDoubleTemplate) {
+  const auto targets = random_targets(11);
+  const auto logitsf = random_logits(12, 8.0f);
+  const auto logits = test::convert<double>(logitsf);
+  constexpr float kDloss = 1.0f / 18.0f;
+  std::vector<double> losses(kRows), lse(kRows), dlogits(logits.size());
+  cpu::cross_entropy_forward<double>(losses.data(), lse.data(), logits.data(), targets.data(),
+                                     kRows, kVPadded, kV, kIgnoreIndex);
+  cpu::cross_entropy_backward<double>(dlogits.data(), logits.data(), lse.data(), targets.data(),
+                                      kDloss, kRows, kVPadded, kV, kIgnoreIndex);
+
+  Tensor logits_t = Tensor::from_vector(logitsf, {kRows, kVPadded});
+  Tensor targets_t = test::i32_tensor(targets, {kRows});
+  Tensor losses_t = Tensor::empty({kRows}), lse_t = Tensor::empty({kRows});
+  cross_entropy_forward(losses_t, lse_t, logits_t, targets_t, kV);
+  Tensor dlogits_t = Tensor::full({kRows, kVPadded}, NAN);
+  cross_entropy_backward(dlogits_t, logits_t, lse_t, targets_t, kDloss, kV);
+  test::expect_close("cross_entropy f32 losses", losses_t.to_vector(), losses, 1e-5, 1e-5);
+  test::expect_close("cross_entropy f32 lse", lse_t.to_vector(), lse, 1e-5, 1e-6);
+  test::expect_close("cross_entropy f32 dlogits", dlogits_t.to_vector(), dlogits, 1e-7, 1e-5);
+}
+
+}  // namespace
+}  // namespace ternion

@@ -1,0 +1,119 @@
+// Dropout: the kept fraction, the exact scale, backward reusing the forward's mask, p = 0 as an
+// exact copy, masks independent of how the global batch is cut (samples and sequence),
+// finite differences, the f32 op against the f64 template.
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/dropout.h"
+#include "tests/test_util.h"
+
+namespace ternion {
+namespace {
+
+const RngStream kStream = dropout_stream(1234, 7, "block3.attn.dropout");
+
+TEST(Dropout, KeptFractionAndExactScale) {
+  constexpr int kB = 4, kT = 256, kC = 300;
+  constexpr float kP = 0.1f;
+  const auto xs = test::random_floats(kB * kT * kC, 1, 0.5f, 1.5f);  // never 0
+  Tensor x = Tensor::from_vector(xs, {kB, kT, kC}), out = Tensor::empty({kB, kT, kC});
+  dropout_forward(out, x, kP, kStream, {0, 0, kT});
+  const auto o = out.to_vector();
+  const float scale = 1.0f / (1.0f - kP);
+  std::size_t kept = 0, wrong = 0;
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    if (o[i] != 0.0f) {
+      ++kept;
+      wrong += o[i] != xs[i] * scale;
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << "kept elements not exactly x / (1 - p)";
+  const double fraction = static_cast<double>(kept) / static_cast<double>(o.size());
+  const double sigma = std::sqrt(kP * (1 - kP) / static_cast<double>(o.size()));
+  EXPECT_NEAR(fraction, 1 - kP, 5 * sigma) << "kept fraction over " << o.size() << " elements";
+}
+
+TEST(Dropout, BackwardUsesTheForwardMask) {
+  constexpr int kB = 3, kT = 7, kC = 10;
+  constexpr float kP = 0.4f;
+  const auto xs = test::random_floats(kB * kT * kC, 2, 0.5f, 1.5f);
+  const auto douts = test::random_floats(kB * kT * kC, 3, 0.5f, 1.5f);
+  const GlobalPosition position{5, 3, 16};
+  Tensor x = Tensor::from_vector(xs, {kB, kT, kC}), out = Tensor::empty({kB, kT, kC});
+  dropout_forward(out, x, kP, kStream, position);
+  Tensor dout = Tensor::from_vector(douts, {kB, kT, kC}), dx = Tensor::full({kB, kT, kC}, NAN);
+  dropout_backward(dx, dout, kP, kStream, position);
+  const auto o = out.to_vector(), d = dx.to_vector();
+  std::vector<float> want(d.size());
+  for (std::size_t i = 0; i < d.size(); ++i)
+    want[i] = o[i] != 0.0f ? douts[i] * (1.0f / (1.0f - kP)) : 0.0f;
+  test::expect_bitwise_equal("dropout dx = mask * dout / (1 - p)", d, want);
+  // ...and a different step draws a different mask.
+  Tensor other = Tensor::empty({kB, kT, kC});
+  dropout_forward(other, x, kP, dropout_stream(1234, 8, "block3.attn.dropout"), position);
+  EXPECT_NE(other.to_vector(), o);
+}
+
+TEST(Dropout, ZeroProbabilityIsAnExactCopy) {
+  const auto xs = test::random_floats(2 * 5 * 3, 4);
+  Tensor x = Tensor::from_vector(xs, {2, 5, 3}), out = Tensor::full({2, 5, 3}, NAN);
+  dropout_forward(out, x, 0.0f, kStream, {0, 0, 5});
+  test::expect_bitwise_equal("dropout p = 0 forward", out.to_vector(), xs);
+  dropout_backward(x, x, 0.0f, kStream, {0, 0, 5});  // in place
+  test::expect_bitwise_equal("dropout p = 0 backward in place", x.to_vector(), xs);
+}
+
+TEST(Dropout, MaskDoesNotDependOnTheLayout) {
+  // One global [4, 12, 5] tensor against its pieces: samples [0, 3) and [3, 4), and within
+  // those, sequence positions [0, 5) and [5, 12), as data and sequence parallelism cut it.
+  constexpr int kB = 4, kT = 12, kC = 5;
+  constexpr float kP = 0.5f;
+  Tensor ones = Tensor::full({kB, kT, kC}, 1.0f), whole = Tensor::empty({kB, kT, kC});
+  dropout_forward(whole, ones, kP, kStream, {0, 0, kT});
+  for (auto [b0, nb] : {std::pair{0, 3}, std::pair{3, 1}}) {
+    for (auto [t0, nt] : {std::pair{0, 5}, std::pair{5, 7}}) {
+      Tensor piece_in = Tensor::full({nb, nt, kC}, 1.0f), piece = Tensor::empty({nb, nt, kC});
+      dropout_forward(piece, piece_in, kP, kStream, {b0, t0, kT});
+      test::expect_bitwise_equal(
+          "dropout piece samples [" + std::to_string(b0) + ", +" + std::to_string(nb) +
+              ") positions [" + std::to_string(t0) + ", +" + std::to_string(nt) + ")",
+          piece.to_vector(), whole.slice(0, b0, nb).slice(1, t0, nt).to_vector());
+    }
+  }
+}
+
+TEST(Dropout, BackwardMatchesFiniteDifferences) {
+  constexpr int kB = 3, kT = 7, kC = 10;
+  constexpr float kP = 0.3f;
+  auto x = test::convert<double>(test::random_floats(kB * kT * kC, 5));
+  const auto r = test::convert<double>(test::random_floats(kB * kT * kC, 6));
+  std::vector<double> out(x.size());
+  auto forward = [&] {
+    cpu::dropout_forward<double>(out.data(), x.data(), kP, kStream, kB, kT, kC, 1, 2, 11);
+    return test::dot(out, r);
+  };
+  const auto want = test::finite_difference_gradient(x, forward);
+  std::vector<double> dx(x.size(), NAN);
+  cpu::dropout_backward<double>(dx.data(), r.data(), kP, kStream, kB, kT, kC, 1, 2, 11);
+  test::expect_close("dropout dx vs finite differences", dx, want, 1e-9, 1e-8);
+}
+
+TEST(Dropout, FloatOpMatchesDoubleTemplate) {
+  constexpr int kB = 3, kT = 7, kC = 10;
+  constexpr float kP = 0.25f;
+  const auto xf = test::random_floats(kB * kT * kC, 7),
+             doutf = test::random_floats(kB * kT * kC, 8);
+  const auto x = test::convert<double>(xf), dout = test::convert<double>(doutf);
+  std::vector<double> out(x.size()), dx(x.size());
+  cpu::dropout_forward<double>(out.data(), x.data(), kP, kStream, kB, kT, kC, 2, 0, kT);
+  cpu::dropout_backward<double>(dx.data(), dout.data(), kP, kStream, kB, kT, kC, 2, 0, kT);
+  Tensor out_t = Tensor::empty({kB, kT, kC}), dx_t = Tensor::empty({kB, kT, kC});
+  dropout_forward(out_t, Tensor::from_vector(xf, {kB, kT, kC}), kP, kStream, {2, 0, kT});
+  dropout_backward(dx_t, Tensor::from_vector(doutf, {kB, kT, kC}), kP, kStream, {2, 0, kT});
+  test::expect_close("dropout f32 out", out_t.to_vector(), out, 1e-7, 1e-7);
+  test::expect_close("dropout f32 dx", dx_t.to_vector(), dx, 1e-7, 1e-7);
+}
+
+}  // namespace
+}  // namespace ternion

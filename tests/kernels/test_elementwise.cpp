@@ -1,0 +1,62 @@
+// Elementwise helpers against plain loops; sum_of_squares against a double sum; all_finite
+// finds NaN and both infinities anywhere.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/elementwise.h"
+#include "tests/test_util.h"
+
+namespace ternion {
+namespace {
+
+constexpr int kN = 100003;  // several reduction chunks and parallel blocks, odd tail
+
+TEST(Elementwise, AddAccumulateScale) {
+  const auto a = test::random_floats(kN, 1), b = test::random_floats(kN, 2);
+  std::vector<float> sum(kN), scaled(kN);
+  for (int i = 0; i < kN; ++i) sum[i] = a[i] + b[i];
+  for (int i = 0; i < kN; ++i) scaled[i] = sum[i] * -0.375f;
+
+  Tensor at = Tensor::from_vector(a, {kN}), bt = Tensor::from_vector(b, {kN});
+  Tensor out = Tensor::empty({kN});
+  add(out, at, bt);
+  test::expect_bitwise_equal("add", out.to_vector(), sum);
+  Tensor in_place = at.clone();
+  add(in_place, in_place, bt);
+  test::expect_bitwise_equal("add into a", in_place.to_vector(), sum);
+
+  Tensor acc = at.clone();
+  accumulate(acc, bt);
+  test::expect_bitwise_equal("accumulate", acc.to_vector(), sum);
+
+  scale(acc, -0.375f);
+  test::expect_bitwise_equal("scale", acc.to_vector(), scaled);
+}
+
+TEST(Elementwise, SumOfSquares) {
+  const auto x = test::random_floats(kN, 3, -3.0f, 3.0f);
+  double want = 0;
+  for (float v : x) want += static_cast<double>(v) * v;
+  const double got = sum_of_squares(Tensor::from_vector(x, {kN}));
+  EXPECT_NEAR(got, want, 1e-12 * want);
+  EXPECT_EQ(sum_of_squares(Tensor::from_vector({3.0f, -4.0f}, {2})), 25.0);
+}
+
+TEST(Elementwise, AllFiniteFindsNaNAndInf) {
+  const auto x = test::random_floats(kN, 4);
+  EXPECT_TRUE(all_finite(Tensor::from_vector(x, {kN})));
+  const float kInf = std::numeric_limits<float>::infinity();
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), kInf, -kInf}) {
+    for (int at : {0, 70001, kN - 1}) {
+      auto y = x;
+      y[at] = bad;
+      EXPECT_FALSE(all_finite(Tensor::from_vector(y, {kN}))) << bad << " at " << at;
+    }
+  }
+  EXPECT_TRUE(all_finite(Tensor::from_vector(
+      {std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()}, {2})));
+}
+
+}  // namespace
+}  // namespace ternion

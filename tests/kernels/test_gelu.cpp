@@ -1,0 +1,88 @@
+// GELU: the sigmoid form against GPT-2's tanh formula, backward against finite differences,
+// the f32 op against the f64 template, saturation at large |x|, and in-place use.
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/gelu.h"
+#include "tests/test_util.h"
+
+namespace ternion {
+namespace {
+
+double gelu_tanh_formula(double x) {
+  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + std::tanh(u));
+}
+
+constexpr std::size_t kN = 37;
+
+TEST(Gelu, ForwardMatchesTanhFormula) {
+  const auto x = test::convert<double>(test::random_floats(kN, 1, -5.0f, 5.0f));
+  std::vector<double> out(kN), want(kN);
+  cpu::gelu_forward<double>(out.data(), x.data(), kN);
+  for (std::size_t i = 0; i < kN; ++i) want[i] = gelu_tanh_formula(x[i]);
+  test::expect_close("gelu f64 vs tanh formula", out, want, 1e-15, 1e-13);
+}
+
+TEST(Gelu, BackwardMatchesFiniteDifferences) {
+  auto x = test::convert<double>(test::random_floats(kN, 2, -4.0f, 4.0f));
+  const auto r = test::convert<double>(test::random_floats(kN, 3));
+  std::vector<double> out(kN);
+  auto loss = [&] {
+    cpu::gelu_forward<double>(out.data(), x.data(), kN);
+    return test::dot(out, r);
+  };
+  const auto want = test::finite_difference_gradient(x, loss);
+  std::vector<double> dx(kN, NAN);  // overwritten, never read
+  cpu::gelu_backward<double>(dx.data(), x.data(), r.data(), kN);
+  test::expect_close("gelu dx vs finite differences", dx, want, 1e-8, 1e-7);
+}
+
+TEST(Gelu, FloatOpMatchesDoubleTemplate) {
+  const auto xf = test::random_floats(1003, 4, -6.0f, 6.0f);
+  const auto doutf = test::random_floats(1003, 5);
+  const auto x = test::convert<double>(xf), dout = test::convert<double>(doutf);
+  std::vector<double> out(x.size()), dx(x.size());
+  cpu::gelu_forward<double>(out.data(), x.data(), 1003);
+  cpu::gelu_backward<double>(dx.data(), x.data(), dout.data(), 1003);
+
+  Tensor xt = Tensor::from_vector(xf, {17, 59});
+  Tensor doutt = Tensor::from_vector(doutf, {17, 59});
+  Tensor outt = Tensor::empty({17, 59}), dxt = Tensor::empty({17, 59});
+  gelu_forward(outt, xt);
+  gelu_backward(dxt, xt, doutt);
+  test::expect_close("gelu f32 forward", outt.to_vector(), out, 1e-6, 1e-6);
+  test::expect_close("gelu f32 backward", dxt.to_vector(), dx, 1e-6, 1e-6);
+}
+
+TEST(Gelu, SaturatesWithoutNaN) {
+  const std::vector<float> xs = {-1e4f, -200.0f, -90.0f, -30.0f, 0.0f, 30.0f, 90.0f, 200.0f, 1e4f};
+  Tensor x = Tensor::from_vector(xs, {9}), out = Tensor::empty({9}), dx = Tensor::empty({9});
+  gelu_forward(out, x);
+  gelu_backward(dx, x, Tensor::full({9}, 1.0f));
+  std::vector<double> want_out, want_dx;
+  for (float v : xs) {
+    want_out.push_back(v > 0 ? v : 0.0);
+    want_dx.push_back(v > 0 ? 1.0 : (v < 0 ? 0.0 : 0.5));
+  }
+  test::expect_close("gelu at large |x|", out.to_vector(), want_out, 1e-20, 0);
+  test::expect_close("gelu' at large |x|", dx.to_vector(), want_dx, 1e-20, 0);
+}
+
+TEST(Gelu, InPlaceMatchesOutOfPlace) {
+  const auto xs = test::random_floats(500, 6, -3.0f, 3.0f);
+  const auto douts = test::random_floats(500, 7);
+  Tensor x = Tensor::from_vector(xs, {500}), out = Tensor::empty({500});
+  gelu_forward(out, x);
+  Tensor dout = Tensor::from_vector(douts, {500}), dx = Tensor::empty({500});
+  gelu_backward(dx, x, dout);
+  Tensor in_place = x.clone();
+  gelu_forward(in_place, in_place);
+  test::expect_bitwise_equal("gelu forward in place", in_place.to_vector(), out.to_vector());
+  gelu_backward(dout, x, dout);
+  test::expect_bitwise_equal("gelu backward in place", dout.to_vector(), dx.to_vector());
+}
+
+}  // namespace
+}  // namespace ternion
