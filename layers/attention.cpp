@@ -1,0 +1,43 @@
+#include "layers/attention.h"
+
+#include <cmath>
+
+#include "kernels/attention.h"
+
+namespace ternion {
+
+CausalSelfAttention::CausalSelfAttention(std::string name, const ModelConfig& config)
+    : Layer(std::move(name)),
+      n_head_(config.n_head),
+      qkv_(this->name() + ".qkv", config.d_model, 3 * config.d_model, true,
+           static_cast<float>(config.init_std)),
+      proj_(this->name() + ".proj", config.d_model, config.d_model, true,
+            static_cast<float>(config.init_std / std::sqrt(2.0 * config.n_layer))),
+      dropout_(this->name() + ".dropout", static_cast<float>(config.dropout)) {}
+
+Tensor CausalSelfAttention::forward(const Tensor& input, ActivationContext& ctx) {
+  const std::int64_t batch = input.size(0), seq = input.size(1), channels = input.size(2);
+  Tensor qkv = qkv_.forward(input, ctx);
+  Tensor attended = Tensor::empty({batch, seq, channels}, DType::F32, input.device());
+  Tensor probs = Tensor::empty({batch, n_head_, seq, seq}, DType::F32, input.device());
+  attention_forward(attended, probs, qkv, n_head_);
+  Saved& saved = ctx.save<Saved>(this);
+  saved.qkv = qkv;
+  saved.probs = probs;
+  return dropout_.forward(proj_.forward(attended, ctx), ctx);
+}
+
+Tensor CausalSelfAttention::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  Tensor dattended = proj_.backward(dropout_.backward(grad_output, ctx), ctx);
+  const Saved saved = ctx.take<Saved>(this);
+  Tensor dqkv = Tensor::empty(saved.qkv.shape(), DType::F32, grad_output.device());
+  attention_backward(dqkv, dattended, saved.qkv, saved.probs, n_head_);
+  return qkv_.backward(dqkv, ctx);
+}
+
+void CausalSelfAttention::collect_parameters(std::vector<Parameter*>& out) {
+  qkv_.collect_parameters(out);
+  proj_.collect_parameters(out);
+}
+
+}  // namespace ternion

@@ -1,0 +1,35 @@
+#include "layers/dropout.h"
+
+#include "kernels/dropout.h"
+
+namespace ternion {
+
+namespace {
+GlobalPosition position_of(const Tensor& x, const MicroBatchInfo& info) {
+  return {info.sample_offset, 0, x.size(1)};
+}
+}  // namespace
+
+Tensor Dropout::forward(const Tensor& input, ActivationContext& ctx) {
+  const MicroBatchInfo& info = ctx.info();
+  const bool apply = p_ > 0.0f && info.training;
+  ctx.save<Saved>(this).applied = apply;
+  if (!apply) return input;
+  TN_CHECK(input.dim() == 3, name(), ": dropout expects [batch, seq, C], got ", input.str());
+  Tensor out = Tensor::empty(input.shape(), DType::F32, input.device());
+  dropout_forward(out, input, p_, dropout_stream(info.seed, info.step, name()),
+                  position_of(input, info));
+  return out;
+}
+
+Tensor Dropout::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  const Saved saved = ctx.take<Saved>(this);
+  if (!saved.applied) return grad_output;
+  const MicroBatchInfo& info = ctx.info();
+  Tensor dx = Tensor::empty(grad_output.shape(), DType::F32, grad_output.device());
+  dropout_backward(dx, grad_output, p_, dropout_stream(info.seed, info.step, name()),
+                   position_of(grad_output, info));
+  return dx;
+}
+
+}  // namespace ternion

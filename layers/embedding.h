@@ -1,0 +1,32 @@
+// Token + learned position embedding, then dropout:
+//   out[b, t, :] = dropout(wte[tokens[b, t]] + wpe[t])
+// tokens are i32 [batch, seq]; wte is [padded_vocab, C] and is shared with the LM head
+// (weight tying: see lm_head.h); wpe is [seq_len, C]. backward returns an undefined tensor:
+// there is nothing upstream of the tokens.
+#pragma once
+
+#include "layers/dropout.h"
+#include "layers/model_config.h"
+
+namespace ternion {
+
+class Embedding : public Layer {
+ public:
+  Embedding(std::string name, const ModelConfig& config);
+  Tensor forward(const Tensor& tokens, ActivationContext& ctx) override;
+  Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
+  void collect_parameters(std::vector<Parameter*>& out) override;
+
+  Parameter& token_weight() { return wte_; }
+
+ private:
+  struct Saved : SavedActivations {
+    Tensor tokens;
+  };
+  std::int64_t d_model_;
+  Parameter wte_;
+  Parameter wpe_;
+  Dropout dropout_;
+};
+
+}  // namespace ternion

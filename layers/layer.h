@@ -1,0 +1,98 @@
+// The Layer interface and the per-micro-batch activation context.
+//
+// Layers hold parameters, never activations: whatever forward saves for backward goes into
+// the ActivationContext of that micro-batch, so several micro-batches can be in flight at
+// once (pipeline schedules run forward of micro-batch m+1 before backward of m).
+//
+// Gradient contract (llm.c's): parameter gradients accumulate (+=) so micro-batches add up;
+// the activation gradient a backward returns is freshly computed (it never aliases what the
+// caller passed in unless documented).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "framework/error.h"
+#include "framework/tensor.h"
+#include "framework/parameter.h"
+
+namespace ternion {
+
+// What a layer may need to know about the micro-batch it is processing.
+struct MicroBatchInfo {
+  std::int64_t step = 1;           // optimizer step (1-based); keys dropout masks
+  std::int64_t micro_batch = 0;    // index of this micro-batch within the step
+  std::int64_t sample_offset = 0;  // index in the global batch of this micro-batch's first sample
+  std::uint64_t seed = 0;          // run seed
+  bool training = true;            // dropout on; false for evaluation and generation
+};
+
+// Base of whatever a layer saves for its backward.
+struct SavedActivations {
+  virtual ~SavedActivations() = default;
+};
+
+class ActivationContext {
+ public:
+  explicit ActivationContext(MicroBatchInfo info) : info_(info) {}
+  ActivationContext(const ActivationContext&) = delete;
+  ActivationContext& operator=(const ActivationContext&) = delete;
+
+  const MicroBatchInfo& info() const { return info_; }
+
+  // A fresh slot for `owner`'s saved tensors (one per layer per micro-batch).
+  template <class Saved>
+  Saved& save(const void* owner) {
+    auto slot = std::make_unique<Saved>();
+    Saved& ref = *slot;
+    auto [it, inserted] = slots_.emplace(owner, std::move(slot));
+    TN_CHECK(inserted, "a layer saved twice in one micro-batch");
+    return ref;
+  }
+  // Takes `owner`'s slot out of the context (backward frees activations as it goes).
+  template <class Saved>
+  Saved take(const void* owner) {
+    auto it = slots_.find(owner);
+    TN_CHECK(it != slots_.end(), "backward without a matching forward in this micro-batch");
+    auto* saved = dynamic_cast<Saved*>(it->second.get());
+    TN_CHECK(saved != nullptr, "saved activations of the wrong type");
+    Saved out = std::move(*saved);
+    slots_.erase(it);
+    return out;
+  }
+  bool empty() const { return slots_.empty(); }
+
+ private:
+  MicroBatchInfo info_;
+  std::unordered_map<const void*, std::unique_ptr<SavedActivations>> slots_;
+};
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  // [batch, seq, d_in] -> [batch, seq, d_out] (token layers take i32 [batch, seq]).
+  virtual Tensor forward(const Tensor& input, ActivationContext& ctx) = 0;
+  // Gradient of the input from the gradient of the output; accumulates parameter gradients.
+  virtual Tensor backward(const Tensor& grad_output, ActivationContext& ctx) = 0;
+  // Appends this layer's parameters, children included, in a stable order.
+  virtual void collect_parameters(std::vector<Parameter*>& out) { (void)out; }
+
+  const std::string& name() const { return name_; }
+  std::vector<Parameter*> parameters() {
+    std::vector<Parameter*> out;
+    collect_parameters(out);
+    return out;
+  }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace ternion

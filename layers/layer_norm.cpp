@@ -1,0 +1,41 @@
+#include "layers/layer_norm.h"
+
+#include "kernels/layer_norm.h"
+
+namespace ternion {
+
+LayerNorm::LayerNorm(std::string name, std::int64_t features)
+    : Layer(std::move(name)),
+      features_(features),
+      weight_(make_parameter(this->name() + ".weight", {features}, ParameterInit::Ones, 0.0f,
+                             /*weight_decay=*/false)),
+      bias_(make_parameter(this->name() + ".bias", {features}, ParameterInit::Zeros, 0.0f,
+                           /*weight_decay=*/false)) {}
+
+Tensor LayerNorm::forward(const Tensor& input, ActivationContext& ctx) {
+  const Tensor x = input.view({-1, features_});
+  const Device device = input.device();
+  Tensor out = Tensor::empty(x.shape(), DType::F32, device);
+  Saved& saved = ctx.save<Saved>(this);
+  saved.input = x;
+  saved.mean = Tensor::empty({x.size(0)}, DType::F32, device);
+  saved.rstd = Tensor::empty({x.size(0)}, DType::F32, device);
+  layer_norm_forward(out, saved.mean, saved.rstd, x, weight_.value, bias_.value);
+  return out.view(input.shape());
+}
+
+Tensor LayerNorm::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  const Saved saved = ctx.take<Saved>(this);
+  const Tensor dy = grad_output.view({-1, features_});
+  Tensor dx = Tensor::empty(dy.shape(), DType::F32, dy.device());
+  layer_norm_backward(dx, weight_.grad, bias_.grad, dy, saved.input, weight_.value, saved.mean,
+                      saved.rstd);
+  return dx.view(grad_output.shape());
+}
+
+void LayerNorm::collect_parameters(std::vector<Parameter*>& out) {
+  out.push_back(&weight_);
+  out.push_back(&bias_);
+}
+
+}  // namespace ternion

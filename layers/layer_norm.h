@@ -1,0 +1,25 @@
+// LayerNorm over the last dimension, with learned weight (init 1) and bias (init 0); neither
+// is weight-decayed.
+#pragma once
+
+#include "layers/layer.h"
+
+namespace ternion {
+
+class LayerNorm : public Layer {
+ public:
+  LayerNorm(std::string name, std::int64_t features);
+  Tensor forward(const Tensor& input, ActivationContext& ctx) override;
+  Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
+  void collect_parameters(std::vector<Parameter*>& out) override;
+
+ private:
+  struct Saved : SavedActivations {
+    Tensor input, mean, rstd;  // [rows, C], [rows], [rows]
+  };
+  std::int64_t features_;
+  Parameter weight_;
+  Parameter bias_;
+};
+
+}  // namespace ternion

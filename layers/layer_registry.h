@@ -1,0 +1,46 @@
+// Block types selectable by name from YAML (`model.block: NAME`).
+//
+// A user adds a layer without touching the framework: write a Layer subclass that maps
+// [batch, seq, d_model] to itself, register a factory for it before the config is read, and
+// name it in the config. examples/custom_block/ does exactly this:
+//
+//   ternion::LayerRegistry::instance().add("my_block",
+//       [](const ternion::BlockSpec& spec) { return std::make_unique<MyBlock>(spec); });
+//
+// Registration is explicit (a call, not a static initialiser), because a static initialiser
+// in a static library is dropped by the linker when nothing references its object file.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "layers/layer.h"
+#include "layers/model_config.h"
+
+namespace ternion {
+
+struct BlockSpec {
+  std::string name;      // parameter-name prefix, "h.3"
+  std::int64_t index;    // block index in the whole model
+  const ModelConfig& config;
+};
+
+using BlockFactory = std::function<std::unique_ptr<Layer>(const BlockSpec&)>;
+
+class LayerRegistry {
+ public:
+  static LayerRegistry& instance();  // holds the built-in "transformer" block from the start
+
+  void add(const std::string& type, BlockFactory factory);  // replaces an existing entry
+  bool has(const std::string& type) const;
+  std::unique_ptr<Layer> create(const std::string& type, const BlockSpec& spec) const;
+  std::string names() const;  // "a, b, c"
+
+ private:
+  LayerRegistry();
+  std::map<std::string, BlockFactory> factories_;
+};
+
+}  // namespace ternion

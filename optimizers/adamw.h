@@ -1,0 +1,22 @@
+// AdamW with decoupled weight decay (applied only to parameters flagged weight_decay:
+// matrices and embeddings, never biases or LayerNorm). Moments are fp32, one pair per
+// parameter, allocated at construction.
+#pragma once
+
+#include "optimizers/optimizer.h"
+
+namespace ternion {
+
+class AdamW final : public Optimizer {
+ public:
+  AdamW(const OptimizerConfig& config, std::vector<Parameter*> params);
+  void step(float lr, float grad_scale, std::int64_t step) override;
+  std::size_t state_bytes() const override;
+
+ private:
+  OptimizerConfig config_;
+  std::vector<Parameter*> params_;
+  std::vector<Tensor> m_, v_;
+};
+
+}  // namespace ternion

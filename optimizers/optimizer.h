@@ -1,0 +1,26 @@
+// Optimizers update a list of parameters from their gradients. They see Parameters (value,
+// grad, weight-decay flag), never layers.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "framework/parameter.h"
+#include "optimizers/optimizer_config.h"
+
+namespace ternion {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // One update at learning rate `lr`; gradients are multiplied by `grad_scale` first (the
+  // clipping factor). `step` is 1-based.
+  virtual void step(float lr, float grad_scale, std::int64_t step) = 0;
+  // Bytes of optimizer state held by this rank.
+  virtual std::size_t state_bytes() const = 0;
+};
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
+                                          std::vector<Parameter*> params);
+
+}  // namespace ternion

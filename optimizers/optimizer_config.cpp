@@ -1,0 +1,23 @@
+#include "optimizers/optimizer_config.h"
+
+namespace ternion {
+
+void OptimizerConfig::validate(const ConfigDocument& doc) const {
+  const char* kSection = "optimizer";
+  if (type != "adamw" && type != "sgd")
+    config_fail(doc, kSection, "type", "must be adamw or sgd, got '" + type + "'");
+  if (!(lr > 0)) config_fail(doc, kSection, "lr", "must be positive");
+  if (!(min_lr >= 0) || min_lr > lr)
+    config_fail(doc, kSection, "min_lr", "must be between 0 and optimizer.lr");
+  if (warmup_steps < 0) config_fail(doc, kSection, "warmup_steps", "must not be negative");
+  if (decay != "cosine" && decay != "linear" && decay != "constant")
+    config_fail(doc, kSection, "decay", "must be cosine, linear or constant, got '" + decay + "'");
+  if (!(weight_decay >= 0)) config_fail(doc, kSection, "weight_decay", "must not be negative");
+  if (!(grad_clip >= 0)) config_fail(doc, kSection, "grad_clip", "must not be negative");
+  if (!(beta1 >= 0 && beta1 < 1)) config_fail(doc, kSection, "beta1", "must be in [0, 1)");
+  if (!(beta2 >= 0 && beta2 < 1)) config_fail(doc, kSection, "beta2", "must be in [0, 1)");
+  if (!(eps > 0)) config_fail(doc, kSection, "eps", "must be positive");
+  if (!(momentum >= 0 && momentum < 1)) config_fail(doc, kSection, "momentum", "must be in [0, 1)");
+}
+
+}  // namespace ternion

@@ -1,0 +1,21 @@
+// SGD with momentum (PyTorch's form: weight decay added to the gradient, only on parameters
+// flagged weight_decay).
+#pragma once
+
+#include "optimizers/optimizer.h"
+
+namespace ternion {
+
+class Sgd final : public Optimizer {
+ public:
+  Sgd(const OptimizerConfig& config, std::vector<Parameter*> params);
+  void step(float lr, float grad_scale, std::int64_t step) override;
+  std::size_t state_bytes() const override;
+
+ private:
+  OptimizerConfig config_;
+  std::vector<Parameter*> params_;
+  std::vector<Tensor> momentum_;
+};
+
+}  // namespace ternion

@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "optimizers/grad_clip.h"
+#include "optimizers/lr_schedule.h"
+#include "optimizers/optimizer.h"
+
+namespace ternion {
+namespace {
+
+OptimizerConfig schedule(double lr, double min_lr, std::int64_t warmup, std::string decay) {
+  OptimizerConfig c;
+  c.lr = lr;
+  c.min_lr = min_lr;
+  c.warmup_steps = warmup;
+  c.decay = std::move(decay);
+  return c;
+}
+
+TEST(LrSchedule, LinearWarmupThenCosineToMinLr) {
+  OptimizerConfig c = schedule(1.0, 0.1, 10, "cosine");
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1, 110), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 5, 110), 0.5);
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 10, 110), 1.0);
+  EXPECT_NEAR(learning_rate_at(c, 60, 110), 0.55, 1e-12);  // half-way: the mean of lr and min_lr
+  EXPECT_NEAR(learning_rate_at(c, 110, 110), 0.1, 1e-12);
+  for (std::int64_t s = 11; s < 110; ++s)
+    EXPECT_GT(learning_rate_at(c, s, 110), learning_rate_at(c, s + 1, 110));
+}
+
+TEST(LrSchedule, LinearAndConstantDecay) {
+  OptimizerConfig linear = schedule(1.0, 0.0, 0, "linear");
+  EXPECT_NEAR(learning_rate_at(linear, 1, 4), 0.75, 1e-12);
+  EXPECT_NEAR(learning_rate_at(linear, 4, 4), 0.0, 1e-12);
+  OptimizerConfig constant = schedule(0.3, 0.0, 2, "constant");
+  EXPECT_DOUBLE_EQ(learning_rate_at(constant, 1, 9), 0.15);
+  EXPECT_DOUBLE_EQ(learning_rate_at(constant, 9, 9), 0.3);
+}
+
+TEST(GradClip, NormAndFactor) {
+  Parameter a = make_parameter("a", {2}, ParameterInit::Zeros, 0, true);
+  Parameter b = make_parameter("b", {1}, ParameterInit::Zeros, 0, false);
+  a.grad.copy_from(Tensor::from_vector({3, 0}, {2}));
+  b.grad.copy_from(Tensor::from_vector({4}, {1}));
+  const double norm = std::sqrt(grad_sum_of_squares({&a, &b}));
+  EXPECT_DOUBLE_EQ(norm, 5.0);
+  EXPECT_NEAR(clip_factor(norm, 1.0), 0.2, 1e-6);
+  EXPECT_EQ(clip_factor(norm, 10.0), 1.0f);
+  EXPECT_EQ(clip_factor(norm, 0.0), 1.0f);  // clipping off
+}
+
+// AdamW through the Optimizer interface against a scalar reference: decay only where flagged.
+TEST(AdamWOptimizer, MatchesTheReferenceAndDecaysOnlyFlaggedParameters) {
+  OptimizerConfig c;
+  c.type = "adamw";
+  c.weight_decay = 0.1;
+  Parameter w = make_parameter("w", {1}, ParameterInit::Zeros, 0, /*weight_decay=*/true);
+  Parameter b = make_parameter("b", {1}, ParameterInit::Zeros, 0, /*weight_decay=*/false);
+  w.value.fill(1.0f);
+  b.value.fill(1.0f);
+  auto opt = make_optimizer(c, {&w, &b});
+  EXPECT_EQ(opt->state_bytes(), 16u);
+  double ref_w = 1.0, ref_b = 1.0, m = 0.0, v = 0.0;
+  const double lr = 0.01, g = 0.5, scale = 0.5;
+  for (std::int64_t t = 1; t <= 3; ++t) {
+    w.grad.fill(static_cast<float>(g));
+    b.grad.fill(static_cast<float>(g));
+    opt->step(static_cast<float>(lr), static_cast<float>(scale), t);
+    const double gs = g * scale;
+    m = c.beta1 * m + (1 - c.beta1) * gs;
+    v = c.beta2 * v + (1 - c.beta2) * gs * gs;
+    const double update = m / (1 - std::pow(c.beta1, t)) /
+                          (std::sqrt(v / (1 - std::pow(c.beta2, t))) + c.eps);
+    ref_w -= lr * (update + c.weight_decay * ref_w);
+    ref_b -= lr * update;
+  }
+  EXPECT_NEAR(w.value.to_vector()[0], ref_w, 1e-6);
+  EXPECT_NEAR(b.value.to_vector()[0], ref_b, 1e-6);
+  EXPECT_LT(w.value.to_vector()[0], b.value.to_vector()[0]);
+}
+
+TEST(SgdOptimizer, MomentumMatchesTheReference) {
+  OptimizerConfig c;
+  c.type = "sgd";
+  c.momentum = 0.9;
+  c.weight_decay = 0.0;
+  Parameter p = make_parameter("p", {1}, ParameterInit::Zeros, 0, true);
+  p.value.fill(2.0f);
+  auto opt = make_optimizer(c, {&p});
+  double ref = 2.0, buf = 0.0;
+  for (std::int64_t t = 1; t <= 3; ++t) {
+    p.grad.fill(1.0f);
+    opt->step(0.1f, 1.0f, t);
+    buf = 0.9 * buf + 1.0;
+    ref -= 0.1 * buf;
+  }
+  EXPECT_NEAR(p.value.to_vector()[0], ref, 1e-6);
+}
+
+}  // namespace
+}  // namespace ternion
