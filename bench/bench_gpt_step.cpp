@@ -1,0 +1,167 @@
+// Training-step throughput of a GPT on this machine's CPU cores, against the sgemm rate
+// OpenBLAS reaches on the same step's matrix shapes, measured in the same run.
+//
+//   bench_gpt_step [--layers 12 --heads 12 --width 768 --vocab 50257 --batch 4 --seq 64
+//                   --steps 5 --threads N]
+//
+// Prints ms/step (median), tokens/s, achieved GFLOP/s (3 x forward FLOPs per token: forward,
+// and backward at twice the forward), the time split into forward / backward / optimizer,
+// and the sgemm GFLOP/s of (a) exactly the GEMMs a step performs and (b) a large square
+// GEMM. The aim is a step at >= 70% of (a): everything that is not a GEMM must be cheap.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "framework/philox.h"
+#include "kernels/matmul.h"
+#include "kernels/threads.h"
+#include "layers/gpt_model.h"
+#include "optimizers/grad_clip.h"
+#include "optimizers/optimizer.h"
+
+using namespace ternion;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Gemm {
+  std::int64_t m, n, k;
+  bool ta, tb;
+  float beta;
+};
+
+// The GEMMs of one training step: per linear layer y = x W^T, dx = dy W, dW += dy^T x.
+std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t rows) {
+  std::vector<Gemm> out;
+  auto linear = [&](std::int64_t in, std::int64_t outf) {
+    out.push_back({rows, outf, in, false, true, 0.0f});
+    out.push_back({rows, in, outf, false, false, 0.0f});
+    out.push_back({outf, in, rows, true, false, 1.0f});
+  };
+  for (std::int64_t l = 0; l < c.n_layer; ++l) {
+    linear(c.d_model, 3 * c.d_model);
+    linear(c.d_model, c.d_model);
+    linear(c.d_model, c.ff_width());
+    linear(c.ff_width(), c.d_model);
+  }
+  linear(c.d_model, c.padded_vocab_size());  // LM head against the tied embedding
+  return out;
+}
+
+// sgemm GFLOP/s over a list of GEMMs, best of `repeats` passes.
+double gemm_rate(const std::vector<Gemm>& gemms, int repeats) {
+  double flops = 0.0;
+  std::vector<std::array<Tensor, 3>> buffers;
+  for (const Gemm& g : gemms) {
+    flops += 2.0 * g.m * g.n * g.k;
+    Tensor a = Tensor::full(g.ta ? Shape{g.k, g.m} : Shape{g.m, g.k}, 0.01f);
+    Tensor b = Tensor::full(g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n}, 0.01f);
+    buffers.push_back({a, b, Tensor::zeros({g.m, g.n})});
+  }
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const double start = now_s();
+    for (std::size_t i = 0; i < gemms.size(); ++i)
+      matmul(buffers[i][2], buffers[i][0], buffers[i][1], gemms[i].ta, gemms[i].tb, 1.0f,
+             gemms[i].beta);
+    best = std::min(best, now_s() - start);
+  }
+  return flops / best / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ModelConfig c;
+  c.n_layer = 12;
+  c.n_head = 12;
+  c.d_model = 768;
+  c.vocab_size = 50257;
+  c.vocab_pad_multiple = 128;
+  std::int64_t batch = 4, seq = 64, steps = 5, threads = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const std::int64_t value = std::atoll(argv[i + 1]);
+    if (flag == "--layers") c.n_layer = value;
+    else if (flag == "--heads") c.n_head = value;
+    else if (flag == "--width") c.d_model = value;
+    else if (flag == "--vocab") c.vocab_size = value;
+    else if (flag == "--batch") batch = value;
+    else if (flag == "--seq") seq = value;
+    else if (flag == "--steps") steps = value;
+    else if (flag == "--threads") threads = value;
+    else {
+      std::fprintf(stderr, "bench_gpt_step: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (threads > 0) set_num_threads(static_cast<int>(threads));
+  c.seq_len = seq;
+
+  GptModel model(c);
+  model.initialize(1);
+  OptimizerConfig oc;
+  auto optimizer = make_optimizer(oc, model.parameters());
+  const std::int64_t params = count_elements(model.parameters());
+
+  Tensor tokens = Tensor::empty({batch, seq}, DType::I32), targets = Tensor::empty({batch, seq}, DType::I32);
+  for (std::int64_t i = 0; i < batch * seq; ++i) {
+    tokens.data<std::int32_t>()[i] = static_cast<std::int32_t>(philox_bits({1, 1}, i).v[0] % c.vocab_size);
+    targets.data<std::int32_t>()[i] = static_cast<std::int32_t>(philox_bits({1, 2}, i).v[0] % c.vocab_size);
+  }
+
+  std::vector<double> total, fwd, bwd, opt;
+  for (std::int64_t s = 0; s <= steps; ++s) {  // step 0 is warm-up
+    const double t0 = now_s();
+    model.zero_grad();
+    MicroBatchInfo info;
+    info.step = s + 1;
+    ActivationContext ctx(info);
+    model.forward(tokens, targets, ctx);
+    const double t1 = now_s();
+    model.backward(1.0f / static_cast<float>(batch * seq), ctx);
+    const double t2 = now_s();
+    const double norm = std::sqrt(grad_sum_of_squares(model.parameters()));
+    optimizer->step(1e-4f, clip_factor(norm, 1.0), s + 1);
+    const double t3 = now_s();
+    if (s == 0) continue;
+    total.push_back(t3 - t0);
+    fwd.push_back(t1 - t0);
+    bwd.push_back(t2 - t1);
+    opt.push_back(t3 - t2);
+  }
+
+  const double step_s = median(total);
+  const double tokens_per_step = static_cast<double>(batch * seq);
+  const double step_flops = 3.0 * forward_flops_per_token(c) * tokens_per_step;
+  const double achieved = step_flops / step_s / 1e9;
+  const double shapes_rate = gemm_rate(step_gemms(c, batch * seq), 3);
+  const double square_rate = gemm_rate({{2048, 2048, 2048, false, false, 0.0f}}, 3);
+
+  std::printf("model: %lld layers, %lld heads, d_model %lld, vocab %lld (padded %lld), %.1fM parameters\n",
+              (long long)c.n_layer, (long long)c.n_head, (long long)c.d_model, (long long)c.vocab_size,
+              (long long)c.padded_vocab_size(), params / 1e6);
+  std::printf("batch: %lld x %lld tokens, fp32, %d threads, %lld timed steps after 1 warm-up\n",
+              (long long)batch, (long long)seq, num_threads(), (long long)steps);
+  std::printf("step:  %.1f ms (median; forward %.1f, backward %.1f, clip+AdamW %.1f)\n", step_s * 1e3,
+              median(fwd) * 1e3, median(bwd) * 1e3, median(opt) * 1e3);
+  std::printf("rate:  %.0f tokens/s, %.1f GFLOP/s achieved (%.1f GFLOP per step)\n",
+              tokens_per_step / step_s, achieved, step_flops / 1e9);
+  std::printf("sgemm: %.1f GFLOP/s on this step's GEMM shapes, %.1f GFLOP/s on 2048^3\n",
+              shapes_rate, square_rate);
+  std::printf("ratio: step at %.0f%% of the sgemm rate on its own shapes (%.0f%% of 2048^3)\n",
+              100.0 * achieved / shapes_rate, 100.0 * achieved / square_rate);
+  return 0;
+}

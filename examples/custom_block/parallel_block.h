@@ -1,0 +1,61 @@
+// A user-defined block: GPT-J / PaLM's "parallel" formulation, where attention and the MLP
+// read the same normalised input and their outputs are added to the residual together:
+//   x = x + attn(ln(x)) + mlp(ln(x))
+// It is built only from Ternion's public layers and kernels, and selected from YAML with
+// `model.block: parallel` once registered (see main.cpp).
+#pragma once
+
+#include "kernels/elementwise.h"
+#include "layers/attention.h"
+#include "layers/layer_norm.h"
+#include "layers/layer_registry.h"
+#include "layers/mlp.h"
+
+namespace example {
+
+class ParallelBlock : public ternion::Layer {
+ public:
+  explicit ParallelBlock(const ternion::BlockSpec& spec)
+      : Layer(spec.name),
+        ln_(spec.name + ".ln", spec.config.d_model),
+        attn_(spec.name + ".attn", spec.config),
+        mlp_(spec.name + ".mlp", spec.config) {}
+
+  ternion::Tensor forward(const ternion::Tensor& input, ternion::ActivationContext& ctx) override {
+    ternion::Tensor normed = ln_.forward(input, ctx);
+    ternion::Tensor out = attn_.forward(normed, ctx);
+    ternion::Tensor mlp_out = mlp_.forward(normed, ctx);
+    ternion::Tensor sum = ternion::Tensor::empty(input.shape(), ternion::DType::F32, input.device());
+    ternion::add(sum, out, mlp_out);
+    ternion::add(sum, sum, input);
+    return sum;
+  }
+
+  ternion::Tensor backward(const ternion::Tensor& grad_output, ternion::ActivationContext& ctx) override {
+    // Backward in the reverse order of forward; both branches feed the one LayerNorm.
+    ternion::Tensor dnormed = mlp_.backward(grad_output, ctx);
+    ternion::accumulate(dnormed, attn_.backward(grad_output, ctx));
+    ternion::Tensor dinput = ln_.backward(dnormed, ctx);
+    ternion::accumulate(dinput, grad_output);
+    return dinput;
+  }
+
+  void collect_parameters(std::vector<ternion::Parameter*>& out) override {
+    ln_.collect_parameters(out);
+    attn_.collect_parameters(out);
+    mlp_.collect_parameters(out);
+  }
+
+ private:
+  ternion::LayerNorm ln_;
+  ternion::CausalSelfAttention attn_;
+  ternion::Mlp mlp_;
+};
+
+inline void register_parallel_block() {
+  ternion::LayerRegistry::instance().add("parallel", [](const ternion::BlockSpec& spec) {
+    return std::make_unique<ParallelBlock>(spec);
+  });
+}
+
+}  // namespace example

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# make_fixtures.sh PREPARE_BINARY DIR: good and bad token files and configs for the CLI tests.
+set -eu
+prepare=$1 dir=$2
+rm -rf "$dir"
+mkdir -p "$dir"
+"$prepare" --builtin --bytes 60000 --output "$dir/good" >/dev/null
+# Bad magic: the right size, the wrong first word.
+cp "$dir/good/train.bin" "$dir/bad_magic.bin"
+printf '\x00\x00\x00\x00' | dd of="$dir/bad_magic.bin" bs=1 count=4 conv=notrunc status=none
+# Truncated: the header promises more tokens than the file holds.
+head -c 5000 "$dir/good/train.bin" > "$dir/truncated.bin"
+# Too short for even a header.
+printf 'abc' > "$dir/tiny.bin"
+base="model:
+  seq_len: 32
+  n_layer: 1
+  n_head: 2
+  d_model: 32
+parallel:
+  micro_batch_size: 2
+training:
+  steps: 2
+  global_batch_size: 4
+  sample_tokens: 8
+data:
+  train: $dir/good/train.bin"
+printf '%s\n' "$base" > "$dir/good.yaml"
+printf '%s\n' "$base" | sed "s#$dir/good/train.bin#$dir/bad_magic.bin#" > "$dir/bad_magic.yaml"
+printf '%s\n' "$base" | sed "s#$dir/good/train.bin#$dir/truncated.bin#" > "$dir/truncated.yaml"
+printf '%s\n' "$base" | sed "s#$dir/good/train.bin#$dir/tiny.bin#" > "$dir/tiny.yaml"
+printf '%s\n' "$base" | sed "s#$dir/good/train.bin#$dir/missing.bin#" > "$dir/missing_data.yaml"
+printf '%s\n' "$base" | sed 's/n_head: 2/n_head: 3/' > "$dir/bad_heads.yaml"
+printf '%s\n' "$base" | sed 's/n_layer: 1/n_layer: one/' > "$dir/bad_type.yaml"
+printf '%s\n' "$base" | sed 's/  n_layer: 1/  n_layer: 1\n  n_layers: 2/' > "$dir/unknown_key.yaml"
+printf '%s\n' "$base" | sed 's/  seq_len: 32/  seq_len: [32/' > "$dir/broken.yaml"
+printf '%s\n' "$base" | sed 's/seq_len: 32/seq_len: 100000/' > "$dir/too_long.yaml"

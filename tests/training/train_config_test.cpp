@@ -1,0 +1,104 @@
+#include "training/train_config.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace ternion {
+namespace {
+
+constexpr const char* kValid =
+    "model:\n"
+    "  seq_len: 16\n"
+    "  n_layer: 2\n"
+    "  n_head: 2\n"
+    "  d_model: 16\n"
+    "parallel:\n"
+    "  micro_batch_size: 2\n"
+    "training:\n"
+    "  steps: 3\n"
+    "  global_batch_size: 4\n"
+    "data:\n"
+    "  train: train.bin\n";
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    TrainConfig::parse(yaml, "run.yaml", overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainConfig, ValidConfigReadsAndDerivesMicroBatches) {
+  TrainConfig c = TrainConfig::parse(kValid, "run.yaml", {"training.steps=5"});
+  EXPECT_EQ(c.model.seq_len, 16);
+  EXPECT_EQ(c.training.steps, 5);
+  EXPECT_EQ(c.micro_batches_per_step(), 2);
+  EXPECT_EQ(c.model.padded_vocab_size(), 256);
+  EXPECT_EQ(c.model.ff_width(), 64);
+}
+
+TEST(TrainConfig, HeadsMustDivideWidthNamingTheKeyAndLine) {
+  std::string msg = error_of(std::string(kValid) + "", {"model.n_head=3"});
+  EXPECT_NE(msg.find("--set model.n_head=3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("does not divide model.d_model (16)"), std::string::npos) << msg;
+  std::string yaml = kValid;
+  yaml.replace(yaml.find("n_head: 2"), 9, "n_head: 5");
+  msg = error_of(yaml);
+  EXPECT_NE(msg.find("run.yaml:4: model.n_head"), std::string::npos) << msg;
+}
+
+TEST(TrainConfig, ImpossibleValuesAreRefusedByKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"training.global_batch_size=5", "training.global_batch_size"},
+      {"training.steps=0", "training.steps"},
+      {"model.dropout=1.5", "model.dropout"},
+      {"model.vocab_size=0", "model.vocab_size"},
+      {"optimizer.type=adam", "optimizer.type"},
+      {"optimizer.lr=-1", "optimizer.lr"},
+      {"optimizer.decay=step", "optimizer.decay"},
+      {"optimizer.warmup_steps=10", "optimizer.warmup_steps"},
+      {"training.eval_interval=2", "training.eval_interval"},  // no data.val
+      {"data.train=", "data.train"},
+      {"parallel.tensor=2", "parallel.tensor"},
+      {"parallel.micro_batch_size=0", "parallel.micro_batch_size"},
+      {"model.block=mamba", "model.block"},
+  };
+  for (const auto& [override_text, key] : cases) {
+    std::string msg = error_of(kValid, {override_text});
+    EXPECT_NE(msg.find(key), std::string::npos) << override_text << " gave: '" << msg << "'";
+  }
+}
+
+TEST(TrainConfig, UnknownKeysAndWrongTypes) {
+  std::string msg = error_of(std::string(kValid) + "logging:\n  metric_file: x\n");
+  EXPECT_NE(msg.find("run.yaml:14"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("logging.metric_file"), std::string::npos) << msg;
+  msg = error_of(kValid, {"training.steps=ten"});
+  EXPECT_NE(msg.find("training.steps: expected an integer, got 'ten'"), std::string::npos) << msg;
+}
+
+TEST(TrainConfig, SchemaPrintsEveryRequiredKey) {
+  std::ostringstream out;
+  print_config_schema(out);
+  const std::string text = out.str();
+  for (const char* key :
+       {"vocab_size:", "seq_len:", "n_layer:", "n_head:", "d_model:", "d_ff:", "dropout:",
+        "tensor:", "pipeline:", "data:", "micro_batch_size:", "steps:", "global_batch_size:",
+        "seed:", "eval_interval:", "type:", "lr:", "min_lr:", "warmup_steps:", "weight_decay:",
+        "grad_clip:", "train:", "val:", "metrics_file:"})
+    EXPECT_NE(text.find(key), std::string::npos) << key;
+}
+
+TEST(TrainConfig, MissingFileNamesIt) {
+  try {
+    TrainConfig::load("/no/such/config.yaml", {});
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/no/such/config.yaml"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace ternion

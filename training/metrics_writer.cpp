@@ -1,0 +1,69 @@
+#include "training/metrics_writer.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "framework/error.h"
+
+namespace ternion {
+
+namespace {
+std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";  // JSON has no NaN or Infinity
+  std::ostringstream out;
+  out.precision(9);
+  out << x;
+  return out.str();
+}
+}  // namespace
+
+std::string metrics_json(const StepMetrics& m) {
+  std::string s = "{\"step\": " + std::to_string(m.step) + ", \"loss\": " + json_number(m.loss) +
+                  ", \"lr\": " + json_number(m.lr) + ", \"grad_norm\": " +
+                  json_number(m.grad_norm) + ", \"tokens_per_s\": " + json_number(m.tokens_per_s) +
+                  ", \"ms_per_step\": " + json_number(m.ms_per_step);
+  if (m.skipped) s += ", \"skipped\": true";
+  if (m.val_loss) s += ", \"val_loss\": " + json_number(*m.val_loss);
+  return s + "}";
+}
+
+MetricsWriter::MetricsWriter(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) return;
+  std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  partial_path_ = path_ + ".partial";
+  file_ = std::fopen(partial_path_.c_str(), "w");
+  TN_CHECK_AS(ConfigError, file_ != nullptr, "logging.metrics_file: cannot write '",
+              partial_path_, "': ", std::strerror(errno));
+}
+
+MetricsWriter::~MetricsWriter() {
+  try {
+    finish();
+  } catch (...) {
+    // Destructors never throw; finish() is called explicitly on the normal path.
+  }
+}
+
+void MetricsWriter::write(const StepMetrics& m) {
+  if (file_ == nullptr) return;
+  std::fprintf(file_, "%s\n", metrics_json(m).c_str());
+  std::fflush(file_);
+}
+
+void MetricsWriter::finish() {
+  if (file_ == nullptr) return;
+  const bool ok = std::fclose(file_) == 0;
+  file_ = nullptr;
+  TN_CHECK_AS(DataError, ok, "cannot finish writing '", partial_path_, "'");
+  std::error_code ec;
+  std::filesystem::rename(partial_path_, path_, ec);
+  TN_CHECK_AS(DataError, !ec, "cannot rename '", partial_path_, "' to '", path_, "': ",
+              ec.message());
+}
+
+}  // namespace ternion

@@ -1,0 +1,43 @@
+// Per-step metrics as JSON lines: one object per optimizer step.
+//
+// Written to FILE.partial while the run goes (flushed every line, so it can be followed),
+// and renamed onto FILE when the run ends: a previous run's FILE is never clobbered by a run
+// that dies half-way.
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace ternion {
+
+struct StepMetrics {
+  std::int64_t step = 0;
+  double loss = 0.0;
+  double lr = 0.0;
+  double grad_norm = 0.0;
+  double tokens_per_s = 0.0;
+  double ms_per_step = 0.0;
+  bool skipped = false;  // non-finite gradients: the update was not applied
+  std::optional<double> val_loss;
+};
+
+class MetricsWriter {
+ public:
+  explicit MetricsWriter(std::string path);  // empty path: writes nothing
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
+
+  void write(const StepMetrics& m);
+  void finish();  // flush, close, rename into place (also done by the destructor)
+
+ private:
+  std::string path_;
+  std::string partial_path_;
+  std::FILE* file_ = nullptr;
+};
+
+std::string metrics_json(const StepMetrics& m);
+
+}  // namespace ternion

@@ -1,0 +1,83 @@
+#include "training/train_config.h"
+
+#include <ostream>
+
+namespace ternion {
+
+namespace {
+
+void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int64_t world_size) {
+  const TrainingConfig& t = c.training;
+  const char* kSection = "training";
+  if (t.steps < 1) config_fail(doc, kSection, "steps", "must be at least 1");
+  if (t.global_batch_size < 1) config_fail(doc, kSection, "global_batch_size", "must be at least 1");
+  const std::int64_t per_pass = c.parallel.micro_batch_size * c.parallel.data_size(world_size);
+  if (t.global_batch_size % per_pass != 0)
+    config_fail(doc, kSection, "global_batch_size",
+                std::to_string(t.global_batch_size) + " is not a multiple of " +
+                    "parallel.micro_batch_size x data-parallel size = " + std::to_string(per_pass));
+  if (t.seed < 0) config_fail(doc, kSection, "seed", "must not be negative");
+  if (t.eval_interval < 0) config_fail(doc, kSection, "eval_interval", "must not be negative");
+  if (t.eval_batches < 1) config_fail(doc, kSection, "eval_batches", "must be at least 1");
+  if (t.threads < 0) config_fail(doc, kSection, "threads", "must not be negative");
+  if (t.sample_tokens < 0) config_fail(doc, kSection, "sample_tokens", "must not be negative");
+  if (!(t.sample_temperature > 0))
+    config_fail(doc, kSection, "sample_temperature", "must be positive");
+  if (t.sample_top_k < 0) config_fail(doc, kSection, "sample_top_k", "must not be negative");
+  if (t.eval_interval > 0 && c.data.val.empty())
+    config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
+  if (c.data.train.empty())
+    config_fail(doc, "data", "train", "is required: a token file made by ternion-prepare");
+  if (c.optimizer.warmup_steps > t.steps)
+    config_fail(doc, "optimizer", "warmup_steps", "is longer than training.steps");
+  if (c.logging.log_interval < 1) config_fail(doc, "logging", "log_interval", "must be at least 1");
+}
+
+}  // namespace
+
+TrainConfig TrainConfig::from_document(ConfigDocument doc,
+                                       const std::vector<std::string>& overrides,
+                                       std::int64_t world_size) {
+  for (const std::string& assignment : overrides) doc.apply_override(assignment);
+  TrainConfig c;
+  c.source = doc.source_name();
+  read_config_section(doc, "model", c.model);
+  read_config_section(doc, "parallel", c.parallel);
+  read_config_section(doc, "training", c.training);
+  read_config_section(doc, "optimizer", c.optimizer);
+  read_config_section(doc, "data", c.data);
+  read_config_section(doc, "logging", c.logging);
+  doc.check_all_declared();
+  c.model.validate(doc);
+  c.parallel.validate(doc, world_size);
+  c.optimizer.validate(doc);
+  validate_training(doc, c, world_size);
+  return c;
+}
+
+TrainConfig TrainConfig::parse(const std::string& yaml, const std::string& source_name,
+                               const std::vector<std::string>& overrides,
+                               std::int64_t world_size) {
+  return from_document(ConfigDocument::parse(yaml, source_name), overrides, world_size);
+}
+
+TrainConfig TrainConfig::load(const std::string& path, const std::vector<std::string>& overrides,
+                              std::int64_t world_size) {
+  return from_document(ConfigDocument::load_file(path), overrides, world_size);
+}
+
+std::int64_t TrainConfig::micro_batches_per_step(std::int64_t world_size) const {
+  return training.global_batch_size / (parallel.micro_batch_size * parallel.data_size(world_size));
+}
+
+void print_config_schema(std::ostream& out) {
+  TrainConfig defaults;
+  print_config_section(out, "model", defaults.model);
+  print_config_section(out, "parallel", defaults.parallel);
+  print_config_section(out, "training", defaults.training);
+  print_config_section(out, "optimizer", defaults.optimizer);
+  print_config_section(out, "data", defaults.data);
+  print_config_section(out, "logging", defaults.logging);
+}
+
+}  // namespace ternion

@@ -1,0 +1,86 @@
+// The whole run's configuration: every section, read from one YAML file plus --set
+// overrides, validated against itself and the world size.
+//
+// Sections and their schemas live beside the code that uses them: model (layers/
+// model_config.h), parallel (parallel/parallel_config.h), optimizer (optimizers/
+// optimizer_config.h), data (data/data_config.h); training and logging are here.
+// `ternion-train --print-config` prints every key with its default and meaning.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "data/data_config.h"
+#include "layers/model_config.h"
+#include "optimizers/optimizer_config.h"
+#include "parallel/parallel_config.h"
+
+namespace ternion {
+
+struct TrainingConfig {
+  std::int64_t steps = 100;             // optimizer steps
+  std::int64_t global_batch_size = 16;  // sequences per optimizer step
+  std::int64_t seed = 1234;             // initialisation, data order, dropout, sampling
+  std::int64_t eval_interval = 0;       // evaluate on data.val every N steps (0 = never)
+  std::int64_t eval_batches = 4;        // micro-batches of data.val per evaluation
+  std::int64_t threads = 0;             // OpenMP / OpenBLAS threads per rank (0 = default)
+  std::int64_t sample_tokens = 200;     // tokens generated at the end (0 = none)
+  double sample_temperature = 0.8;
+  std::int64_t sample_top_k = 40;       // 0 = the whole vocabulary
+  std::string sample_prompt = "The ";
+
+  template <class V>
+  void visit(V& v) {
+    v("steps", steps, "optimizer steps to train");
+    v("global_batch_size", global_batch_size, "sequences per optimizer step");
+    v("seed", seed, "seed of initialisation, data order, dropout and sampling");
+    v("eval_interval", eval_interval, "evaluate on data.val every N steps (0 = never)");
+    v("eval_batches", eval_batches, "micro-batches of data.val per evaluation");
+    v("threads", threads, "threads per rank (0 = OMP_NUM_THREADS or all cores)");
+    v("sample_tokens", sample_tokens, "tokens to generate after training (0 = none)");
+    v("sample_temperature", sample_temperature, "sampling temperature");
+    v("sample_top_k", sample_top_k, "sample from the k most likely tokens (0 = all)");
+    v("sample_prompt", sample_prompt, "text the generated sample starts from");
+  }
+};
+
+struct LoggingConfig {
+  std::string metrics_file;  // JSON lines, one object per step; empty = none
+  std::int64_t log_interval = 1;
+
+  template <class V>
+  void visit(V& v) {
+    v("metrics_file", metrics_file, "JSONL file with one object per step (empty = none)");
+    v("log_interval", log_interval, "print a log line every N steps");
+  }
+};
+
+struct TrainConfig {
+  ModelConfig model;
+  ParallelConfig parallel;
+  TrainingConfig training;
+  OptimizerConfig optimizer;
+  DataConfig data;
+  LoggingConfig logging;
+  std::string source;  // where it was read from, for messages
+
+  // Reads FILE, applies "section.key=value" overrides, refuses unknown keys, wrong types and
+  // impossible values with one ConfigError naming the key and its line.
+  static TrainConfig load(const std::string& path, const std::vector<std::string>& overrides,
+                          std::int64_t world_size = 1);
+  static TrainConfig parse(const std::string& yaml, const std::string& source_name,
+                           const std::vector<std::string>& overrides,
+                           std::int64_t world_size = 1);
+
+  static TrainConfig from_document(ConfigDocument doc, const std::vector<std::string>& overrides,
+                                   std::int64_t world_size = 1);
+
+  std::int64_t micro_batches_per_step(std::int64_t world_size = 1) const;
+};
+
+// Every section and key with its default value and documentation, as YAML.
+void print_config_schema(std::ostream& out);
+
+}  // namespace ternion

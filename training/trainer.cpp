@@ -1,0 +1,200 @@
+#include "training/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "data/byte_tokenizer.h"
+#include "framework/logging.h"
+#include "framework/philox.h"
+#include "optimizers/grad_clip.h"
+#include "optimizers/lr_schedule.h"
+
+namespace ternion {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+TokenShard open_checked(const std::string& key, const std::string& path,
+                        const ModelConfig& model) {
+  TokenShard shard = TokenShard::open(path);
+  TN_CHECK_AS(DataError, shard.max_token() < model.vocab_size, key, " '", path,
+              "' holds token ", shard.max_token(), ", outside model.vocab_size = ",
+              model.vocab_size);
+  return shard;
+}
+
+std::int64_t count_valid(const Tensor& targets) {
+  const std::int32_t* t = targets.data<std::int32_t>();
+  return std::count_if(t, t + targets.numel(), [](std::int32_t x) { return x >= 0; });
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainConfig& config)
+    : config_(config),
+      train_shard_(open_checked("data.train", config.data.train, config.model)),
+      val_shard_(config.data.val.empty()
+                     ? std::nullopt
+                     : std::optional<TokenShard>(
+                           open_checked("data.val", config.data.val, config.model))),
+      train_sampler_(train_shard_, config.model.seq_len,
+                     static_cast<std::uint64_t>(config.training.seed), "data.train"),
+      model_(config.model) {
+  if (val_shard_)
+    val_sampler_.emplace(*val_shard_, config.model.seq_len,
+                         static_cast<std::uint64_t>(config.training.seed), "data.val");
+  model_.initialize(static_cast<std::uint64_t>(config.training.seed));
+  optimizer_ = make_optimizer(config.optimizer, model_.parameters());
+}
+
+StepMetrics Trainer::train_step(std::int64_t step) {
+  const auto start = Clock::now();
+  const std::int64_t micro = config_.parallel.micro_batch_size;
+  const std::int64_t n_micro = config_.micro_batches_per_step();
+
+  std::vector<TokenBatch> batches;
+  std::int64_t valid_tokens = 0;
+  for (std::int64_t m = 0; m < n_micro; ++m) {
+    batches.push_back(train_sampler_.sample(step, m * micro, micro));
+    valid_tokens += count_valid(batches.back().targets);
+  }
+  const float loss_weight = valid_tokens > 0 ? 1.0f / static_cast<float>(valid_tokens) : 0.0f;
+
+  model_.zero_grad();
+  double loss_sum = 0.0;
+  for (std::int64_t m = 0; m < n_micro; ++m) {
+    MicroBatchInfo info;
+    info.step = step;
+    info.micro_batch = m;
+    info.sample_offset = m * micro;
+    info.seed = static_cast<std::uint64_t>(config_.training.seed);
+    info.training = true;
+    ActivationContext ctx(info);
+    loss_sum += model_.forward(batches[m].inputs, batches[m].targets, ctx);
+    model_.backward(loss_weight, ctx);
+    TN_CHECK(ctx.empty(), "activations left over after backward");
+  }
+
+  StepMetrics metrics;
+  metrics.step = step;
+  metrics.loss = valid_tokens > 0 ? loss_sum / static_cast<double>(valid_tokens) : 0.0;
+  metrics.lr = learning_rate_at(config_.optimizer, step, config_.training.steps);
+  metrics.grad_norm = std::sqrt(grad_sum_of_squares(model_.parameters()));
+  metrics.skipped = !std::isfinite(metrics.grad_norm);
+  if (!metrics.skipped) {
+    optimizer_->step(static_cast<float>(metrics.lr),
+                     clip_factor(metrics.grad_norm, config_.optimizer.grad_clip), step);
+  }
+  const double seconds = seconds_since(start);
+  metrics.ms_per_step = seconds * 1e3;
+  metrics.tokens_per_s =
+      static_cast<double>(config_.training.global_batch_size * config_.model.seq_len) / seconds;
+  return metrics;
+}
+
+double Trainer::evaluate() {
+  TN_CHECK(val_sampler_.has_value(), "evaluation without data.val");
+  const std::int64_t micro = config_.parallel.micro_batch_size;
+  double loss_sum = 0.0;
+  std::int64_t valid_tokens = 0;
+  for (std::int64_t b = 0; b < config_.training.eval_batches; ++b) {
+    TokenBatch batch = val_sampler_->sequential(b * micro, micro);
+    MicroBatchInfo info;
+    info.training = false;
+    ActivationContext ctx(info);
+    loss_sum += model_.forward(batch.inputs, batch.targets, ctx);
+    valid_tokens += count_valid(batch.targets);
+  }
+  return valid_tokens > 0 ? loss_sum / static_cast<double>(valid_tokens) : 0.0;
+}
+
+StepMetrics Trainer::run() {
+  const TrainingConfig& t = config_.training;
+  MetricsWriter metrics_writer(config_.logging.metrics_file);
+  StepMetrics last;
+  const auto start = Clock::now();
+  for (std::int64_t step = 1; step <= t.steps; ++step) {
+    StepMetrics m = train_step(step);
+    if (t.eval_interval > 0 && (step % t.eval_interval == 0 || step == t.steps))
+      m.val_loss = evaluate();
+    metrics_writer.write(m);
+    if (step % config_.logging.log_interval == 0 || step == t.steps || m.val_loss || m.skipped) {
+      const double elapsed = seconds_since(start);
+      const double eta = elapsed / static_cast<double>(step) * static_cast<double>(t.steps - step);
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %7.4f | %8.0f tok/s | "
+                    "%7.1f ms/step | ETA %s",
+                    static_cast<long long>(step), static_cast<long long>(t.steps), m.loss, m.lr,
+                    m.grad_norm, m.tokens_per_s, m.ms_per_step, format_duration(eta).c_str());
+      std::string text = line;
+      if (m.val_loss) text += detail::concat(" | val loss ", *m.val_loss);
+      if (m.skipped) text += " | SKIPPED: non-finite gradients, no update applied";
+      log_info(text);
+    }
+    last = m;
+  }
+  metrics_writer.finish();
+  return last;
+}
+
+std::string Trainer::generate(const SampleOptions& options) {
+  const ModelConfig& mc = config_.model;
+  std::vector<std::int32_t> tokens;
+  for (std::uint16_t token : encode_bytes(options.prompt))
+    if (token < mc.vocab_size) tokens.push_back(token);
+  if (tokens.empty()) tokens.push_back(0);
+  const std::size_t prompt_length = tokens.size();
+  const RngStream stream{options.seed, hash_name("sample")};
+  for (std::int64_t i = 0; i < options.max_tokens; ++i) {
+    // No KV cache here: each new token reruns the last seq_len tokens (cheap at sample sizes).
+    const std::int64_t window = std::min<std::int64_t>(mc.seq_len, tokens.size());
+    Tensor input = Tensor::empty({1, window}, DType::I32);
+    std::copy(tokens.end() - window, tokens.end(), input.data<std::int32_t>());
+    MicroBatchInfo info;
+    info.training = false;
+    ActivationContext ctx(info);
+    Tensor logits = model_.logits(input, ctx);
+    const float* last = logits.data<float>() + (window - 1) * logits.size(2);
+
+    std::vector<std::int32_t> order(mc.vocab_size);
+    std::iota(order.begin(), order.end(), 0);
+    const std::int64_t k =
+        options.top_k > 0 ? std::min<std::int64_t>(options.top_k, mc.vocab_size) : mc.vocab_size;
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](std::int32_t a, std::int32_t b) { return last[a] > last[b]; });
+    std::vector<double> weights(k);
+    const double top = last[order[0]];
+    double total = 0.0;
+    for (std::int64_t j = 0; j < k; ++j) {
+      weights[j] = std::exp((last[order[j]] - top) / options.temperature);
+      total += weights[j];
+    }
+    double r = philox_uniform(stream, static_cast<std::uint64_t>(i)) * total;
+    std::int64_t choice = 0;
+    while (choice + 1 < k && r >= weights[choice]) r -= weights[choice++];
+    tokens.push_back(order[choice]);
+  }
+  return decode_bytes(std::span<const std::int32_t>(tokens.data() + prompt_length,
+                                                    tokens.size() - prompt_length));
+}
+
+std::string format_duration(double seconds) {
+  const auto total = static_cast<long long>(std::max(0.0, seconds) + 0.5);
+  char out[32];
+  if (total >= 3600)
+    std::snprintf(out, sizeof out, "%lld:%02lld:%02lld", total / 3600, total / 60 % 60, total % 60);
+  else
+    std::snprintf(out, sizeof out, "%lld:%02lld", total / 60, total % 60);
+  return out;
+}
+
+}  // namespace ternion

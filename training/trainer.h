@@ -1,0 +1,65 @@
+// The training loop on one rank: micro-batches with gradient accumulation, global-norm
+// clipping, the LR schedule, periodic evaluation, per-step logs and metrics, and a generated
+// sample at the end.
+//
+// One optimizer step (1-based, `training.steps: N` runs steps 1..N):
+//   1. sample the step's global batch (training.global_batch_size sequences) and count its
+//      valid target tokens; every token's loss has weight 1 / that count
+//   2. for each micro-batch (parallel.micro_batch_size sequences): forward, backward
+//      (parameter gradients accumulate)
+//   3. loss = the global-batch mean, before the update; grad norm over all parameters; clip
+//   4. a step whose gradients are not finite is skipped (logged, no update)
+//   5. optimizer update at the step's learning rate
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "data/batch_sampler.h"
+#include "data/token_shard.h"
+#include "layers/gpt_model.h"
+#include "optimizers/optimizer.h"
+#include "training/metrics_writer.h"
+#include "training/train_config.h"
+
+namespace ternion {
+
+struct SampleOptions {
+  std::string prompt;
+  std::int64_t max_tokens = 200;
+  double temperature = 0.8;
+  std::int64_t top_k = 40;
+  std::uint64_t seed = 0;
+};
+
+class Trainer {
+ public:
+  // Opens the data (DataError on bad files), builds and initialises the model.
+  explicit Trainer(const TrainConfig& config);
+  Trainer(const Trainer&) = delete;  // the samplers point into the shards held here
+  Trainer& operator=(const Trainer&) = delete;
+
+  StepMetrics train_step(std::int64_t step);
+  double evaluate();  // mean loss over training.eval_batches micro-batches of data.val
+  // Trains all steps, logging each and writing metrics; returns the last step's metrics.
+  StepMetrics run();
+  std::string generate(const SampleOptions& options);
+
+  GptModel& model() { return model_; }
+  const TrainConfig& config() const { return config_; }
+  std::size_t optimizer_state_bytes() const { return optimizer_->state_bytes(); }
+
+ private:
+  TrainConfig config_;
+  TokenShard train_shard_;
+  std::optional<TokenShard> val_shard_;
+  BatchSampler train_sampler_;
+  std::optional<BatchSampler> val_sampler_;
+  GptModel model_;
+  std::unique_ptr<Optimizer> optimizer_;
+};
+
+std::string format_duration(double seconds);  // "1:02:03" / "2:03"
+
+}  // namespace ternion
