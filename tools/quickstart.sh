@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README's main job: installs what is missing, builds, prepares the built-in corpus,
+# trains a small byte-level GPT on it and prints a generated sample, then checks the sample:
+# the share of its words that are real words of the corpus (an untrained model scores ~0).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${TERNION_BUILD_DIR:-build}
+
+bash tools/install-deps.sh
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" --target ternion-train ternion-prepare -j"$(nproc)"
+
+"$build/ternion-prepare" --builtin --output runs/builtin
+mkdir -p runs/quickstart
+"$build/ternion-train" --config configs/quickstart.yaml "$@" | tee runs/quickstart/train.log
+
+# The sample is everything after the "sample" line of the log.
+sample=$(sed -n '/^ternion: sample/,$p' runs/quickstart/train.log | tail -n +2)
+total=0 known=0
+while read -r word; do
+  [ -n "$word" ] || continue
+  total=$((total + 1))
+  if grep -qxF "$word" runs/builtin/words.txt; then known=$((known + 1)); fi
+done < <(printf '%s\n' "$sample" | tr 'A-Z' 'a-z' | tr -c 'a-z' '\n')
+echo
+if [ "$total" -gt 0 ]; then
+  echo "quickstart: $known of $total generated words are words of the corpus ($((100 * known / total))%)"
+fi
