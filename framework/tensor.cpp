@@ -1,5 +1,6 @@
 #include "framework/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -206,7 +207,17 @@ void Tensor::fill(float value) {
 
 void Tensor::zero() {
   TN_CHECK(is_contiguous() && device().is_cpu(), "zero of ", str());
-  if (numel() > 0) std::memset(raw_data(), 0, nbytes());
+  const std::size_t bytes = nbytes();
+  char* data = bytes > 0 ? static_cast<char*>(raw_data()) : nullptr;
+  // One thread cannot saturate memory bandwidth: zeroing a 124M-parameter model's gradients
+  // takes twice as long on one core as on two.
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  const auto chunks = static_cast<std::int64_t>((bytes + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) if (chunks > 4)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::size_t begin = static_cast<std::size_t>(c) * kChunk;
+    std::memset(data + begin, 0, std::min(kChunk, bytes - begin));
+  }
 }
 
 std::vector<float> Tensor::to_vector() const {
