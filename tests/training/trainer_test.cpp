@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 
 #include "data/builtin_corpus.h"
 #include "training_test_support.h"
@@ -125,6 +126,22 @@ TEST(Trainer, TokensOutsideTheVocabularyAreADataError) {
     EXPECT_NE(std::string(e.what()).find("model.vocab_size"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("train.bin"), std::string::npos) << e.what();
   }
+}
+
+TEST(Trainer, NonFiniteGradientsSkipTheUpdate) {
+  ScratchDir dir("nan");
+  testing_support::prepare_builtin(dir, 50000);
+  Trainer trainer(small_run(dir, 2));
+  std::vector<Parameter*> params = trainer.model().parameters();
+  Parameter* ln = params[params.size() - 2];  // ln_f.weight
+  ASSERT_EQ(ln->name, "ln_f.weight");
+  ln->value.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> wte_before = params[0]->value.to_vector();
+  StepMetrics m = trainer.train_step(1);
+  EXPECT_TRUE(m.skipped);
+  EXPECT_FALSE(std::isfinite(m.grad_norm));
+  EXPECT_EQ(params[0]->value.to_vector(), wte_before);  // nothing was applied
+  EXPECT_NE(metrics_json(m).find("\"skipped\": true"), std::string::npos);
 }
 
 TEST(Trainer, DurationFormat) {
