@@ -1,0 +1,393 @@
+#include "parallel/comm/mpi_communicator.h"
+
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <utility>
+
+#include "framework/error.h"
+#include "parallel/comm/mpi_check.h"
+#include "parallel/comm/mpi_progress_engine.h"
+#include "parallel/comm/mpi_runtime.h"
+
+namespace ternion {
+
+namespace {
+
+// bf16 and f16 travel as 2-byte words: only reductions need MPI to know what they are.
+MPI_Datatype mpi_datatype(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::I32: return MPI_INT32_T;
+    case DType::U16:
+    case DType::BF16:
+    case DType::F16: return MPI_UINT16_T;
+  }
+  TN_THROW(InternalError, "no MPI datatype for dtype ", static_cast<int>(dtype));
+}
+
+MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Max ? MPI_MAX : MPI_SUM; }
+
+int mpi_count(const Tensor& t) { return static_cast<int>(t.numel()); }
+
+template <class T>
+void divide_elements(const Tensor& t, int divisor) {
+  T* values = static_cast<T*>(t.raw_data());
+  for (std::int64_t i = 0; i < t.numel(); ++i) values[i] = static_cast<T>(values[i] / divisor);
+}
+
+// Average = Sum / group size, done once the Sum has arrived.
+void divide_by_group_size(const Tensor& t, int size) {
+  if (t.numel() == 0) return;
+  switch (t.dtype()) {
+    case DType::F32: divide_elements<float>(t, size); return;
+    case DType::I32: divide_elements<std::int32_t>(t, size); return;
+    case DType::U16: divide_elements<std::uint16_t>(t, size); return;
+    case DType::BF16:
+    case DType::F16: break;
+  }
+  TN_THROW(InternalError, "average of ", dtype_name(t.dtype()), " reached the progress thread");
+}
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  const auto a_begin = reinterpret_cast<std::uintptr_t>(a.raw_data());
+  const auto b_begin = reinterpret_cast<std::uintptr_t>(b.raw_data());
+  return a_begin < b_begin + b.nbytes() && b_begin < a_begin + a.nbytes();
+}
+
+// What every operation on a communicator carries: where it runs and how to name it.
+class CommOperation : public MpiOperation {
+ public:
+  CommOperation(std::string context, MPI_Comm comm) : context_(std::move(context)), comm_(comm) {}
+  std::string describe() const override { return context_; }
+
+ protected:
+  std::string context_;
+  MPI_Comm comm_;
+};
+
+class AllReduceOperation final : public CommOperation {
+ public:
+  AllReduceOperation(std::string context, MPI_Comm comm, Tensor tensor, ReduceOp op, int size)
+      : CommOperation(std::move(context), comm), tensor_(std::move(tensor)), op_(op), size_(size) {}
+
+  void start(std::vector<MPI_Request>& requests) override {
+    MPI_Request request;
+    TN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, tensor_.raw_data(), mpi_count(tensor_),
+                                mpi_datatype(tensor_.dtype()), mpi_op(op_), comm_, &request),
+                 context_);
+    requests.push_back(request);
+  }
+  void finish() override {
+    if (op_ == ReduceOp::Average) divide_by_group_size(tensor_, size_);
+  }
+
+ private:
+  Tensor tensor_;
+  ReduceOp op_;
+  int size_;
+};
+
+class AllGatherOperation final : public CommOperation {
+ public:
+  AllGatherOperation(std::string context, MPI_Comm comm, Tensor out, Tensor in, bool in_place)
+      : CommOperation(std::move(context), comm),
+        out_(std::move(out)),
+        in_(std::move(in)),
+        in_place_(in_place) {}
+
+  void start(std::vector<MPI_Request>& requests) override {
+    const MPI_Datatype type = mpi_datatype(in_.dtype());
+    MPI_Request request;
+    TN_MPI_CHECK(MPI_Iallgather(in_place_ ? MPI_IN_PLACE : in_.raw_data(), mpi_count(in_), type,
+                                out_.raw_data(), mpi_count(in_), type, comm_, &request),
+                 context_);
+    requests.push_back(request);
+  }
+
+ private:
+  Tensor out_, in_;
+  bool in_place_;
+};
+
+class ReduceScatterOperation final : public CommOperation {
+ public:
+  ReduceScatterOperation(std::string context, MPI_Comm comm, Tensor out, Tensor in, ReduceOp op,
+                         std::vector<int> counts)
+      : CommOperation(std::move(context), comm),
+        out_(std::move(out)),
+        in_(std::move(in)),
+        op_(op),
+        counts_(std::move(counts)) {}
+
+  void start(std::vector<MPI_Request>& requests) override {
+    // counts_ lives in this operation: MPI reads it until the request completes.
+    MPI_Request request;
+    TN_MPI_CHECK(MPI_Ireduce_scatter(in_.raw_data(), out_.raw_data(), counts_.data(),
+                                     mpi_datatype(in_.dtype()), mpi_op(op_), comm_, &request),
+                 context_);
+    requests.push_back(request);
+  }
+  void finish() override {
+    if (op_ == ReduceOp::Average) divide_by_group_size(out_, static_cast<int>(counts_.size()));
+  }
+
+ private:
+  Tensor out_, in_;
+  ReduceOp op_;
+  std::vector<int> counts_;
+};
+
+class BroadcastOperation final : public CommOperation {
+ public:
+  BroadcastOperation(std::string context, MPI_Comm comm, Tensor tensor, int root)
+      : CommOperation(std::move(context), comm), tensor_(std::move(tensor)), root_(root) {}
+
+  void start(std::vector<MPI_Request>& requests) override {
+    MPI_Request request;
+    TN_MPI_CHECK(MPI_Ibcast(tensor_.raw_data(), mpi_count(tensor_), mpi_datatype(tensor_.dtype()),
+                            root_, comm_, &request),
+                 context_);
+    requests.push_back(request);
+  }
+
+ private:
+  Tensor tensor_;
+  int root_;
+};
+
+class BarrierOperation final : public CommOperation {
+ public:
+  using CommOperation::CommOperation;
+  void start(std::vector<MPI_Request>& requests) override {
+    MPI_Request request;
+    TN_MPI_CHECK(MPI_Ibarrier(comm_, &request), context_);
+    requests.push_back(request);
+  }
+};
+
+// send, recv and exchange: every send and receive of the batch is started at once, so the
+// order in which neighbours issue them cannot deadlock.
+class PointToPointOperation final : public CommOperation {
+ public:
+  PointToPointOperation(std::string context, MPI_Comm comm, std::vector<P2POp> ops)
+      : CommOperation(std::move(context), comm), ops_(std::move(ops)) {}
+
+  void start(std::vector<MPI_Request>& requests) override {
+    for (const P2POp& op : ops_) {
+      MPI_Request request;
+      const MPI_Datatype type = mpi_datatype(op.tensor.dtype());
+      if (op.kind == P2POp::Kind::Recv) {
+        TN_MPI_CHECK(MPI_Irecv(op.tensor.raw_data(), mpi_count(op.tensor), type, op.peer, op.tag,
+                               comm_, &request),
+                     context_);
+      } else {
+        TN_MPI_CHECK(MPI_Isend(op.tensor.raw_data(), mpi_count(op.tensor), type, op.peer, op.tag,
+                               comm_, &request),
+                     context_);
+      }
+      requests.push_back(request);
+    }
+  }
+
+  std::string describe_request(std::size_t index) const override {
+    const P2POp& op = ops_[index];
+    const bool recv = op.kind == P2POp::Kind::Recv;
+    return detail::concat(context_, ": ", recv ? "receiving " : "sending ", op.tensor.str(),
+                          recv ? " from" : " to", " rank ", op.peer, " (tag ", op.tag, ")");
+  }
+
+  // A shorter message than the buffer is not an MPI error, but it is ours: the two sides
+  // disagree about the shape.
+  void request_done(std::size_t index, const MPI_Status& status) override {
+    const P2POp& op = ops_[index];
+    if (op.kind != P2POp::Kind::Recv) return;
+    int received = 0;
+    MPI_Status copy = status;
+    TN_MPI_CHECK(MPI_Get_count(&copy, mpi_datatype(op.tensor.dtype()), &received), context_);
+    TN_CHECK_AS(CommError, received == mpi_count(op.tensor), context_, ": received ", received,
+                " elements from rank ", op.peer, " (tag ", op.tag, ") into ", op.tensor.str(),
+                ", which expects ", op.tensor.numel());
+  }
+
+ private:
+  std::vector<P2POp> ops_;
+};
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name)
+    : comm_(comm), name_(std::move(name)), world_rank_(MpiRuntime::world_rank()) {
+  TN_CHECK(comm_ != MPI_COMM_NULL, "an MpiCommunicator needs a communicator, not MPI_COMM_NULL");
+  const std::string where =
+      detail::concat("creating communicator '", name_, "' (world rank ", world_rank_, ")");
+  MpiProgressEngine& engine = MpiProgressEngine::instance();
+  try {
+    engine.run([&] {
+      TN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), where);
+      TN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_), where);
+      TN_MPI_CHECK(MPI_Comm_size(comm_, &size_), where);
+      void* tag_ub = nullptr;
+      int found = 0;
+      TN_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found), where);
+      if (found) tag_upper_bound_ = *static_cast<int*>(tag_ub);
+    });
+  } catch (...) {
+    engine.run([&] { MPI_Comm_free(&comm_); });  // the destructor will not run
+    throw;
+  }
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // After MPI_Finalize there is nothing left to free (and no MPI call is allowed).
+  if (comm_ == MPI_COMM_NULL || !MpiRuntime::initialized()) return;
+  try {
+    MpiProgressEngine::instance().run(
+        [this] { TN_MPI_CHECK(MPI_Comm_free(&comm_), context("freeing the communicator")); });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ternion: rank %d: %s\n", world_rank_, e.what());
+  }
+}
+
+std::string MpiCommunicator::context(std::string_view operation) const {
+  std::string out =
+      detail::concat(operation, " on group '", name_, "' (rank ", rank_, " of ", size_);
+  if (rank_ != world_rank_ || size_ != MpiRuntime::world_size())
+    out += detail::concat(", world rank ", world_rank_);
+  return out + ")";
+}
+
+void MpiCommunicator::check_tensor(std::string_view operation, std::string_view role,
+                                   const Tensor& t) const {
+  TN_CHECK_AS(CommError, t.defined(), context(operation), ": ", role, " is an undefined tensor");
+  TN_CHECK_AS(CommError, t.device().is_cpu(), context(operation),
+              ": the MPI backend takes CPU tensors; ", role, " is ", t.str());
+  TN_CHECK_AS(CommError, t.is_contiguous(), context(operation), ": ", role,
+              " must be contiguous; it is a strided view ", t.str(), " (use .contiguous())");
+  TN_CHECK_AS(CommError, t.numel() <= INT_MAX, context(operation), ": ", role, " has ", t.numel(),
+              " elements, more than one MPI call can count (2^31 - 1)");
+}
+
+void MpiCommunicator::check_reducible(std::string_view operation, const Tensor& t) const {
+  TN_CHECK_AS(CommError, t.dtype() != DType::BF16 && t.dtype() != DType::F16, context(operation),
+              ": the MPI backend cannot reduce ", dtype_name(t.dtype()),
+              " (MPI has no arithmetic for it); reduce an f32 copy");
+}
+
+void MpiCommunicator::check_peer(std::string_view operation, std::string_view which, int peer,
+                                 int tag) const {
+  TN_CHECK_AS(CommError, peer >= 0 && peer < size_, context(operation), ": ", which, "peer ", peer,
+              " is out of range for a group of ", size_, " ranks");
+  TN_CHECK_AS(CommError, tag >= 0 && tag <= tag_upper_bound_, context(operation), ": ", which,
+              "tag ", tag, " is outside [0, ", tag_upper_bound_, "]");
+}
+
+WorkHandle MpiCommunicator::all_reduce_async(Tensor& tensor, ReduceOp op) {
+  constexpr std::string_view kOperation = "all_reduce";
+  check_tensor(kOperation, "tensor", tensor);
+  check_reducible(kOperation, tensor);
+  return MpiProgressEngine::instance().submit(
+      std::make_unique<AllReduceOperation>(context(kOperation), comm_, tensor, op, size_));
+}
+
+WorkHandle MpiCommunicator::all_gather_async(Tensor& out, const Tensor& in) {
+  constexpr std::string_view kOperation = "all_gather";
+  check_tensor(kOperation, "out", out);
+  check_tensor(kOperation, "in", in);
+  TN_CHECK_AS(CommError, out.dtype() == in.dtype(), context(kOperation), ": out is ",
+              dtype_name(out.dtype()), " but in is ", dtype_name(in.dtype()));
+  TN_CHECK_AS(CommError, out.numel() == size_ * in.numel(), context(kOperation), ": out has ",
+              out.numel(), " elements; it must hold group size x in = ", size_, " x ", in.numel(),
+              " = ", size_ * in.numel());
+  // In place when `in` is already where this rank's chunk of `out` goes.
+  const bool in_place =
+      in.numel() > 0 && in.raw_data() == static_cast<char*>(out.raw_data()) +
+                                             static_cast<std::size_t>(rank_) * in.nbytes();
+  TN_CHECK_AS(CommError, in_place || !overlaps(out, in), context(kOperation),
+              ": in overlaps out without being exactly out's chunk ", rank_);
+  return MpiProgressEngine::instance().submit(
+      std::make_unique<AllGatherOperation>(context(kOperation), comm_, out, in, in_place));
+}
+
+WorkHandle MpiCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in, ReduceOp op) {
+  constexpr std::string_view kOperation = "reduce_scatter";
+  check_tensor(kOperation, "out", out);
+  check_tensor(kOperation, "in", in);
+  check_reducible(kOperation, in);
+  TN_CHECK_AS(CommError, out.dtype() == in.dtype(), context(kOperation), ": out is ",
+              dtype_name(out.dtype()), " but in is ", dtype_name(in.dtype()));
+  std::vector<int> counts(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r)
+    counts[static_cast<std::size_t>(r)] =
+        static_cast<int>(chunk_range(in.numel(), size_, r).size());
+  const int expected = counts[static_cast<std::size_t>(rank_)];
+  TN_CHECK_AS(CommError, out.numel() == expected, context(kOperation), ": out has ", out.numel(),
+              " elements, but chunk ", rank_, " of in's ", in.numel(), " elements over ", size_,
+              " ranks has ", expected);
+  TN_CHECK_AS(CommError, !overlaps(out, in), context(kOperation),
+              ": out overlaps in (reduce_scatter does not run in place)");
+  return MpiProgressEngine::instance().submit(std::make_unique<ReduceScatterOperation>(
+      context(kOperation), comm_, out, in, op, std::move(counts)));
+}
+
+WorkHandle MpiCommunicator::broadcast_async(Tensor& tensor, int root) {
+  constexpr std::string_view kOperation = "broadcast";
+  check_tensor(kOperation, "tensor", tensor);
+  TN_CHECK_AS(CommError, root >= 0 && root < size_, context(kOperation), ": root ", root,
+              " is out of range for a group of ", size_, " ranks");
+  return MpiProgressEngine::instance().submit(
+      std::make_unique<BroadcastOperation>(context(kOperation), comm_, tensor, root));
+}
+
+WorkHandle MpiCommunicator::send_async(const Tensor& tensor, int peer, int tag) {
+  return point_to_point("send", {P2POp{P2POp::Kind::Send, tensor, peer, tag}});
+}
+
+WorkHandle MpiCommunicator::recv_async(Tensor& tensor, int peer, int tag) {
+  return point_to_point("recv", {P2POp{P2POp::Kind::Recv, tensor, peer, tag}});
+}
+
+WorkHandle MpiCommunicator::exchange_async(std::vector<P2POp> ops) {
+  return point_to_point("exchange", std::move(ops));
+}
+
+WorkHandle MpiCommunicator::point_to_point(std::string_view operation, std::vector<P2POp> ops) {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const P2POp& op = ops[i];
+    // exchange names the entry at fault; send and recv have only the one.
+    const bool batch = operation == "exchange";
+    const std::string which = batch ? detail::concat("ops[", i, "]: ") : "";
+    check_tensor(operation, batch ? detail::concat("ops[", i, "].tensor") : "tensor", op.tensor);
+    check_peer(operation, which, op.peer, op.tag);
+  }
+  return MpiProgressEngine::instance().submit(
+      std::make_unique<PointToPointOperation>(context(operation), comm_, std::move(ops)));
+}
+
+WorkHandle MpiCommunicator::barrier_async() {
+  return MpiProgressEngine::instance().submit(
+      std::make_unique<BarrierOperation>(context("barrier"), comm_));
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const std::string& name) {
+  MPI_Comm sub = MPI_COMM_NULL;
+  MpiProgressEngine::instance().run([&] {
+    TN_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub),
+                 context(detail::concat("split into '", name, "'")));
+  });
+  if (sub == MPI_COMM_NULL) return nullptr;
+  return std::make_unique<MpiCommunicator>(sub, name);
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split_node_local(const std::string& name) {
+  MPI_Comm sub = MPI_COMM_NULL;
+  MpiProgressEngine::instance().run([&] {
+    TN_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &sub),
+                 context(detail::concat("split_node_local into '", name, "'")));
+  });
+  TN_CHECK(sub != MPI_COMM_NULL, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gave no communicator");
+  return std::make_unique<MpiCommunicator>(sub, name);
+}
+
+}  // namespace ternion

@@ -1,0 +1,75 @@
+// The MPI backend of Communicator: CPU tensors, every operation asynchronous.
+//
+// Each call checks its arguments on the calling thread (throwing CommError at once), then
+// hands the operation to the process's one MPI progress thread (mpi_progress_engine.h), which
+// starts it with the non-blocking MPI call (MPI_Iallreduce, MPI_Iallgather,
+// MPI_Ireduce_scatter, MPI_Ibcast, MPI_Isend / MPI_Irecv, MPI_Ibarrier) and completes the
+// returned Work when MPI reports it done. Failures inside MPI surface from Work::wait() as a
+// CommError naming the operation, the group, the rank and MPI's error string.
+//
+// Element types: f32 -> MPI_FLOAT, i32 -> MPI_INT32_T, u16 -> MPI_UINT16_T. bf16 and f16
+// move as 2-byte words (gather, broadcast, point to point) but cannot be reduced (MPI has no
+// arithmetic for them). Average is a Sum followed by a division by the group size on the
+// progress thread; for integer types that division truncates toward zero.
+//
+// all_gather may run in place: `in` may be exactly out's chunk `rank` (MPI_IN_PLACE); any
+// other overlap of `in` and `out` is refused, as is any overlap in reduce_scatter.
+//
+// split, split_node_local and the world communicator's creation are collective over the
+// group (every member calls them, in the same order as its other collectives). They block the
+// progress thread until every member has joined, so a rank must not wait for some other
+// operation of its peers before calling them.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "parallel/comm/communicator.h"
+
+namespace ternion {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  // Takes ownership of `comm` (freed by the destructor) and sets MPI_ERRORS_RETURN on it.
+  MpiCommunicator(MPI_Comm comm, std::string name);
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::string& name() const override { return name_; }
+  std::string backend_name() const override { return "mpi"; }
+
+  WorkHandle all_reduce_async(Tensor& tensor, ReduceOp op) override;
+  WorkHandle all_gather_async(Tensor& out, const Tensor& in) override;
+  WorkHandle reduce_scatter_async(Tensor& out, const Tensor& in, ReduceOp op) override;
+  WorkHandle broadcast_async(Tensor& tensor, int root) override;
+  WorkHandle send_async(const Tensor& tensor, int peer, int tag = 0) override;
+  WorkHandle recv_async(Tensor& tensor, int peer, int tag = 0) override;
+  WorkHandle exchange_async(std::vector<P2POp> ops) override;
+  WorkHandle barrier_async() override;
+  std::unique_ptr<Communicator> split(int color, int key, const std::string& name) override;
+  std::unique_ptr<Communicator> split_node_local(const std::string& name) override;
+
+ private:
+  // "all_reduce on group 'world' (rank 1 of 4)", plus the world rank in a sub-group.
+  std::string context(std::string_view operation) const;
+  // Checks a tensor every operation takes: defined, on the CPU, contiguous, int-countable.
+  void check_tensor(std::string_view operation, std::string_view role, const Tensor& t) const;
+  void check_reducible(std::string_view operation, const Tensor& t) const;
+  // `which` prefixes the message ("ops[2]: ") when a batch holds several operations.
+  void check_peer(std::string_view operation, std::string_view which, int peer, int tag) const;
+  WorkHandle point_to_point(std::string_view operation, std::vector<P2POp> ops);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::string name_;
+  int rank_ = 0;
+  int size_ = 1;
+  int world_rank_ = 0;
+  int tag_upper_bound_ = 32767;  // MPI_TAG_UB; the standard guarantees at least this
+};
+
+}  // namespace ternion
