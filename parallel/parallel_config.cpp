@@ -1,23 +1,87 @@
 #include "parallel/parallel_config.h"
 
+#include <numeric>
 #include <string>
+
+#include "parallel/rank_layout.h"
 
 namespace ternion {
 
+namespace {
+
+constexpr const char* kSection = "parallel";
+
+// The key to blame when tensor x pipeline x data is not the world size: the model-parallel
+// part when it cannot fit the world at all, else the data-parallel size.
+const char* mismatched_key(std::int64_t world_size, std::int64_t tensor, std::int64_t pipeline) {
+  if (world_size % tensor != 0) return "tensor";
+  if (world_size / tensor % pipeline != 0) return "pipeline";
+  return "data";
+}
+
+}  // namespace
+
 void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size) const {
-  const char* kSection = "parallel";
+  TN_CHECK(world_size >= 1, "world size ", world_size);
   if (tensor < 1) config_fail(doc, kSection, "tensor", "must be at least 1");
   if (pipeline < 1) config_fail(doc, kSection, "pipeline", "must be at least 1");
   if (data < 0) config_fail(doc, kSection, "data", "must be at least 1 (or 0 to derive it)");
   if (micro_batch_size < 1) config_fail(doc, kSection, "micro_batch_size", "must be at least 1");
-  // This build trains on a single rank; the process-group manager that splits ranks into
-  // data, tensor and pipeline groups is the next layer of the stack (parallel/ and comm/).
-  if (tensor != 1)
-    config_fail(doc, kSection, "tensor", "must be 1: this build trains on one rank");
-  if (pipeline != 1)
-    config_fail(doc, kSection, "pipeline", "must be 1: this build trains on one rank");
+  try {
+    make_rank_layout(world_size, tensor, pipeline, data);
+  } catch (const ConfigError& e) {
+    std::string message = e.what();
+    const char* key = mismatched_key(world_size, tensor, pipeline);
+    if (std::string(key) == "data" && data != 0)
+      message += "; set parallel.data: " + std::to_string(world_size / (tensor * pipeline)) +
+                 " (or 0 to derive it from the world size)";
+    config_fail(doc, kSection, key, message);
+  }
+}
+
+void ParallelConfig::validate_model_fit(const ConfigDocument& doc,
+                                        const ModelShardingShape& model) const {
+  const std::string tp = std::to_string(tensor);
+  if (model.n_head % tensor != 0)
+    config_fail(doc, "model", "n_head",
+                "n_head (" + std::to_string(model.n_head) +
+                    ") is not a multiple of parallel.tensor (" + tp +
+                    "): each tensor-parallel rank takes whole attention heads");
+  if (model.ff_width % tensor != 0)
+    config_fail(doc, "model", model.ff_width_is_d_ff ? "d_ff" : "d_model",
+                "the MLP width (" + std::to_string(model.ff_width) +
+                    ") is not a multiple of parallel.tensor (" + tp +
+                    "): its hidden units are split evenly over the tensor-parallel ranks");
+  if (model.padded_vocab_size % tensor != 0) {
+    const std::int64_t multiple = std::lcm(model.vocab_pad_multiple, tensor);
+    config_fail(doc, "model", "vocab_pad_multiple",
+                "the padded vocabulary (model.vocab_size " + std::to_string(model.vocab_size) +
+                    " rounded up to a multiple of " + std::to_string(model.vocab_pad_multiple) +
+                    " = " + std::to_string(model.padded_vocab_size) +
+                    ") is not a multiple of parallel.tensor (" + tp +
+                    "); set model.vocab_pad_multiple: " + std::to_string(multiple) +
+                    " (the least common multiple of " + std::to_string(model.vocab_pad_multiple) +
+                    " and " + tp + ")");
+  }
+  if (model.n_layer < pipeline)
+    config_fail(doc, kSection, "pipeline",
+                std::to_string(pipeline) + " pipeline stages need at least " +
+                    std::to_string(pipeline) + " blocks, but model.n_layer is " +
+                    std::to_string(model.n_layer));
+}
+
+void ParallelConfig::validate_trainable(const ConfigDocument& doc, std::int64_t world_size) const {
+  auto refuse = [&](const char* key, const std::string& value) {
+    std::string where = doc.location(kSection, key);
+    if (where.empty()) where = doc.source_name() + " (default)";
+    TN_THROW(ConfigError, where, ": parallel.", key, " = ", value,
+             ": this build trains on one rank; use --dry-run to check a parallel layout");
+  };
+  if (tensor != 1) refuse("tensor", std::to_string(tensor));
+  if (pipeline != 1) refuse("pipeline", std::to_string(pipeline));
   if (data_size(world_size) != 1)
-    config_fail(doc, kSection, "data", "must be 1: this build trains on one rank");
+    refuse("data",
+           data == 0 ? "0 (" + std::to_string(world_size) + " ranks)" : std::to_string(data));
 }
 
 }  // namespace ternion

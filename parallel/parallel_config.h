@@ -7,6 +7,18 @@
 
 namespace ternion {
 
+// The model sizes a layout must divide (parallel/ cannot see layers/model_config.h; the
+// caller fills this from it).
+struct ModelShardingShape {
+  std::int64_t n_head = 1;
+  std::int64_t n_layer = 1;
+  std::int64_t ff_width = 1;             // the MLP's hidden width
+  bool ff_width_is_d_ff = false;         // model.d_ff set explicitly (else 4 x model.d_model)
+  std::int64_t vocab_size = 1;
+  std::int64_t vocab_pad_multiple = 1;
+  std::int64_t padded_vocab_size = 1;
+};
+
 struct ParallelConfig {
   std::int64_t tensor = 1;            // tensor-parallel size (tp)
   std::int64_t pipeline = 1;          // pipeline-parallel size (pp)
@@ -21,8 +33,15 @@ struct ParallelConfig {
     v("micro_batch_size", micro_batch_size, "sequences per micro-batch");
   }
 
-  // Checks the values on their own; `world_size` is the number of ranks the job runs on.
+  // Checks the values and that tensor x pipeline x data is the job's `world_size` ranks (see
+  // parallel/rank_layout.h), naming the key that is wrong.
   void validate(const ConfigDocument& doc, std::int64_t world_size) const;
+  // Checks that the model shards over the layout: model.n_head and the MLP width are
+  // multiples of parallel.tensor, so is the padded vocabulary (else it suggests a
+  // model.vocab_pad_multiple), and there is at least one block per pipeline stage.
+  void validate_model_fit(const ConfigDocument& doc, const ModelShardingShape& model) const;
+  // Training (rather than a --dry-run) needs the one-rank layout in this build.
+  void validate_trainable(const ConfigDocument& doc, std::int64_t world_size) const;
   std::int64_t data_size(std::int64_t world_size) const {
     return data > 0 ? data : world_size / (tensor * pipeline);
   }

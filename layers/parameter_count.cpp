@@ -1,0 +1,68 @@
+#include "layers/parameter_count.h"
+
+#include <algorithm>
+
+#include "framework/error.h"
+
+namespace ternion {
+
+StageBlocks pipeline_stage_blocks(std::int64_t n_layer, std::int64_t pp_size,
+                                  std::int64_t pp_rank) {
+  TN_CHECK(pp_size >= 1 && pp_rank >= 0 && pp_rank < pp_size, "stage ", pp_rank, " of ", pp_size);
+  const std::int64_t base = n_layer / pp_size, extra = n_layer % pp_size;
+  StageBlocks blocks;
+  blocks.begin = pp_rank * base + std::min(pp_rank, extra);
+  blocks.end = blocks.begin + base + (pp_rank < extra ? 1 : 0);
+  return blocks;
+}
+
+namespace {
+
+// Elements of one tp shard of a transformer block (see layers/transformer_block.h).
+std::int64_t block_parameters(const ModelConfig& config, std::int64_t tp) {
+  const std::int64_t c = config.d_model, ff = config.ff_width();
+  const std::int64_t layer_norms = 2 * (2 * c);       // ln_1, ln_2: replicated
+  const std::int64_t qkv = (3 * c * c + 3 * c) / tp;  // column-parallel
+  const std::int64_t attn_proj = c * c / tp + c;      // row-parallel, bias replicated
+  const std::int64_t mlp_fc = (ff * c + ff) / tp;     // column-parallel
+  const std::int64_t mlp_proj = c * ff / tp + c;      // row-parallel, bias replicated
+  return layer_norms + qkv + attn_proj + mlp_fc + mlp_proj;
+}
+
+}  // namespace
+
+std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& layout, int rank) {
+  TN_CHECK_AS(ConfigError, config.block == "transformer",
+              "model.block: per-rank parameter "
+              "counts know the sharding of the built-in 'transformer' block only, not '",
+              config.block, "'");
+  const std::int64_t tp = layout.tp_size, c = config.d_model;
+  TN_CHECK(config.n_head % tp == 0 && config.ff_width() % tp == 0 &&
+               config.padded_vocab_size() % tp == 0,
+           "the model does not shard over tp = ", tp, " (ParallelConfig::validate_model_fit)");
+  const RankPlacement& p = layout.at(rank);
+  const std::int64_t token_embedding = config.padded_vocab_size() / tp * c;  // vocab-parallel
+  std::int64_t count =
+      pipeline_stage_blocks(config.n_layer, layout.pp_size, p.coords.pp_rank).size() *
+      block_parameters(config, tp);
+  if (p.is_first_stage) count += token_embedding + config.seq_len * c;  // wte, wpe
+  if (p.is_last_stage) {
+    count += 2 * c;                                   // ln_f
+    if (!p.is_first_stage) count += token_embedding;  // the LM head's copy of wte
+  }
+  return count;
+}
+
+ModelShardingShape model_sharding_shape(const ModelConfig& config) {
+  ModelShardingShape shape;
+  shape.n_head = config.n_head;
+  shape.n_layer = config.n_layer;
+  shape.ff_width = config.ff_width();
+  shape.ff_width_is_d_ff = config.d_ff > 0;
+  shape.vocab_size = config.vocab_size;
+  shape.vocab_pad_multiple = config.vocab_pad_multiple;
+  shape.padded_vocab_size = config.padded_vocab_size();
+  return shape;
+}
+
+}  // namespace ternion

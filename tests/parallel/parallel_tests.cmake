@@ -1,0 +1,98 @@
+# Included by tests/CMakeLists.txt.
+#
+# test_parallel: the pure parts (rank layouts, parameter counts, config checks), no MPI;
+# its sources are tests/parallel/*.cpp.
+ternion_test(parallel ternion_parallel ternion_layers)
+
+# Multi-rank checks, each a real mpirun on this machine (ranks oversubscribe the cores; one
+# OpenMP thread each). Labelled `mpi` as well, so `ctest -LE mpi` leaves them out.
+find_package(MPI COMPONENTS CXX)  # the top level found it already; this provides MPIEXEC_EXECUTABLE
+if(NOT MPIEXEC_EXECUTABLE)
+  message(STATUS "tests: no mpirun found, the multi-rank tests are not declared")
+  return()
+endif()
+execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE parallel_mpirun_version
+                ERROR_QUIET)
+set(parallel_mpirun ${MPIEXEC_EXECUTABLE})
+if(parallel_mpirun_version MATCHES "Open MPI|OpenRTE")
+  list(APPEND parallel_mpirun --oversubscribe)  # MPICH oversubscribes without being asked
+endif()
+set(parallel_mpi_env "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMP_NUM_THREADS=1")
+set(parallel_configs ${CMAKE_CURRENT_SOURCE_DIR}/parallel/configs)
+set(parallel_expect ${CMAKE_CURRENT_SOURCE_DIR}/parallel/expect_run.sh)
+set(parallel_train_bin ${CMAKE_CURRENT_BINARY_DIR}/cli/good/train.bin)  # made by cli.fixtures
+
+# ProcessGroups over MPI: a gtest program with its own main (it initialises MPI).
+file(GLOB parallel_mpi_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/parallel_mpi/*.cpp)
+add_executable(test_parallel_mpi ${parallel_mpi_sources})
+target_link_libraries(test_parallel_mpi PRIVATE ternion_parallel GTest::gtest)
+target_include_directories(test_parallel_mpi PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME parallel_mpi.process_groups_np8
+         COMMAND ${parallel_mpirun} -np 8 $<TARGET_FILE:test_parallel_mpi>)
+set_tests_properties(parallel_mpi.process_groups_np8 PROPERTIES
+                     LABELS "parallel;mpi" TIMEOUT 60 ENVIRONMENT "${parallel_mpi_env}")
+
+# name, ranks, expected status, expect_run.sh checks, `--`, then ternion-train's arguments
+function(parallel_mpi_cli_test name ranks status)
+  list(FIND ARGN "--" split)
+  list(SUBLIST ARGN 0 ${split} checks)
+  math(EXPR first_arg "${split} + 1")
+  list(SUBLIST ARGN ${first_arg} -1 train_args)
+  add_test(NAME parallel_mpi.${name}
+           COMMAND ${parallel_expect} ${status} ${checks}
+                   -- ${parallel_mpirun} -np ${ranks} $<TARGET_FILE:ternion-train> ${train_args})
+  set_tests_properties(parallel_mpi.${name} PROPERTIES
+                       FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
+                       ENVIRONMENT "${parallel_mpi_env}")
+endfunction()
+set(data_set --set data.train=${parallel_train_bin})
+
+# The 2 x 2 x 2 layout on 8 ranks: the eight layout lines, in order, printed once.
+parallel_mpi_cli_test(dry_run_tp2_pp2_dp2 8 0
+  --lines ${parallel_configs}/layout_tp2_pp2_dp2.expected
+  --once "dry run: config, data and layout are valid on 8 ranks"
+  --match "^  rank 7 tp=1 pp=1: .*blocks 2-3, ln_f, LM head"
+  -- --config ${parallel_configs}/tp2_pp2_dp2.yaml ${data_set} --dry-run)
+# The same config on 6 ranks: every rank refuses it, the message comes once, nobody hangs.
+parallel_mpi_cli_test(dry_run_wrong_world_size 6 1
+  --once "tp2_pp2_dp2.yaml:[0-9]+: parallel.pipeline: world size 6 is not parallel.tensor \\(2\\) x parallel.pipeline \\(2\\) x parallel.data \\(2\\) = 8$"
+  -- --config ${parallel_configs}/tp2_pp2_dp2.yaml ${data_set} --dry-run)
+# Tensor 2 x data 2 on 4 ranks.
+parallel_mpi_cli_test(dry_run_tp2_dp2 4 0
+  --lines ${parallel_configs}/layout_tp2_dp2.expected
+  --once "dry run: config, data and layout are valid on 4 ranks"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --dry-run)
+# Heads that do not split over the tensor-parallel ranks.
+parallel_mpi_cli_test(dry_run_heads_not_divisible_by_tp 4 1
+  --once "--set model.n_head=3: model.n_head: n_head \\(3\\) is not a multiple of parallel.tensor \\(2\\)"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set model.d_model=48
+  --set model.n_head=3 --dry-run)
+# Data every rank must read but cannot: refused alike by all, once.
+parallel_mpi_cli_test(dry_run_missing_data 4 1
+  --once "missing.bin': cannot open"
+  -- --config ${parallel_configs}/tp2_dp2.yaml
+  --set data.train=${CMAKE_CURRENT_BINARY_DIR}/cli/missing.bin --dry-run)
+# Training (not a dry run) on several ranks is refused by this build, naming the key.
+parallel_mpi_cli_test(training_needs_one_rank 2 1
+  --once "tp2_dp2.yaml:[0-9]+: parallel.data = 2: this build trains on one rank.*use --dry-run"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1)
+# A bad command line: status 2 on every rank, the usage hint once.
+parallel_mpi_cli_test(bad_argument 2 2
+  --once "unknown argument '--frobnicate'"
+  -- --config ${parallel_configs}/tp2_dp2.yaml --frobnicate)
+
+# The launcher: reads the layout from the config (and --set), starts 8 ranks itself.
+add_test(NAME parallel_mpi.ternion_run_dry_run
+         COMMAND ${parallel_expect} 0 --lines ${parallel_configs}/layout_tp2_pp2_dp2.expected
+                 -- ${CMAKE_SOURCE_DIR}/launch/ternion-run ${parallel_configs}/tp2_dp2.yaml
+                 ${data_set} --set parallel.pipeline=2 --set model.n_layer=2
+                 --set training.global_batch_size=8 --set parallel.tensor=2 --dry-run)
+set_tests_properties(parallel_mpi.ternion_run_dry_run PROPERTIES
+                     FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
+                     ENVIRONMENT "TERNION_TRAIN=$<TARGET_FILE:ternion-train>;OMP_NUM_THREADS=1")
+add_test(NAME parallel_mpi.print_layout
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_exit.sh 0 "^tensor 2 pipeline 1 data 4$"
+                 $<TARGET_FILE:ternion-train> --config ${parallel_configs}/tp2_dp2.yaml
+                 --set parallel.data=4 --print-layout)
+set_tests_properties(parallel_mpi.print_layout PROPERTIES LABELS "parallel;cli"
+                     ENVIRONMENT "OMP_NUM_THREADS=1")
