@@ -1,13 +1,31 @@
 #include "training/train_cli.h"
 
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "framework/logging.h"
 #include "kernels/threads.h"
+#include "layers/parameter_count.h"
+#include "parallel/comm/mpi_runtime.h"
+#include "parallel/process_groups.h"
 #include "training/trainer.h"
+
+// Several ranks run this same program on the same arguments and config (under mpirun, see
+// launch/ternion-run). They must fail alike and never leave one another waiting in a
+// collective, so the work goes in phases:
+//   1. setup: parse the command line, read and validate the config against the world size;
+//   2. local checks: open the data on every rank;
+//   3. collective work: build the process groups, train.
+// Phases 1 and 2 touch no communicator; each ends with an agreement (one all-gather of every
+// rank's exit status): when all ranks failed alike, rank 0 prints the message once and all
+// exit with its status (MPI finalises normally); when only some failed, each of those prints
+// its own message with its rank and all exit non-zero. An error inside phase 3 may leave
+// other ranks inside a collective, so with more than one rank it ends the job (abort_job).
+// On one rank all of this reduces to what ternion-train always did: one line, one status.
 
 namespace ternion {
 
@@ -19,14 +37,19 @@ constexpr const char* kUsage =
     "  --config FILE     YAML config (sections model, parallel, training, optimizer, data, "
     "logging)\n"
     "  --set S.K=V       override one key, e.g. --set training.steps=10 (repeatable)\n"
-    "  --dry-run         validate the config and data, build the model, print its size, exit\n"
-    "  --print-config    print every key with its default and meaning\n";
+    "  --dry-run         validate the config and data, build the model, print its size, exit;\n"
+    "                    under mpirun: check the parallel layout on the job's ranks and print\n"
+    "                    each rank's groups and parameter count\n"
+    "  --print-config    print every key with its default and meaning\n"
+    "  --print-layout    print 'tensor T pipeline P data D' from the config's parallel section\n"
+    "                    and exit (launch/ternion-run reads it to size the job)\n";
 
 struct CliOptions {
   std::string config_path;
   std::vector<std::string> overrides;
   bool dry_run = false;
   bool print_config = false;
+  bool print_layout = false;
   bool help = false;
 };
 
@@ -50,6 +73,8 @@ CliOptions parse_args(int argc, char** argv) {
       options.dry_run = true;
     } else if (arg == "--print-config") {
       options.print_config = true;
+    } else if (arg == "--print-layout") {
+      options.print_layout = true;
     } else if (arg == "--help" || arg == "-h") {
       options.help = true;
     } else {
@@ -70,30 +95,132 @@ std::string human_count(double n) {
   return out;
 }
 
-int run(const CliOptions& options) {
-  if (options.help) {
-    std::cout << kUsage;
-    return 0;
-  }
-  if (options.print_config) {
-    print_config_schema(std::cout);
-    return 0;
-  }
-  const TrainConfig config = TrainConfig::load(options.config_path, options.overrides);
-  if (config.training.threads > 0) set_num_threads(static_cast<int>(config.training.threads));
+// ---- failures as exit statuses ------------------------------------------------------------
 
+// What went wrong on this rank: the text for stderr and the exit status.
+struct Failure {
+  int status = 1;
+  std::string text;
+};
+
+// The one translation of an exception into a message and a status.
+Failure failure_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const UsageError& e) {
+    return {2, std::string("ternion-train: error: ") + e.what() +
+                   "\nrun 'ternion-train --help' for usage\n"};
+  } catch (const Error& e) {
+    return {1, std::string(e.is_user_error() ? "ternion-train: error: "
+                                             : "ternion-train: internal error: ") +
+                   e.what() + "\n"};
+  } catch (const std::bad_alloc&) {
+    return {1, "ternion-train: error: out of memory\n"};
+  } catch (const std::exception& e) {
+    return {1, std::string("ternion-train: internal error: ") + e.what() + "\n"};
+  }
+}
+
+std::optional<Failure> capture(const std::function<void()>& work) {
+  try {
+    work();
+    return std::nullopt;
+  } catch (...) {
+    return failure_of(std::current_exception());
+  }
+}
+
+// Every rank calls this with its own outcome of the same phase; returns the exit status when
+// any rank failed (printing the messages as described at the top), nothing when all went on.
+std::optional<int> agree_on_failure(Communicator& world, const std::optional<Failure>& mine) {
+  if (world.size() == 1) {
+    if (!mine) return std::nullopt;
+    std::fputs(mine->text.c_str(), stderr);
+    return mine->status;
+  }
+  Tensor my_status = Tensor::full({1}, mine ? static_cast<float>(mine->status) : 0.0f);
+  Tensor statuses = Tensor::empty({world.size()});
+  world.all_gather(statuses, my_status);
+  std::vector<int> failed_ranks;
+  for (int r = 0; r < world.size(); ++r)
+    if (statuses.data<float>()[r] != 0.0f) failed_ranks.push_back(r);
+  if (failed_ranks.empty()) return std::nullopt;
+  int status = 1;
+  if (static_cast<int>(failed_ranks.size()) == world.size()) {
+    if (world.rank() == 0) std::fputs(mine->text.c_str(), stderr);
+    status = mine->status;
+  } else {
+    // Only some ranks failed, so the ranks saw different inputs (a file one node cannot read,
+    // say): every failed rank says what it saw.
+    if (mine) std::fprintf(stderr, "[rank %d] %s", world.rank(), mine->text.c_str());
+    if (world.rank() == 0)
+      std::fprintf(stderr,
+                   "ternion-train: error: %zu of %d ranks failed (ranks %s); each printed its "
+                   "message\n",
+                   failed_ranks.size(), world.size(), rank_list_str(failed_ranks).c_str());
+    if (mine) status = mine->status;
+  }
+  std::fflush(stderr);
+  // No rank exits before the messages are out: mpirun ends the whole job when the first rank
+  // exits with a non-zero status.
+  world.barrier();
+  return status;
+}
+
+// ---- the runs -----------------------------------------------------------------------------
+
+struct Setup {
+  CliOptions options;
+  ConfigDocument doc;  // the file with the overrides applied, for messages naming keys
+  std::optional<TrainConfig> config;
+  bool finished = false;  // --help, --print-config, --print-layout: nothing more to do
+};
+
+// Phase 1. Identical on every rank; rank 0 prints what is to be printed.
+void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size) {
+  s.options = parse_args(argc, argv);
+  if (s.options.help || s.options.print_config) {
+    if (world_rank == 0) {
+      if (s.options.help) std::cout << kUsage;
+      else print_config_schema(std::cout);
+    }
+    s.finished = true;
+    return;
+  }
+  s.doc = ConfigDocument::load_file(s.options.config_path);
+  for (const std::string& assignment : s.options.overrides) s.doc.apply_override(assignment);
+  if (s.options.print_layout) {
+    ParallelConfig parallel;
+    read_config_section(s.doc, "parallel", parallel);
+    if (world_rank == 0)
+      std::cout << "tensor " << parallel.tensor << " pipeline " << parallel.pipeline << " data "
+                << parallel.data << '\n';
+    s.finished = true;
+    return;
+  }
+  s.config = TrainConfig::from_document(s.doc, {}, world_size);
+  if (!s.options.dry_run) s.config->parallel.validate_trainable(s.doc, world_size);
+}
+
+std::string model_line(const ModelConfig& m, std::int64_t params) {
+  return detail::concat("ternion: GPT ", m.n_layer, " layers x ", m.d_model, " wide, ", m.n_head,
+                        " heads, vocab ", m.vocab_size, " (padded ", m.padded_vocab_size(),
+                        "), context ", m.seq_len, ": ", human_count(static_cast<double>(params)),
+                        " parameters (", params, ")");
+}
+
+// One rank: build the model, print its size, train (or stop after --dry-run).
+int run_single_rank(const Setup& s) {
+  const TrainConfig& config = *s.config;
   Trainer trainer(config);
-  const ModelConfig& m = config.model;
   const std::int64_t params = count_elements(trainer.model().parameters());
-  log_info("ternion: GPT ", m.n_layer, " layers x ", m.d_model, " wide, ", m.n_head, " heads, vocab ",
-           m.vocab_size, " (padded ", m.padded_vocab_size(), "), context ", m.seq_len, ": ",
-           human_count(static_cast<double>(params)), " parameters (", params, ")");
+  log_info(model_line(config.model, params));
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (", config.micro_batches_per_step(), " micro-batches of ",
            config.parallel.micro_batch_size, "), ", num_threads(), " threads, optimizer ",
            config.optimizer.type, ", parameters ", human_count(params * 4.0), "B, optimizer state ",
            human_count(static_cast<double>(trainer.optimizer_state_bytes())), "B");
-  if (options.dry_run) {
+  if (s.options.dry_run) {
     log_info("ternion: dry run: config and data are valid");
     return 0;
   }
@@ -111,27 +238,104 @@ int run(const CliOptions& options) {
   return 0;
 }
 
+// "blocks 0-1, embeddings, ln_f": what one pipeline stage holds (n_layer >= pp: never none).
+std::string stage_contents(const ModelConfig& m, const RankLayout& layout, int rank) {
+  const RankPlacement& p = layout.at(rank);
+  const StageBlocks blocks = pipeline_stage_blocks(m.n_layer, layout.pp_size, p.coords.pp_rank);
+  std::string text = blocks.size() == 1 ? "block " + std::to_string(blocks.begin)
+                                        : "blocks " + std::to_string(blocks.begin) + "-" +
+                                              std::to_string(blocks.end - 1);
+  if (p.is_first_stage) text += ", embeddings";
+  if (p.is_last_stage) text += p.is_first_stage ? ", ln_f" : ", ln_f, LM head (tied wte copy)";
+  return text;
+}
+
+// Several ranks, --dry-run: the data on every rank, the layout and its process groups; rank 0
+// prints the layout and what each rank holds.
+int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
+  const TrainConfig& config = *s.config;
+  const ParallelConfig& parallel = config.parallel;
+  std::int64_t total_params = 0;
+  std::vector<std::int64_t> rank_params;
+  std::optional<RankLayout> layout;
+  const std::optional<Failure> local = capture([&] {
+    open_data_file("data.train", config.data.train, config.model);
+    if (!config.data.val.empty()) open_data_file("data.val", config.data.val, config.model);
+    layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
+    total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);
+    for (int r = 0; r < world.size(); ++r)
+      rank_params.push_back(parameters_on_rank(config.model, *layout, r));
+  });
+  if (const std::optional<int> status = agree_on_failure(world, local)) return *status;
+
+  const ProcessGroups groups(world, *layout);  // collective
+  if (world.rank() == 0) {
+    const ModelConfig& m = config.model;
+    log_info("ternion: layout tensor ", layout->tp_size, " x pipeline ", layout->pp_size,
+             " x data ", layout->dp_size, " on ", layout->world_size, " ranks (rank = pp * ",
+             layout->dp_size * layout->tp_size, " + dp * ", layout->tp_size, " + tp)");
+    for (int r = 0; r < layout->world_size; ++r) log_info(layout_line(*layout, r));
+    log_info(model_line(m, total_params));
+    log_info("ternion: parameters per rank (the ranks of a data-parallel group hold copies):");
+    for (int r = 0; r < layout->world_size; ++r) {
+      const RankCoords& c = layout->at(r).coords;
+      log_info("  rank ", r, " tp=", c.tp_rank, " pp=", c.pp_rank, ": ",
+               human_count(static_cast<double>(rank_params[static_cast<std::size_t>(r)])), " (",
+               rank_params[static_cast<std::size_t>(r)], ") ", stage_contents(m, *layout, r));
+    }
+    log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
+             " sequences (", config.micro_batches_per_step(world.size()), " micro-batches of ",
+             parallel.micro_batch_size, " on each of ", layout->dp_size,
+             " data-parallel ranks), ", num_threads(), " threads per rank");
+    log_info("ternion: dry run: config, data and layout are valid on ", world.size(), " ranks");
+  }
+  return 0;
+}
+
+int run(Communicator& world, int argc, char** argv) {
+  Setup setup;
+  const std::optional<Failure> read = capture(
+      [&] { read_setup(setup, argc, argv, world.rank(), world.size()); });
+  if (const std::optional<int> status = agree_on_failure(world, read)) return *status;
+  if (setup.finished) return 0;
+  const TrainConfig& config = *setup.config;
+  if (config.training.threads > 0) set_num_threads(static_cast<int>(config.training.threads));
+  if (world.size() == 1) {
+    if (setup.options.dry_run) {
+      // The one-rank layout, built as on many ranks so the dry run checks the same code.
+      const ProcessGroups groups(world, make_rank_layout(1, config.parallel.tensor,
+                                                         config.parallel.pipeline,
+                                                         config.parallel.data));
+    }
+    return run_single_rank(setup);
+  }
+  // read_setup refused training on several ranks (validate_trainable): a dry run.
+  return run_dry_run_on_ranks(world, setup);
+}
+
 }  // namespace
 
 int train_main(int argc, char** argv) {
+  std::optional<MpiRuntime> mpi;         // declared first: finalised after the communicator
+  std::unique_ptr<Communicator> world;
+  if (const std::optional<Failure> failed = capture([&] {
+        if (!MpiRuntime::initialized()) mpi.emplace(&argc, &argv);
+        world = mpi_world_communicator();
+      })) {
+    std::fputs(failed->text.c_str(), stderr);
+    return failed->status;
+  }
+  set_log_rank(world->rank(), world->size());
   try {
-    return run(parse_args(argc, argv));
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "ternion-train: error: %s\n%s", e.what(), "run 'ternion-train --help' for usage\n");
-    return 2;
-  } catch (const Error& e) {
-    if (e.is_user_error()) {
-      std::fprintf(stderr, "ternion-train: error: %s\n", e.what());
-    } else {
-      std::fprintf(stderr, "ternion-train: internal error: %s\n", e.what());
-    }
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "ternion-train: error: out of memory\n");
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ternion-train: internal error: %s\n", e.what());
-    return 1;
+    return run(*world, argc, argv);
+  } catch (...) {
+    // Only work the ranks did not agree on gets here; with other ranks possibly waiting in a
+    // collective, the job ends.
+    const Failure failure = failure_of(std::current_exception());
+    if (world->size() > 1)
+      abort_job(failure.text.substr(0, failure.text.find_last_not_of('\n') + 1), failure.status);
+    std::fputs(failure.text.c_str(), stderr);
+    return failure.status;
   }
 }
 

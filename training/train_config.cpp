@@ -1,5 +1,7 @@
 #include "training/train_config.h"
 
+#include "layers/parameter_count.h"
+
 #include <ostream>
 
 namespace ternion {
@@ -50,6 +52,7 @@ TrainConfig TrainConfig::from_document(ConfigDocument doc,
   doc.check_all_declared();
   c.model.validate(doc);
   c.parallel.validate(doc, world_size);
+  c.parallel.validate_model_fit(doc, model_sharding_shape(c.model));
   c.optimizer.validate(doc);
   validate_training(doc, c, world_size);
   return c;

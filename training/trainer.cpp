@@ -22,15 +22,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-TokenShard open_checked(const std::string& key, const std::string& path,
-                        const ModelConfig& model) {
-  TokenShard shard = TokenShard::open(path);
-  TN_CHECK_AS(DataError, shard.max_token() < model.vocab_size, key, " '", path,
-              "' holds token ", shard.max_token(), ", outside model.vocab_size = ",
-              model.vocab_size);
-  return shard;
-}
-
 std::int64_t count_valid(const Tensor& targets) {
   const std::int32_t* t = targets.data<std::int32_t>();
   return std::count_if(t, t + targets.numel(), [](std::int32_t x) { return x >= 0; });
@@ -38,13 +29,24 @@ std::int64_t count_valid(const Tensor& targets) {
 
 }  // namespace
 
+TokenShard open_data_file(const std::string& key, const std::string& path,
+                          const ModelConfig& model) {
+  TokenShard shard = TokenShard::open(path);
+  TN_CHECK_AS(DataError, shard.max_token() < model.vocab_size, key, " '", path,
+              "' holds token ", shard.max_token(), ", outside model.vocab_size = ",
+              model.vocab_size);
+  TN_CHECK_AS(DataError, shard.size() > model.seq_len, key, " '", path, "' holds ",
+              shard.size(), " tokens, fewer than model.seq_len + 1 = ", model.seq_len + 1);
+  return shard;
+}
+
 Trainer::Trainer(const TrainConfig& config)
     : config_(config),
-      train_shard_(open_checked("data.train", config.data.train, config.model)),
+      train_shard_(open_data_file("data.train", config.data.train, config.model)),
       val_shard_(config.data.val.empty()
                      ? std::nullopt
                      : std::optional<TokenShard>(
-                           open_checked("data.val", config.data.val, config.model))),
+                           open_data_file("data.val", config.data.val, config.model))),
       train_sampler_(train_shard_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
       model_(config.model) {

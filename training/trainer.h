@@ -60,6 +60,11 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
 };
 
+// Opens a token file named by config key `key` and checks that it fits the model: tokens
+// below model.vocab_size, at least one window of seq_len + 1 tokens. DataError otherwise.
+TokenShard open_data_file(const std::string& key, const std::string& path,
+                          const ModelConfig& model);
+
 std::string format_duration(double seconds);  // "1:02:03" / "2:03"
 
 }  // namespace ternion
