@@ -43,6 +43,10 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   // MULTIPLE would let any thread call MPI; we only need SERIALIZED, because every MPI call after
   // this constructor goes through the one progress thread.
   int provided = MPI_THREAD_SINGLE;
+  // Open MPI's non-blocking all-reduce (libnbc) defaults to a binomial reduce + broadcast for
+  // in-place buffers, 2-2.5x slower than its ring from 1 MB up (docs/benchmarks.md). Gradient
+  // buckets are that large, so ask for the ring unless the user chose an algorithm.
+  ::setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
   const int status = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   TN_CHECK_AS(CommError, status == MPI_SUCCESS,
               "MPI_Init_thread failed: ", mpi_error_string(status));
