@@ -8,31 +8,42 @@ namespace ternion {
 
 namespace {
 
-// logits [N, V_padded] with 0 < vocab_size <= V_padded; targets i32 and per-row tensors of N.
-void check_cross_entropy_operands(const char* op, std::initializer_list<const Tensor*> rows_of_n,
-                                  const Tensor& logits, const Tensor& targets,
-                                  std::int64_t vocab_size) {
+// Each tensor in rows_of_n contiguous f32 with one value per row, on `device`.
+void check_per_row(const char* op, std::initializer_list<const Tensor*> rows_of_n,
+                   std::int64_t rows, Device device) {
+  for (const Tensor* t : rows_of_n)
+    TN_CHECK(t->dtype() == DType::F32 && t->is_contiguous() && t->numel() == rows &&
+                 t->device() == device,
+             op, ": ", t->str(), " is not contiguous f32 with one value per row of ", rows,
+             " rows on ", device.str());
+}
+
+void check_targets(const char* op, const Tensor& targets, std::int64_t rows, Device device) {
+  TN_CHECK(targets.dtype() == DType::I32 && targets.is_contiguous() && targets.numel() == rows &&
+               targets.device() == device,
+           op, ": targets ", targets.str(), " are not i32 with one per row of ", rows, " rows on ",
+           device.str());
+}
+
+// logits [N, V_local] holding global columns from vocab_start, of a vocabulary of vocab_size.
+void check_shard_logits(const char* op, const Tensor& logits, std::int64_t vocab_start,
+                        std::int64_t vocab_size) {
   TN_CHECK(logits.dtype() == DType::F32 && logits.is_contiguous() && logits.dim() == 2, op,
            ": logits must be contiguous 2-D f32, got ", logits.str());
-  TN_CHECK(vocab_size > 0 && vocab_size <= logits.size(1), op, ": vocab_size ", vocab_size,
-           " for logits ", shape_str(logits.shape()));
-  TN_CHECK(targets.dtype() == DType::I32 && targets.is_contiguous() &&
-               targets.numel() == logits.size(0) && targets.device() == logits.device(),
-           op, ": targets ", targets.str(), " are not i32 with one per row of logits ",
-           logits.str());
-  for (const Tensor* t : rows_of_n)
-    TN_CHECK(t->dtype() == DType::F32 && t->is_contiguous() && t->numel() == logits.size(0) &&
-                 t->device() == logits.device(),
-             op, ": ", t->str(), " is not contiguous f32 with one value per row of logits ",
-             logits.str());
+  TN_CHECK(vocab_size > 0 && vocab_start >= 0, op, ": vocab_size ", vocab_size, ", vocab_start ",
+           vocab_start, " for logits ", shape_str(logits.shape()));
 }
 
 }  // namespace
 
 void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits, const Tensor& targets,
                            std::int64_t vocab_size, std::int32_t ignore_index) {
-  check_cross_entropy_operands("cross_entropy_forward", {&losses, &lse}, logits, targets,
-                               vocab_size);
+  const char* op = "cross_entropy_forward";
+  check_shard_logits(op, logits, 0, vocab_size);
+  TN_CHECK(vocab_size <= logits.size(1), op, ": vocab_size ", vocab_size,
+           " is more than the columns of logits ", shape_str(logits.shape()));
+  check_targets(op, targets, logits.size(0), logits.device());
+  check_per_row(op, {&losses, &lse}, logits.size(0), logits.device());
   if (logits.device().is_cpu()) {
     cpu::cross_entropy_forward<float>(losses.data<float>(), lse.data<float>(), logits.data<float>(),
                                       targets.data<std::int32_t>(), logits.size(0), logits.size(1),
@@ -44,17 +55,81 @@ void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits, co
 
 void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor& lse,
                             const Tensor& targets, float dloss, std::int64_t vocab_size,
-                            std::int32_t ignore_index) {
-  check_cross_entropy_operands("cross_entropy_backward", {&lse}, logits, targets, vocab_size);
+                            std::int32_t ignore_index, std::int64_t vocab_start) {
+  const char* op = "cross_entropy_backward";
+  check_shard_logits(op, logits, vocab_start, vocab_size);
+  check_targets(op, targets, logits.size(0), logits.device());
+  check_per_row(op, {&lse}, logits.size(0), logits.device());
   TN_CHECK(dlogits.dtype() == DType::F32 && dlogits.is_contiguous() &&
                dlogits.shape() == logits.shape() && dlogits.device() == logits.device(),
-           "cross_entropy_backward: dlogits ", dlogits.str(), " for logits ", logits.str());
+           op, ": dlogits ", dlogits.str(), " for logits ", logits.str());
   if (logits.device().is_cpu()) {
     cpu::cross_entropy_backward<float>(dlogits.data<float>(), logits.data<float>(),
                                        lse.data<float>(), targets.data<std::int32_t>(), dloss,
-                                       logits.size(0), logits.size(1), vocab_size, ignore_index);
+                                       logits.size(0), logits.size(1), vocab_start, vocab_size,
+                                       ignore_index);
   } else {
     TN_THROW(CudaError, "cross_entropy_backward: no CUDA kernel in this build");
+  }
+}
+
+void cross_entropy_row_max(Tensor& row_max, const Tensor& logits, std::int64_t vocab_start,
+                           std::int64_t vocab_size) {
+  const char* op = "cross_entropy_row_max";
+  check_shard_logits(op, logits, vocab_start, vocab_size);
+  check_per_row(op, {&row_max}, logits.size(0), logits.device());
+  if (logits.device().is_cpu()) {
+    cpu::cross_entropy_row_max<float>(row_max.data<float>(), logits.data<float>(), logits.size(0),
+                                      logits.size(1), vocab_start, vocab_size);
+  } else {
+    TN_THROW(CudaError, "cross_entropy_row_max: no CUDA kernel in this build");
+  }
+}
+
+void cross_entropy_row_sum_exp(Tensor& sum_exp, const Tensor& logits, const Tensor& global_max,
+                               std::int64_t vocab_start, std::int64_t vocab_size) {
+  const char* op = "cross_entropy_row_sum_exp";
+  check_shard_logits(op, logits, vocab_start, vocab_size);
+  check_per_row(op, {&sum_exp, &global_max}, logits.size(0), logits.device());
+  if (logits.device().is_cpu()) {
+    cpu::cross_entropy_row_sum_exp<float>(sum_exp.data<float>(), logits.data<float>(),
+                                          global_max.data<float>(), logits.size(0),
+                                          logits.size(1), vocab_start, vocab_size);
+  } else {
+    TN_THROW(CudaError, "cross_entropy_row_sum_exp: no CUDA kernel in this build");
+  }
+}
+
+void cross_entropy_target_logit(Tensor& target_logit, const Tensor& logits,
+                                const Tensor& targets, std::int64_t vocab_start,
+                                std::int64_t vocab_size, std::int32_t ignore_index) {
+  const char* op = "cross_entropy_target_logit";
+  check_shard_logits(op, logits, vocab_start, vocab_size);
+  check_targets(op, targets, logits.size(0), logits.device());
+  check_per_row(op, {&target_logit}, logits.size(0), logits.device());
+  if (logits.device().is_cpu()) {
+    cpu::cross_entropy_target_logit<float>(target_logit.data<float>(), logits.data<float>(),
+                                           targets.data<std::int32_t>(), logits.size(0),
+                                           logits.size(1), vocab_start, vocab_size, ignore_index);
+  } else {
+    TN_THROW(CudaError, "cross_entropy_target_logit: no CUDA kernel in this build");
+  }
+}
+
+void cross_entropy_finish(Tensor& losses, Tensor& lse, const Tensor& global_max,
+                          const Tensor& global_sum_exp, const Tensor& target_logit,
+                          const Tensor& targets, std::int32_t ignore_index) {
+  const char* op = "cross_entropy_finish";
+  check_targets(op, targets, targets.numel(), targets.device());
+  check_per_row(op, {&losses, &lse, &global_max, &global_sum_exp, &target_logit}, targets.numel(),
+                targets.device());
+  if (targets.device().is_cpu()) {
+    cpu::cross_entropy_finish<float>(losses.data<float>(), lse.data<float>(),
+                                     global_max.data<float>(), global_sum_exp.data<float>(),
+                                     target_logit.data<float>(), targets.data<std::int32_t>(),
+                                     targets.numel(), ignore_index);
+  } else {
+    TN_THROW(CudaError, "cross_entropy_finish: no CUDA kernel in this build");
   }
 }
 

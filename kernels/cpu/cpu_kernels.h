@@ -50,13 +50,29 @@ void position_embedding_forward(T* out, const T* wpe, i64 batch, i64 seq, i64 ch
 template <class T>
 void position_embedding_backward(T* dwpe, const T* dout, i64 batch, i64 seq, i64 channels);
 
+// Cross-entropy; see kernels/cross_entropy.h. A shard's logits are [rows, local_vocab] holding
+// global columns [vocab_start, vocab_start + local_vocab).
 template <class T>
 void cross_entropy_forward(T* losses, T* lse, const T* logits, const std::int32_t* targets,
                            i64 rows, i64 padded_vocab, i64 vocab_size, std::int32_t ignore_index);
 template <class T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* lse,
-                            const std::int32_t* targets, T dloss, i64 rows, i64 padded_vocab,
-                            i64 vocab_size, std::int32_t ignore_index);
+                            const std::int32_t* targets, T dloss, i64 rows, i64 local_vocab,
+                            i64 vocab_start, i64 vocab_size, std::int32_t ignore_index);
+template <class T>
+void cross_entropy_row_max(T* row_max, const T* logits, i64 rows, i64 local_vocab,
+                           i64 vocab_start, i64 vocab_size);
+template <class T>
+void cross_entropy_row_sum_exp(T* sum_exp, const T* logits, const T* global_max, i64 rows,
+                               i64 local_vocab, i64 vocab_start, i64 vocab_size);
+template <class T>
+void cross_entropy_target_logit(T* target_logit, const T* logits, const std::int32_t* targets,
+                                i64 rows, i64 local_vocab, i64 vocab_start, i64 vocab_size,
+                                std::int32_t ignore_index);
+template <class T>
+void cross_entropy_finish(T* losses, T* lse, const T* global_max, const T* global_sum_exp,
+                          const T* target_logit, const std::int32_t* targets, i64 rows,
+                          std::int32_t ignore_index);
 
 template <class T> void add(T* out, const T* a, const T* b, i64 n);
 template <class T> void accumulate(T* out, const T* x, i64 n);

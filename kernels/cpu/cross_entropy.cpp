@@ -1,6 +1,11 @@
 // Softmax cross-entropy, one row per task. A row is read twice in the forward (max, then the
 // sum of exponentials shifted by it, so nothing overflows) and once in the backward, which
 // recomputes the softmax from the saved logsumexp instead of storing it.
+//
+// The per-row math lives once, in the helpers below: the vocab-parallel pieces apply one each
+// to a shard, and the whole-vocabulary forward applies all of them to each row in turn, so the
+// second read of a row comes from cache rather than from a second pass over the logits.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -26,6 +31,49 @@ void check_targets(const std::int32_t* targets, i64 rows, i64 vocab_size,
   }
 }
 
+// The real columns of a shard are its first ones: global columns [vocab_start, vocab_size).
+i64 real_columns(i64 local_vocab, i64 vocab_start, i64 vocab_size) {
+  return std::clamp(vocab_size - vocab_start, i64{0}, local_vocab);
+}
+
+bool target_in_shard(std::int32_t target, std::int32_t ignore_index, i64 local_vocab,
+                     i64 vocab_start) {
+  return target != ignore_index && target >= vocab_start && target < vocab_start + local_vocab;
+}
+
+template <class T>
+T max_of_row(const T* row, i64 n_real) {
+  T max_logit = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : max_logit)
+  for (i64 v = 0; v < n_real; ++v) max_logit = row[v] > max_logit ? row[v] : max_logit;
+  return max_logit;
+}
+
+template <class T>
+T sum_exp_of_row(const T* row, i64 n_real, T shift) {
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (i64 v = 0; v < n_real; ++v) sum += fast_exp(row[v] - shift);
+  return sum;
+}
+
+template <class T>
+T target_logit_of_row(const T* row, std::int32_t target, std::int32_t ignore_index,
+                      i64 local_vocab, i64 vocab_start) {
+  return target_in_shard(target, ignore_index, local_vocab, vocab_start) ? row[target - vocab_start]
+                                                                         : static_cast<T>(0);
+}
+
+template <class T>
+T logsumexp(T max_logit, T sum_exp) {
+  return max_logit + std::log(sum_exp);
+}
+
+template <class T>
+T loss_of_row(T row_lse, T target_logit, std::int32_t target, std::int32_t ignore_index) {
+  return target == ignore_index ? static_cast<T>(0) : row_lse - target_logit;
+}
+
 }  // namespace
 
 template <class T>
@@ -35,40 +83,78 @@ void cross_entropy_forward(T* losses, T* lse, const T* logits, const std::int32_
 #pragma omp parallel for schedule(static) if (rows * vocab_size >= kMinParallelElements)
   for (i64 r = 0; r < rows; ++r) {
     const T* row = logits + r * padded_vocab;
-    T max_logit = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : max_logit)
-    for (i64 v = 0; v < vocab_size; ++v) max_logit = row[v] > max_logit ? row[v] : max_logit;
-    T sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (i64 v = 0; v < vocab_size; ++v) sum += fast_exp(row[v] - max_logit);
-    const T row_lse = max_logit + std::log(sum);
+    const T max_logit = max_of_row(row, vocab_size);
+    const T row_lse = logsumexp(max_logit, sum_exp_of_row(row, vocab_size, max_logit));
     const std::int32_t t = targets[r];
     lse[r] = row_lse;
-    losses[r] = t == ignore_index ? static_cast<T>(0) : row_lse - row[t];
+    losses[r] =
+        loss_of_row(row_lse, target_logit_of_row(row, t, ignore_index, padded_vocab, i64{0}), t,
+                    ignore_index);
   }
 }
 
 template <class T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const std::int32_t* targets,
-                            T dloss, i64 rows, i64 padded_vocab, i64 vocab_size,
+                            T dloss, i64 rows, i64 local_vocab, i64 vocab_start, i64 vocab_size,
                             std::int32_t ignore_index) {
   check_targets(targets, rows, vocab_size, ignore_index);
-#pragma omp parallel for schedule(static) if (rows * vocab_size >= kMinParallelElements)
+  const i64 n_real = real_columns(local_vocab, vocab_start, vocab_size);
+#pragma omp parallel for schedule(static) if (rows * local_vocab >= kMinParallelElements)
   for (i64 r = 0; r < rows; ++r) {
     // dlogits may alias logits: element v is read before it is written, and nothing reads
     // logits after the loop.
-    const T* row = logits + r * padded_vocab;
-    T* drow = dlogits + r * padded_vocab;
+    const T* row = logits + r * local_vocab;
+    T* drow = dlogits + r * local_vocab;
     const std::int32_t t = targets[r];
     if (t == ignore_index) {
-      for (i64 v = 0; v < padded_vocab; ++v) drow[v] = 0;
+      for (i64 v = 0; v < local_vocab; ++v) drow[v] = 0;
       continue;
     }
     const T row_lse = lse[r];
 #pragma omp simd
-    for (i64 v = 0; v < vocab_size; ++v) drow[v] = fast_exp(row[v] - row_lse) * dloss;
-    drow[t] -= dloss;
-    for (i64 v = vocab_size; v < padded_vocab; ++v) drow[v] = 0;
+    for (i64 v = 0; v < n_real; ++v) drow[v] = fast_exp(row[v] - row_lse) * dloss;
+    // A target in the shard is below vocab_size (check_targets), so its column is a real one.
+    if (target_in_shard(t, ignore_index, local_vocab, vocab_start)) drow[t - vocab_start] -= dloss;
+    for (i64 v = n_real; v < local_vocab; ++v) drow[v] = 0;
+  }
+}
+
+template <class T>
+void cross_entropy_row_max(T* row_max, const T* logits, i64 rows, i64 local_vocab,
+                           i64 vocab_start, i64 vocab_size) {
+  const i64 n_real = real_columns(local_vocab, vocab_start, vocab_size);
+#pragma omp parallel for schedule(static) if (rows * n_real >= kMinParallelElements)
+  for (i64 r = 0; r < rows; ++r) row_max[r] = max_of_row(logits + r * local_vocab, n_real);
+}
+
+template <class T>
+void cross_entropy_row_sum_exp(T* sum_exp, const T* logits, const T* global_max, i64 rows,
+                               i64 local_vocab, i64 vocab_start, i64 vocab_size) {
+  const i64 n_real = real_columns(local_vocab, vocab_start, vocab_size);
+#pragma omp parallel for schedule(static) if (rows * n_real >= kMinParallelElements)
+  for (i64 r = 0; r < rows; ++r)
+    sum_exp[r] = sum_exp_of_row(logits + r * local_vocab, n_real, global_max[r]);
+}
+
+// The two per-row-constant pieces run serially: a thread team costs more than N lookups.
+template <class T>
+void cross_entropy_target_logit(T* target_logit, const T* logits, const std::int32_t* targets,
+                                i64 rows, i64 local_vocab, i64 vocab_start, i64 vocab_size,
+                                std::int32_t ignore_index) {
+  check_targets(targets, rows, vocab_size, ignore_index);
+  for (i64 r = 0; r < rows; ++r)
+    target_logit[r] = target_logit_of_row(logits + r * local_vocab, targets[r], ignore_index,
+                                          local_vocab, vocab_start);
+}
+
+template <class T>
+void cross_entropy_finish(T* losses, T* lse, const T* global_max, const T* global_sum_exp,
+                          const T* target_logit, const std::int32_t* targets, i64 rows,
+                          std::int32_t ignore_index) {
+  for (i64 r = 0; r < rows; ++r) {
+    const T row_lse = logsumexp(global_max[r], global_sum_exp[r]);
+    lse[r] = row_lse;
+    losses[r] = loss_of_row(row_lse, target_logit[r], targets[r], ignore_index);
   }
 }
 
@@ -77,9 +163,23 @@ template void cross_entropy_forward<float>(float*, float*, const float*, const s
 template void cross_entropy_forward<double>(double*, double*, const double*, const std::int32_t*,
                                             i64, i64, i64, std::int32_t);
 template void cross_entropy_backward<float>(float*, const float*, const float*, const std::int32_t*,
-                                            float, i64, i64, i64, std::int32_t);
+                                            float, i64, i64, i64, i64, std::int32_t);
 template void cross_entropy_backward<double>(double*, const double*, const double*,
-                                             const std::int32_t*, double, i64, i64, i64,
+                                             const std::int32_t*, double, i64, i64, i64, i64,
                                              std::int32_t);
+template void cross_entropy_row_max<float>(float*, const float*, i64, i64, i64, i64);
+template void cross_entropy_row_max<double>(double*, const double*, i64, i64, i64, i64);
+template void cross_entropy_row_sum_exp<float>(float*, const float*, const float*, i64, i64, i64,
+                                               i64);
+template void cross_entropy_row_sum_exp<double>(double*, const double*, const double*, i64, i64,
+                                                i64, i64);
+template void cross_entropy_target_logit<float>(float*, const float*, const std::int32_t*, i64,
+                                                i64, i64, i64, std::int32_t);
+template void cross_entropy_target_logit<double>(double*, const double*, const std::int32_t*, i64,
+                                                 i64, i64, i64, std::int32_t);
+template void cross_entropy_finish<float>(float*, float*, const float*, const float*, const float*,
+                                          const std::int32_t*, i64, std::int32_t);
+template void cross_entropy_finish<double>(double*, double*, const double*, const double*,
+                                           const double*, const std::int32_t*, i64, std::int32_t);
 
 }  // namespace ternion::cpu

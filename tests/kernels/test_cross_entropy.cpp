@@ -63,7 +63,7 @@ TEST(CrossEntropy, BackwardMatchesFiniteDifferences) {
   forward();
   std::vector<double> dlogits(logits.size(), NAN);
   cpu::cross_entropy_backward<double>(dlogits.data(), logits.data(), lse.data(), targets.data(),
-                                      dloss, kRows, kVPadded, kV, kIgnoreIndex);
+                                      dloss, kRows, kVPadded, 0, kV, kIgnoreIndex);
   test::expect_close("cross_entropy dlogits vs finite differences", dlogits, want, 1e-9, 1e-6);
 
   std::vector<double> padded_and_ignored;
@@ -124,7 +124,7 @@ TEST(CrossEntropy, FloatOpMatchesDoubleTemplate) {
   cpu::cross_entropy_forward<double>(losses.data(), lse.data(), logits.data(), targets.data(),
                                      kRows, kVPadded, kV, kIgnoreIndex);
   cpu::cross_entropy_backward<double>(dlogits.data(), logits.data(), lse.data(), targets.data(),
-                                      kDloss, kRows, kVPadded, kV, kIgnoreIndex);
+                                      kDloss, kRows, kVPadded, 0, kV, kIgnoreIndex);
 
   Tensor logits_t = Tensor::from_vector(logitsf, {kRows, kVPadded});
   Tensor targets_t = test::i32_tensor(targets, {kRows});
