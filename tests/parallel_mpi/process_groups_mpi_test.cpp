@@ -6,6 +6,8 @@
 // would leave the others waiting in the next collective.
 #include <gtest/gtest.h>
 
+#include "mpi_gtest.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -18,7 +20,6 @@
 namespace ternion {
 namespace {
 
-Communicator* g_world = nullptr;  // the test program's one world, set by main
 
 struct Layout {
   std::int64_t tp, pp, dp;
@@ -49,7 +50,7 @@ void expect_place(const Communicator& comm, const std::vector<int>& members, int
 }
 
 TEST(ProcessGroupsMpi, EveryGroupOfEveryLayout) {
-  Communicator& world = *g_world;
+  Communicator& world = testing_mpi::world();
   ASSERT_EQ(world.size(), 8) << "run under mpirun -np 8";  // the same on every rank
   const int rank = world.rank();
   for (const Layout& l : {Layout{2, 2, 2}, Layout{8, 1, 1}, Layout{1, 8, 1}, Layout{1, 1, 8},
@@ -109,42 +110,6 @@ TEST(ProcessGroupsMpi, EveryGroupOfEveryLayout) {
   }
 }
 
-// Ranks other than 0 print only their failures, each line with the rank.
-class RankFailurePrinter : public testing::EmptyTestEventListener {
- public:
-  explicit RankFailurePrinter(int rank) : rank_(rank) {}
-  void OnTestPartResult(const testing::TestPartResult& result) override {
-    if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", rank_,
-                 result.file_name() ? result.file_name() : "?", result.line_number(),
-                 result.message());
-  }
-
- private:
-  int rank_;
-};
-
 }  // namespace
 }  // namespace ternion
 
-int main(int argc, char** argv) {
-  ternion::MpiRuntime mpi(&argc, &argv);
-  testing::InitGoogleTest(&argc, argv);
-  int status = 0;
-  {
-    const std::unique_ptr<ternion::Communicator> world = ternion::mpi_world_communicator();
-    ternion::g_world = world.get();
-    if (world->rank() != 0) {
-      testing::TestEventListeners& listeners = testing::UnitTest::GetInstance()->listeners();
-      delete listeners.Release(listeners.default_result_printer());
-      listeners.Append(new ternion::RankFailurePrinter(world->rank()));
-    }
-    status = RUN_ALL_TESTS();
-    // Every rank exits with the worst status, so mpirun fails when any rank failed.
-    ternion::Tensor worst = ternion::Tensor::full({1}, static_cast<float>(status));
-    world->all_reduce(worst, ternion::ReduceOp::Max);
-    status = static_cast<int>(worst.data<float>()[0]);
-    ternion::g_world = nullptr;
-  }
-  return status;
-}
