@@ -17,6 +17,24 @@ Parameter make_parameter(std::string name, const Shape& shape, ParameterInit ini
   return p;
 }
 
+Parameter make_sharded_parameter(std::string name, const Shape& global_shape, std::int64_t dim,
+                                 std::int64_t parts, std::int64_t index, ParameterInit init,
+                                 float init_std, bool weight_decay) {
+  if (parts == 1) return make_parameter(std::move(name), global_shape, init, init_std, weight_decay);
+  const auto d = static_cast<std::size_t>(dim);
+  TN_CHECK(dim >= 0 && d < global_shape.size() && global_shape[d] % parts == 0 && index >= 0 &&
+               index < parts,
+           "parameter ", name, " ", shape_str(global_shape), " does not split in ", parts,
+           " along dimension ", dim);
+  Shape local = global_shape;
+  local[d] /= parts;
+  Parameter p = make_parameter(std::move(name), local, init, init_std, weight_decay);
+  p.global_shape = global_shape;
+  p.shard_dim = dim;
+  p.shard_offset = index * local[d];
+  return p;
+}
+
 void initialize_parameter(Parameter& p, std::uint64_t seed) {
   if (p.init != ParameterInit::Normal) {
     p.value.fill(p.init == ParameterInit::Ones ? 1.0f : 0.0f);

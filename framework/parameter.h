@@ -27,6 +27,10 @@ struct Parameter {
   ParameterInit init = ParameterInit::Normal;
   float init_std = 0.02f;
   bool weight_decay = true;  // AdamW decays matrices and embeddings, never biases or norms
+  // The gradient this rank accumulates is a partial sum over its tensor-parallel group (a
+  // sequence-parallel LayerNorm sees only its share of the tokens): the group's gradients are
+  // summed before clipping and the update.
+  bool tensor_parallel_partial_grad = false;
 
   bool is_sharded() const { return shard_dim >= 0; }
 };
@@ -34,6 +38,11 @@ struct Parameter {
 // A whole (unsharded) parameter with a zeroed gradient.
 Parameter make_parameter(std::string name, const Shape& shape, ParameterInit init,
                          float init_std, bool weight_decay);
+// Part `index` of `parts` equal parts, along `dim`, of a parameter whose whole shape is
+// `global_shape` (tensor-parallel shards). parts == 1 gives the whole parameter.
+Parameter make_sharded_parameter(std::string name, const Shape& global_shape, std::int64_t dim,
+                                 std::int64_t parts, std::int64_t index, ParameterInit init,
+                                 float init_std, bool weight_decay);
 
 // Fills `p.value` from the counter-based RNG: element with global index i (row-major in
 // global_shape) of a Normal parameter is init_std * philox_normal(parameter_stream(seed,

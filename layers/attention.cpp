@@ -6,21 +6,25 @@
 
 namespace ternion {
 
-CausalSelfAttention::CausalSelfAttention(std::string name, const ModelConfig& config)
+CausalSelfAttention::CausalSelfAttention(std::string name, const ModelConfig& config,
+                                         const TensorParallel& tp)
     : Layer(std::move(name)),
-      n_head_(config.n_head),
+      local_heads_(config.n_head / tp.size()),
       qkv_(this->name() + ".qkv", config.d_model, 3 * config.d_model, true,
-           static_cast<float>(config.init_std)),
+           static_cast<float>(config.init_std), tp),
       proj_(this->name() + ".proj", config.d_model, config.d_model, true,
-            static_cast<float>(config.init_std / std::sqrt(2.0 * config.n_layer))),
-      dropout_(this->name() + ".dropout", static_cast<float>(config.dropout)) {}
+            static_cast<float>(config.init_std / std::sqrt(2.0 * config.n_layer)), tp),
+      dropout_(this->name() + ".dropout", static_cast<float>(config.dropout), tp) {
+  TN_CHECK(config.n_head % tp.size() == 0, "n_head ", config.n_head, " over ", tp.size(),
+           " tensor-parallel ranks");
+}
 
 Tensor CausalSelfAttention::forward(const Tensor& input, ActivationContext& ctx) {
-  const std::int64_t batch = input.size(0), seq = input.size(1), channels = input.size(2);
-  Tensor qkv = qkv_.forward(input, ctx);
+  Tensor qkv = qkv_.forward(input, ctx);  // the whole sequence, even under sequence parallelism
+  const std::int64_t batch = qkv.size(0), seq = qkv.size(1), channels = qkv.size(2) / 3;
   Tensor attended = Tensor::empty({batch, seq, channels}, DType::F32, input.device());
-  Tensor probs = Tensor::empty({batch, n_head_, seq, seq}, DType::F32, input.device());
-  attention_forward(attended, probs, qkv, n_head_);
+  Tensor probs = Tensor::empty({batch, local_heads_, seq, seq}, DType::F32, input.device());
+  attention_forward(attended, probs, qkv, local_heads_);
   Saved& saved = ctx.save<Saved>(this);
   saved.qkv = qkv;
   saved.probs = probs;
@@ -31,7 +35,7 @@ Tensor CausalSelfAttention::backward(const Tensor& grad_output, ActivationContex
   Tensor dattended = proj_.backward(dropout_.backward(grad_output, ctx), ctx);
   const Saved saved = ctx.take<Saved>(this);
   Tensor dqkv = Tensor::empty(saved.qkv.shape(), DType::F32, grad_output.device());
-  attention_backward(dqkv, dattended, saved.qkv, saved.probs, n_head_);
+  attention_backward(dqkv, dattended, saved.qkv, saved.probs, local_heads_);
   return qkv_.backward(dqkv, ctx);
 }
 

@@ -1,6 +1,12 @@
 // Causal multi-head self-attention: QKV projection [C -> 3C] (per head [q | k | v], see
 // kernels/attention.h), scaled-dot-product attention, output projection [C -> C], dropout on
 // the output. [batch, seq, C] -> [batch, seq, C].
+//
+// Tensor parallel (Megatron-LM): the heads are split over the group, n_head / tp per rank.
+// The QKV projection is column-parallel — grouping its output by head makes a rank's heads one
+// contiguous slice of it — attention runs on the local heads alone, and the output projection
+// is row-parallel: one all-reduce forward (in the projection) and one backward (in the QKV
+// projection's input gradient).
 #pragma once
 
 #include <memory>
@@ -13,18 +19,18 @@ namespace ternion {
 
 class CausalSelfAttention : public Layer {
  public:
-  CausalSelfAttention(std::string name, const ModelConfig& config);
+  CausalSelfAttention(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 
  private:
   struct Saved : SavedActivations {
-    Tensor qkv, probs;  // [B, T, 3C], [B, H, T, T]
+    Tensor qkv, probs;  // [B, T, 3C / tp], [B, H / tp, T, T]
   };
-  std::int64_t n_head_;
-  Linear qkv_;
-  Linear proj_;
+  std::int64_t local_heads_;
+  ColumnParallelLinear qkv_;
+  RowParallelLinear proj_;
   Dropout dropout_;
 };
 

@@ -4,11 +4,11 @@
 
 namespace ternion {
 
-namespace {
-GlobalPosition position_of(const Tensor& x, const MicroBatchInfo& info) {
-  return {info.sample_offset, 0, x.size(1)};
+GlobalPosition Dropout::position_of(const Tensor& x, const MicroBatchInfo& info) const {
+  const std::int64_t local_seq = x.size(1);
+  if (tp_.sequence_parallel) return {info.sample_offset, tp_.rank() * local_seq, local_seq * tp_.size()};
+  return {info.sample_offset, 0, local_seq};
 }
-}  // namespace
 
 Tensor Dropout::forward(const Tensor& input, ActivationContext& ctx) {
   const MicroBatchInfo& info = ctx.info();

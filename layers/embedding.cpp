@@ -4,32 +4,51 @@
 
 namespace ternion {
 
-Embedding::Embedding(std::string name, const ModelConfig& config)
+Embedding::Embedding(std::string name, const ModelConfig& config, const TensorParallel& tp)
     : Layer(std::move(name)),
       d_model_(config.d_model),
-      wte_(make_parameter("wte", {config.padded_vocab_size(), config.d_model},
-                          ParameterInit::Normal, static_cast<float>(config.init_std), true)),
+      tp_(tp),
+      wte_(make_sharded_parameter("wte", {config.padded_vocab_size(), config.d_model}, 0,
+                                  tp.size(), tp.rank(), ParameterInit::Normal,
+                                  static_cast<float>(config.init_std), true)),
       wpe_(make_parameter("wpe", {config.seq_len, config.d_model}, ParameterInit::Normal,
                           static_cast<float>(config.init_std), true)),
-      dropout_(this->name() + ".dropout", static_cast<float>(config.dropout)) {}
+      dropout_(this->name() + ".dropout", static_cast<float>(config.dropout), tp) {
+  // Under sequence parallelism each rank adds (and so differentiates) its own positions only.
+  wpe_.tensor_parallel_partial_grad = tp.sequence_parallel && tp.active();
+}
 
 Tensor Embedding::forward(const Tensor& tokens, ActivationContext& ctx) {
   TN_CHECK(tokens.dim() == 2 && tokens.size(1) <= wpe_.value.size(0), name(), ": tokens ",
            tokens.str(), " longer than the ", wpe_.value.size(0), " learned positions");
-  Tensor out = Tensor::empty({tokens.size(0), tokens.size(1), d_model_}, DType::F32,
-                             tokens.device());
-  token_embedding_forward(out, tokens, wte_.value);
-  position_embedding_forward(out, wpe_.value.slice(0, 0, tokens.size(1)));
-  ctx.save<Saved>(this).tokens = tokens;
+  Tensor looked_up = Tensor::empty({tokens.size(0), tokens.size(1), d_model_}, DType::F32,
+                                   tokens.device());
+  token_embedding_forward(looked_up, tokens, wte_.value, wte_.shard_offset);
+  Tensor out;
+  std::int64_t first_position = 0;
+  if (tp_.sequence_parallel) {
+    out = reduce_scatter_to_sequence_region(looked_up, tp_);
+    first_position = tp_.rank() * out.size(1);
+  } else {
+    reduce_from_tensor_region(looked_up, tp_);
+    out = looked_up;
+  }
+  position_embedding_forward(out, wpe_.value.slice(0, first_position, out.size(1)));
+  Saved& saved = ctx.save<Saved>(this);
+  saved.tokens = tokens;
+  saved.first_position = first_position;
   return dropout_.forward(out, ctx);
 }
 
 Tensor Embedding::backward(const Tensor& grad_output, ActivationContext& ctx) {
   Tensor dout = dropout_.backward(grad_output, ctx);
   const Saved saved = ctx.take<Saved>(this);
-  token_embedding_backward(wte_.grad, dout, saved.tokens);
-  Tensor dwpe = wpe_.grad.slice(0, 0, saved.tokens.size(1));
+  Tensor dwpe = wpe_.grad.slice(0, saved.first_position, dout.size(1));
   position_embedding_backward(dwpe, dout);
+  const Tensor dlooked_up = tp_.sequence_parallel
+                                ? reduce_scatter_to_sequence_region_backward(dout, tp_)
+                                : reduce_from_tensor_region_backward(dout, tp_);
+  token_embedding_backward(wte_.grad, dlooked_up, saved.tokens, wte_.shard_offset);
   return Tensor();
 }
 

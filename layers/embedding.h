@@ -3,6 +3,11 @@
 // tokens are i32 [batch, seq]; wte is [padded_vocab, C] and is shared with the LM head
 // (weight tying: see lm_head.h); wpe is [seq_len, C]. backward returns an undefined tensor:
 // there is nothing upstream of the tokens.
+//
+// Tensor parallel (VocabParallelEmbedding): each rank holds padded_vocab / tp rows of wte;
+// tokens outside its rows look up zeros and the ranks' lookups are summed
+// (reduce_from_tensor_region). Under sequence parallelism the sum is reduce-scattered along
+// the sequence instead, and each rank adds the positions of its own share.
 #pragma once
 
 #include "layers/dropout.h"
@@ -12,7 +17,7 @@ namespace ternion {
 
 class Embedding : public Layer {
  public:
-  Embedding(std::string name, const ModelConfig& config);
+  Embedding(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
   Tensor forward(const Tensor& tokens, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
@@ -22,8 +27,10 @@ class Embedding : public Layer {
  private:
   struct Saved : SavedActivations {
     Tensor tokens;
+    std::int64_t first_position = 0;  // of this rank's share of the sequence
   };
   std::int64_t d_model_;
+  TensorParallel tp_;
   Parameter wte_;
   Parameter wpe_;
   Dropout dropout_;

@@ -2,12 +2,13 @@
 
 namespace ternion {
 
-GptModel::GptModel(const ModelConfig& config)
+GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp)
     : config_(config),
-      embedding_("embedding", config),
-      head_("head", config, embedding_.token_weight()) {
+      tp_(tp),
+      embedding_("embedding", config, tp),
+      head_("head", config, embedding_.token_weight(), tp) {
   for (std::int64_t i = 0; i < config.n_layer; ++i) {
-    BlockSpec spec{"h." + std::to_string(i), i, config_};
+    BlockSpec spec{"h." + std::to_string(i), i, config_, tp_};
     blocks_.push_back(LayerRegistry::instance().create(config.block, spec));
   }
   embedding_.collect_parameters(parameters_);

@@ -1,5 +1,6 @@
 // The GPT model: embedding, n_layer blocks of the registered type, LM head tied to the token
-// embedding.
+// embedding. Built over a tensor-parallel group, every layer holds its shard and the model
+// computes what the unsharded model computes (tests/tensor_parallel_mpi/).
 //
 //   tokens [B, T] -> Embedding -> h.0 ... h.{L-1} -> LanguageModelHead -> summed loss
 //
@@ -19,7 +20,8 @@ namespace ternion {
 
 class GptModel {
  public:
-  explicit GptModel(const ModelConfig& config);
+  // `tp` is the tensor-parallel group to shard over (none: the whole model on this rank).
+  explicit GptModel(const ModelConfig& config, const TensorParallel& tp = {});
 
   // Summed cross-entropy over the micro-batch's valid targets.
   double forward(const Tensor& tokens, const Tensor& targets, ActivationContext& ctx);
@@ -28,7 +30,8 @@ class GptModel {
   // Logits [B, T, padded_vocab] (no loss, nothing kept for backward beyond `ctx`).
   Tensor logits(const Tensor& tokens, ActivationContext& ctx);
 
-  // Every parameter once (the tied embedding is listed once, by the embedding).
+  // Every parameter once (the tied embedding is listed once, by the embedding); under tensor
+  // parallelism this rank's shards and its copies of the replicated parameters.
   const std::vector<Parameter*>& parameters() const { return parameters_; }
   void initialize(std::uint64_t seed);
   void zero_grad();
@@ -36,6 +39,7 @@ class GptModel {
 
  private:
   ModelConfig config_;
+  TensorParallel tp_;
   Embedding embedding_;
   std::vector<std::unique_ptr<Layer>> blocks_;
   LanguageModelHead head_;

@@ -4,13 +4,17 @@
 
 namespace ternion {
 
-LayerNorm::LayerNorm(std::string name, std::int64_t features)
+LayerNorm::LayerNorm(std::string name, std::int64_t features, const TensorParallel& tp)
     : Layer(std::move(name)),
       features_(features),
       weight_(make_parameter(this->name() + ".weight", {features}, ParameterInit::Ones, 0.0f,
                              /*weight_decay=*/false)),
       bias_(make_parameter(this->name() + ".bias", {features}, ParameterInit::Zeros, 0.0f,
-                           /*weight_decay=*/false)) {}
+                           /*weight_decay=*/false)) {
+  const bool partial = tp.sequence_parallel && tp.active();
+  weight_.tensor_parallel_partial_grad = partial;
+  bias_.tensor_parallel_partial_grad = partial;
+}
 
 Tensor LayerNorm::forward(const Tensor& input, ActivationContext& ctx) {
   const Tensor x = input.view({-1, features_});

@@ -1,14 +1,16 @@
 // LayerNorm over the last dimension, with learned weight (init 1) and bias (init 0); neither
-// is weight-decayed.
+// is weight-decayed. Under sequence parallelism each tensor-parallel rank normalises its own
+// share of the tokens, so its weight and bias gradients are partial sums over the group.
 #pragma once
 
 #include "layers/layer.h"
+#include "parallel/tensor_parallel.h"
 
 namespace ternion {
 
 class LayerNorm : public Layer {
  public:
-  LayerNorm(std::string name, std::int64_t features);
+  LayerNorm(std::string name, std::int64_t features, const TensorParallel& tp = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;

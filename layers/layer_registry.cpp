@@ -6,7 +6,7 @@ namespace ternion {
 
 LayerRegistry::LayerRegistry() {
   add("transformer", [](const BlockSpec& spec) {
-    return std::make_unique<TransformerBlock>(spec.name, spec.config);
+    return std::make_unique<TransformerBlock>(spec.name, spec.config, spec.tp);
   });
 }
 

@@ -18,6 +18,7 @@
 
 #include "layers/layer.h"
 #include "layers/model_config.h"
+#include "parallel/tensor_parallel.h"
 
 namespace ternion {
 
@@ -25,6 +26,7 @@ struct BlockSpec {
   std::string name;      // parameter-name prefix, "h.3"
   std::int64_t index;    // block index in the whole model
   const ModelConfig& config;
+  const TensorParallel& tp;  // the tensor-parallel group to shard over (none on one rank)
 };
 
 using BlockFactory = std::function<std::unique_ptr<Layer>(const BlockSpec&)>;

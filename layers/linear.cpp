@@ -5,19 +5,6 @@
 
 namespace ternion {
 
-Linear::Linear(std::string name, std::int64_t in_features, std::int64_t out_features, bool bias,
-               float init_std)
-    : Layer(std::move(name)),
-      in_features_(in_features),
-      out_features_(out_features),
-      weight_(make_parameter(this->name() + ".weight", {out_features, in_features},
-                             ParameterInit::Normal, init_std, /*weight_decay=*/true)),
-      has_bias_(bias) {
-  if (has_bias_)
-    bias_ = make_parameter(this->name() + ".bias", {out_features}, ParameterInit::Zeros, 0.0f,
-                           /*weight_decay=*/false);
-}
-
 namespace {
 Shape with_last(const Shape& shape, std::int64_t last) {
   Shape out = shape;
@@ -26,29 +13,105 @@ Shape with_last(const Shape& shape, std::int64_t last) {
 }
 }  // namespace
 
+Linear::Linear(std::string name, std::int64_t in_features, std::int64_t out_features, bool bias,
+               float init_std, WeightShard shard)
+    : Layer(std::move(name)),
+      weight_(make_sharded_parameter(this->name() + ".weight", {out_features, in_features},
+                                     shard.dim, shard.parts, shard.index, ParameterInit::Normal,
+                                     init_std, /*weight_decay=*/true)),
+      has_bias_(bias) {
+  if (has_bias_) {
+    // The bias follows the output features: split with them, whole when the input is split.
+    const std::int64_t parts = shard.dim == 0 ? shard.parts : 1;
+    bias_ = make_sharded_parameter(this->name() + ".bias", {out_features}, 0, parts, shard.index,
+                                   ParameterInit::Zeros, 0.0f, /*weight_decay=*/false);
+  }
+}
+
 Tensor Linear::forward(const Tensor& input, ActivationContext& ctx) {
-  TN_CHECK(input.size(-1) == in_features_, name(), ": input ", input.str(), ", expected ",
-           in_features_, " features");
-  const Tensor x = input.view({-1, in_features_});
-  Tensor y = Tensor::empty({x.size(0), out_features_}, DType::F32, input.device());
+  TN_CHECK(input.size(-1) == in_features(), name(), ": input ", input.str(), ", expected ",
+           in_features(), " features");
+  const Tensor x = input.view({-1, in_features()});
+  Tensor y = Tensor::empty({x.size(0), out_features()}, DType::F32, input.device());
   matmul(y, x, weight_.value, false, true);
   if (has_bias_) bias_add_forward(y, bias_.value);
   ctx.save<Saved>(this).input = x;
-  return y.view(with_last(input.shape(), out_features_));
+  return y.view(with_last(input.shape(), out_features()));
 }
 
 Tensor Linear::backward(const Tensor& grad_output, ActivationContext& ctx) {
   const Saved saved = ctx.take<Saved>(this);
-  const Tensor dy = grad_output.view({-1, out_features_});
+  const Tensor dy = grad_output.view({-1, out_features()});
   matmul(weight_.grad, dy, saved.input, true, false, 1.0f, 1.0f);
   if (has_bias_) bias_add_backward(bias_.grad, dy);
-  Tensor dx = Tensor::empty({dy.size(0), in_features_}, DType::F32, dy.device());
+  Tensor dx = Tensor::empty({dy.size(0), in_features()}, DType::F32, dy.device());
   matmul(dx, dy, weight_.value, false, false);
-  return dx.view(with_last(grad_output.shape(), in_features_));
+  return dx.view(with_last(grad_output.shape(), in_features()));
 }
 
 void Linear::collect_parameters(std::vector<Parameter*>& out) {
   out.push_back(&weight_);
+  if (has_bias_) out.push_back(&bias_);
+}
+
+ColumnParallelLinear::ColumnParallelLinear(std::string name, std::int64_t in_features,
+                                           std::int64_t out_features, bool bias, float init_std,
+                                           const TensorParallel& tp)
+    : Layer(name), tp_(tp),
+      local_(std::move(name), in_features, out_features, bias, init_std,
+             WeightShard{0, tp.size(), tp.rank()}) {}
+
+Tensor ColumnParallelLinear::forward(const Tensor& input, ActivationContext& ctx) {
+  const Tensor x = tp_.sequence_parallel ? gather_from_sequence_region(input, tp_)
+                                         : copy_to_tensor_region(input, tp_);
+  return local_.forward(x, ctx);
+}
+
+Tensor ColumnParallelLinear::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  Tensor dx = local_.backward(grad_output, ctx);
+  if (tp_.sequence_parallel) return gather_from_sequence_region_backward(dx, tp_);
+  copy_to_tensor_region_backward(dx, tp_);
+  return dx;
+}
+
+RowParallelLinear::RowParallelLinear(std::string name, std::int64_t in_features,
+                                     std::int64_t out_features, bool bias, float init_std,
+                                     const TensorParallel& tp)
+    : Layer(name), tp_(tp),
+      local_(name, in_features, out_features, /*bias=*/false, init_std,
+             WeightShard{1, tp.size(), tp.rank()}),
+      has_bias_(bias) {
+  if (has_bias_)
+    bias_ = make_parameter(name + ".bias", {out_features}, ParameterInit::Zeros, 0.0f,
+                           /*weight_decay=*/false);
+  // Under sequence parallelism each rank adds the bias to its own tokens only.
+  bias_.tensor_parallel_partial_grad = tp.sequence_parallel && tp.active();
+}
+
+Tensor RowParallelLinear::forward(const Tensor& input, ActivationContext& ctx) {
+  Tensor y = local_.forward(input, ctx);
+  if (tp_.sequence_parallel) {
+    y = reduce_scatter_to_sequence_region(y, tp_);
+  } else {
+    reduce_from_tensor_region(y, tp_);
+  }
+  if (has_bias_) {
+    Tensor rows = y.view({-1, y.size(-1)});
+    bias_add_forward(rows, bias_.value);
+  }
+  return y;
+}
+
+Tensor RowParallelLinear::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  if (has_bias_) bias_add_backward(bias_.grad, grad_output.view({-1, grad_output.size(-1)}));
+  const Tensor dy = tp_.sequence_parallel
+                        ? reduce_scatter_to_sequence_region_backward(grad_output, tp_)
+                        : reduce_from_tensor_region_backward(grad_output, tp_);
+  return local_.backward(dy, ctx);
+}
+
+void RowParallelLinear::collect_parameters(std::vector<Parameter*>& out) {
+  local_.collect_parameters(out);
   if (has_bias_) out.push_back(&bias_);
 }
 

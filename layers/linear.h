@@ -1,31 +1,79 @@
-// Linear: y = x W^T + b, with W [out_features, in_features] (PyTorch's layout) and b
-// [out_features]. Inputs are [..., in_features]; all leading dimensions are rows.
+// Linear layers: y = x W^T + b, with W [out_features, in_features] (PyTorch's layout).
+// Inputs are [..., in_features]; all leading dimensions are rows.
 //   backward: dx = dy W (returned), dW += dy^T x, db += sum_rows dy
+//
+// The tensor-parallel forms (Megatron-LM) split W over the ranks of a tensor-parallel group:
+//
+// ColumnParallelLinear: W split by output features (rows), b likewise. The input is whole on
+//   every rank (copy_to_tensor_region: backward all-reduces dx) — or, with sequence
+//   parallelism, a sequence shard that is all-gathered first (backward reduce-scatters).
+//   The output is this rank's out_features / tp features ([..., out / tp]).
+// RowParallelLinear: W split by input features (columns); the input is already split
+//   ([..., in / tp], e.g. a column-parallel output). The partial products are summed over the
+//   group (reduce_from_tensor_region; with sequence parallelism reduce-scattered along the
+//   sequence), then the bias, replicated on every rank, is added once.
 #pragma once
 
 #include "layers/layer.h"
+#include "parallel/tensor_parallel.h"
 
 namespace ternion {
 
+// Which part of the whole weight this layer holds: part `index` of `parts` along `dim`
+// (0 = output features, 1 = input features); the bias follows the output features.
+struct WeightShard {
+  std::int64_t dim = 0;
+  std::int64_t parts = 1;
+  std::int64_t index = 0;
+};
+
 class Linear : public Layer {
  public:
+  // in_features / out_features are the whole layer's.
   Linear(std::string name, std::int64_t in_features, std::int64_t out_features, bool bias,
-         float init_std);
+         float init_std, WeightShard shard = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 
-  std::int64_t in_features() const { return in_features_; }
-  std::int64_t out_features() const { return out_features_; }
+  // The local weight's feature counts.
+  std::int64_t in_features() const { return weight_.value.size(1); }
+  std::int64_t out_features() const { return weight_.value.size(0); }
 
  private:
   struct Saved : SavedActivations {
     Tensor input;
   };
-  std::int64_t in_features_;
-  std::int64_t out_features_;
   Parameter weight_;
   Parameter bias_;
+  bool has_bias_;
+};
+
+class ColumnParallelLinear : public Layer {
+ public:
+  ColumnParallelLinear(std::string name, std::int64_t in_features, std::int64_t out_features,
+                       bool bias, float init_std, const TensorParallel& tp);
+  Tensor forward(const Tensor& input, ActivationContext& ctx) override;
+  Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
+  void collect_parameters(std::vector<Parameter*>& out) override { local_.collect_parameters(out); }
+
+ private:
+  TensorParallel tp_;
+  Linear local_;
+};
+
+class RowParallelLinear : public Layer {
+ public:
+  RowParallelLinear(std::string name, std::int64_t in_features, std::int64_t out_features,
+                    bool bias, float init_std, const TensorParallel& tp);
+  Tensor forward(const Tensor& input, ActivationContext& ctx) override;
+  Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
+  void collect_parameters(std::vector<Parameter*>& out) override;
+
+ private:
+  TensorParallel tp_;
+  Linear local_;    // the partial product, without bias
+  Parameter bias_;  // replicated, added after the reduction
   bool has_bias_;
 };
 

@@ -6,26 +6,46 @@
 namespace ternion {
 
 LanguageModelHead::LanguageModelHead(std::string name, const ModelConfig& config,
-                                     Parameter& tied_weight)
-    : name_(std::move(name)), vocab_size_(config.vocab_size), ln_f_("ln_f", config.d_model),
-      wte_(tied_weight) {}
+                                     Parameter& tied_weight, const TensorParallel& tp)
+    : name_(std::move(name)), vocab_size_(config.vocab_size), tp_(tp),
+      ln_f_("ln_f", config.d_model, tp), wte_(tied_weight) {}
+
+Tensor LanguageModelHead::normed_rows(const Tensor& hidden, ActivationContext& ctx) {
+  Tensor normed = ln_f_.forward(hidden, ctx);
+  normed = tp_.sequence_parallel ? gather_from_sequence_region(normed, tp_)
+                                 : copy_to_tensor_region(normed, tp_);
+  return normed.view({-1, normed.size(-1)});
+}
 
 double LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
                                   ActivationContext& ctx) {
-  const std::int64_t rows = hidden.size(0) * hidden.size(1);
-  Tensor normed = ln_f_.forward(hidden, ctx).view({rows, hidden.size(2)});
-  Tensor logits = Tensor::empty({rows, wte_.value.size(0)}, DType::F32, hidden.device());
+  Tensor normed = normed_rows(hidden, ctx);
+  const std::int64_t rows = normed.size(0);
+  const Device device = hidden.device();
+  Tensor logits = Tensor::empty({rows, wte_.value.size(0)}, DType::F32, device);
   matmul(logits, normed, wte_.value, false, true);
-  Tensor losses = Tensor::empty({rows}, DType::F32, hidden.device());
-  Tensor lse = Tensor::empty({rows}, DType::F32, hidden.device());
+
+  const std::int64_t vocab_start = wte_.shard_offset;
   const Tensor flat_targets = targets.view({rows});
-  cross_entropy_forward(losses, lse, logits, flat_targets, vocab_size_);
+  Tensor row_max = Tensor::empty({rows}, DType::F32, device);
+  cross_entropy_row_max(row_max, logits, vocab_start, vocab_size_);
+  all_reduce_in_place(row_max, tp_, ReduceOp::Max);
+  Tensor sum_exp = Tensor::empty({rows}, DType::F32, device);
+  cross_entropy_row_sum_exp(sum_exp, logits, row_max, vocab_start, vocab_size_);
+  Tensor target_logit = Tensor::empty({rows}, DType::F32, device);
+  cross_entropy_target_logit(target_logit, logits, flat_targets, vocab_start, vocab_size_);
+  all_reduce_in_place(sum_exp, tp_);
+  all_reduce_in_place(target_logit, tp_);
+  Tensor losses = Tensor::empty({rows}, DType::F32, device);
+  Tensor lse = Tensor::empty({rows}, DType::F32, device);
+  cross_entropy_finish(losses, lse, row_max, sum_exp, target_logit, flat_targets);
+
   Saved& saved = ctx.save<Saved>(this);
   saved.normed = normed;
   saved.logits = logits;
   saved.lse = lse;
   saved.targets = flat_targets;
-  saved.hidden_shape = hidden.shape();
+  saved.sequence_shape = {targets.size(0), targets.size(1), normed.size(1)};
   double total = 0.0;
   for (float loss : losses.to_vector()) total += loss;
   return total;
@@ -35,19 +55,25 @@ Tensor LanguageModelHead::backward(float loss_weight, ActivationContext& ctx) {
   Saved saved = ctx.take<Saved>(this);
   Tensor& dlogits = saved.logits;  // overwritten in place
   cross_entropy_backward(dlogits, saved.logits, saved.lse, saved.targets, loss_weight,
-                         vocab_size_);
+                         vocab_size_, kIgnoreIndex, wte_.shard_offset);
   matmul(wte_.grad, dlogits, saved.normed, true, false, 1.0f, 1.0f);
   Tensor dnormed = Tensor::empty(saved.normed.shape(), DType::F32, dlogits.device());
   matmul(dnormed, dlogits, wte_.value, false, false);
-  return ln_f_.backward(dnormed, ctx).view(saved.hidden_shape);
+  Tensor dhidden = dnormed.view(saved.sequence_shape);
+  if (tp_.sequence_parallel) {
+    dhidden = gather_from_sequence_region_backward(dhidden, tp_);
+  } else {
+    copy_to_tensor_region_backward(dhidden, tp_);
+  }
+  return ln_f_.backward(dhidden, ctx);
 }
 
 Tensor LanguageModelHead::logits(const Tensor& hidden, ActivationContext& ctx) {
-  const std::int64_t rows = hidden.size(0) * hidden.size(1);
-  Tensor normed = ln_f_.forward(hidden, ctx).view({rows, hidden.size(2)});
-  Tensor logits = Tensor::empty({rows, wte_.value.size(0)}, DType::F32, hidden.device());
+  Tensor normed = normed_rows(hidden, ctx);
+  Tensor logits = Tensor::empty({normed.size(0), wte_.value.size(0)}, DType::F32, hidden.device());
   matmul(logits, normed, wte_.value, false, true);
-  return logits.view({hidden.size(0), hidden.size(1), wte_.value.size(0)});
+  logits = gather_from_tensor_region(logits, tp_);
+  return logits.view({hidden.size(0), -1, logits.size(1)});
 }
 
 void LanguageModelHead::collect_parameters(std::vector<Parameter*>& out) {

@@ -6,6 +6,13 @@
 // forward returns the summed loss of the micro-batch; backward takes the weight of each
 // token's loss (1 / tokens in the global batch, for a mean) and returns dx. The logits are
 // turned into their gradient in place, so the head holds one [N, V] buffer, not two.
+//
+// Tensor parallel: each rank holds its vocabulary rows of wte and so its [N, V / tp] slice of
+// the logits, which are never gathered. The cross-entropy is vocab-parallel (Megatron-LM): the
+// row maxima are all-reduced (max), then the sums of exponentials and the target logits (sum);
+// every rank then has every token's loss, and the gradient of its logits needs no
+// communication. h enters through copy_to_tensor_region (backward all-reduces dh); under
+// sequence parallelism ln_f runs on this rank's share of the sequence and h is all-gathered.
 #pragma once
 
 #include "layers/layer_norm.h"
@@ -15,22 +22,27 @@ namespace ternion {
 
 class LanguageModelHead {
  public:
-  // `tied_weight` is the token embedding's parameter, owned by the Embedding layer.
-  LanguageModelHead(std::string name, const ModelConfig& config, Parameter& tied_weight);
+  // `tied_weight` is the token embedding's parameter (or shard), owned by the Embedding.
+  LanguageModelHead(std::string name, const ModelConfig& config, Parameter& tied_weight,
+                    const TensorParallel& tp = {});
 
   double forward(const Tensor& hidden, const Tensor& targets, ActivationContext& ctx);
   Tensor backward(float loss_weight, ActivationContext& ctx);
-  // Logits [batch, seq, padded_vocab] without the loss (evaluation and generation).
+  // Logits [batch, seq, padded_vocab] over the whole vocabulary, without the loss
+  // (evaluation and generation; gathered over the tensor-parallel group).
   Tensor logits(const Tensor& hidden, ActivationContext& ctx);
   void collect_parameters(std::vector<Parameter*>& out);  // ln_f only: wte is the embedding's
 
  private:
   struct Saved : SavedActivations {
-    Tensor normed, logits, lse, targets;
-    Shape hidden_shape;
+    Tensor normed, logits, lse, targets;  // [N, C] (whole sequence), [N, V / tp], [N], [N]
+    Shape sequence_shape;                 // [batch, seq, C] of the whole sequence
   };
+  // ln_f, then the whole sequence on every rank: [N, C].
+  Tensor normed_rows(const Tensor& hidden, ActivationContext& ctx);
   std::string name_;
   std::int64_t vocab_size_;
+  TensorParallel tp_;
   LayerNorm ln_f_;
   Parameter& wte_;
 };

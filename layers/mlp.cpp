@@ -6,13 +6,13 @@
 
 namespace ternion {
 
-Mlp::Mlp(std::string name, const ModelConfig& config)
+Mlp::Mlp(std::string name, const ModelConfig& config, const TensorParallel& tp)
     : Layer(std::move(name)),
       fc_(this->name() + ".fc", config.d_model, config.ff_width(), true,
-          static_cast<float>(config.init_std)),
+          static_cast<float>(config.init_std), tp),
       proj_(this->name() + ".proj", config.ff_width(), config.d_model, true,
-            static_cast<float>(config.init_std / std::sqrt(2.0 * config.n_layer))),
-      dropout_(this->name() + ".dropout", static_cast<float>(config.dropout)) {}
+            static_cast<float>(config.init_std / std::sqrt(2.0 * config.n_layer)), tp),
+      dropout_(this->name() + ".dropout", static_cast<float>(config.dropout), tp) {}
 
 Tensor Mlp::forward(const Tensor& input, ActivationContext& ctx) {
   Tensor hidden = fc_.forward(input, ctx);

@@ -1,4 +1,7 @@
 // MLP: up projection [C -> d_ff], GELU (tanh form), down projection [d_ff -> C], dropout.
+// Tensor parallel: the up projection is column-parallel and the down projection row-parallel,
+// so GELU runs on each rank's d_ff / tp columns and the block communicates once forward (the
+// down projection's all-reduce) and once backward (the up projection's input gradient).
 #pragma once
 
 #include "layers/dropout.h"
@@ -9,17 +12,17 @@ namespace ternion {
 
 class Mlp : public Layer {
  public:
-  Mlp(std::string name, const ModelConfig& config);
+  Mlp(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 
  private:
   struct Saved : SavedActivations {
-    Tensor pre_gelu;  // [B, T, d_ff]
+    Tensor pre_gelu;  // [B, T, d_ff / tp]
   };
-  Linear fc_;
-  Linear proj_;
+  ColumnParallelLinear fc_;
+  RowParallelLinear proj_;
   Dropout dropout_;
 };
 

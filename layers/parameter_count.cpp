@@ -62,6 +62,7 @@ ModelShardingShape model_sharding_shape(const ModelConfig& config) {
   shape.vocab_size = config.vocab_size;
   shape.vocab_pad_multiple = config.vocab_pad_multiple;
   shape.padded_vocab_size = config.padded_vocab_size();
+  shape.seq_len = config.seq_len;
   return shape;
 }
 

@@ -4,12 +4,13 @@
 
 namespace ternion {
 
-TransformerBlock::TransformerBlock(std::string name, const ModelConfig& config)
+TransformerBlock::TransformerBlock(std::string name, const ModelConfig& config,
+                                   const TensorParallel& tp)
     : Layer(std::move(name)),
-      ln_1_(this->name() + ".ln_1", config.d_model),
-      attn_(this->name() + ".attn", config),
-      ln_2_(this->name() + ".ln_2", config.d_model),
-      mlp_(this->name() + ".mlp", config) {}
+      ln_1_(this->name() + ".ln_1", config.d_model, tp),
+      attn_(this->name() + ".attn", config, tp),
+      ln_2_(this->name() + ".ln_2", config.d_model, tp),
+      mlp_(this->name() + ".mlp", config, tp) {}
 
 Tensor TransformerBlock::forward(const Tensor& input, ActivationContext& ctx) {
   Tensor attn_out = attn_.forward(ln_1_.forward(input, ctx), ctx);

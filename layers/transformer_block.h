@@ -1,7 +1,8 @@
 // The GPT-2 block, pre-LayerNorm:
 //   x = x + attn(ln_1(x))
 //   x = x + mlp(ln_2(x))
-// Registered as block type "transformer".
+// Registered as block type "transformer". Tensor parallel through its attention and MLP; under
+// sequence parallelism the residual stream and both LayerNorms hold [batch, seq / tp, C].
 #pragma once
 
 #include "layers/attention.h"
@@ -12,7 +13,7 @@ namespace ternion {
 
 class TransformerBlock : public Layer {
  public:
-  TransformerBlock(std::string name, const ModelConfig& config);
+  TransformerBlock(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;

@@ -209,22 +209,42 @@ std::string model_line(const ModelConfig& m, std::int64_t params) {
                         " parameters (", params, ")");
 }
 
-// One rank: build the model, print its size, train (or stop after --dry-run).
-int run_single_rank(const Setup& s) {
+// Trains (or, on one rank with --dry-run, stops after building the model). On several ranks
+// the process groups come first (collective), then each rank builds its trainer (local: it
+// opens the data), and the ranks agree on failures before training starts.
+int run_training(Communicator& world, const Setup& s) {
   const TrainConfig& config = *s.config;
-  Trainer trainer(config);
-  const std::int64_t params = count_elements(trainer.model().parameters());
+  const ParallelConfig& parallel = config.parallel;
+  std::unique_ptr<ProcessGroups> groups;
+  if (world.size() > 1)
+    groups = std::make_unique<ProcessGroups>(
+        world, make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data));
+  std::unique_ptr<Trainer> trainer;
+  const std::optional<Failure> built =
+      capture([&] { trainer = std::make_unique<Trainer>(config, groups.get()); });
+  if (const std::optional<int> status = agree_on_failure(world, built)) return *status;
+
+  // Each parameter's global shape counts it whole, however this rank holds it.
+  std::int64_t params = 0;
+  for (const Parameter* p : trainer->model().parameters()) params += shape_numel(p->global_shape);
   log_info(model_line(config.model, params));
+  std::string layout;
+  if (parallel.tensor > 1)
+    layout = detail::concat(", tensor-parallel over ", parallel.tensor, " ranks",
+                            parallel.sequence_parallel ? " with sequence parallelism" : "");
+  const std::int64_t local_params = count_elements(trainer->model().parameters());
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
-           " sequences (", config.micro_batches_per_step(), " micro-batches of ",
-           config.parallel.micro_batch_size, "), ", num_threads(), " threads, optimizer ",
-           config.optimizer.type, ", parameters ", human_count(params * 4.0), "B, optimizer state ",
-           human_count(static_cast<double>(trainer.optimizer_state_bytes())), "B");
+           " sequences (", config.micro_batches_per_step(world.size()), " micro-batches of ",
+           parallel.micro_batch_size, ")", layout, ", ", num_threads(), " threads",
+           world.size() > 1 ? " per rank" : "", ", optimizer ", config.optimizer.type,
+           ", parameters ", human_count(local_params * 4.0), "B",
+           world.size() > 1 ? " per rank" : "", ", optimizer state ",
+           human_count(static_cast<double>(trainer->optimizer_state_bytes())), "B");
   if (s.options.dry_run) {
     log_info("ternion: dry run: config and data are valid");
     return 0;
   }
-  trainer.run();
+  trainer->run();
   if (config.training.sample_tokens > 0) {
     SampleOptions sample;
     sample.prompt = config.training.sample_prompt;
@@ -232,8 +252,9 @@ int run_single_rank(const Setup& s) {
     sample.temperature = config.training.sample_temperature;
     sample.top_k = config.training.sample_top_k;
     sample.seed = static_cast<std::uint64_t>(config.training.seed);
+    const std::string text = trainer->generate(sample);  // every rank: it communicates
     log_info("ternion: sample (temperature ", sample.temperature, ", top-k ", sample.top_k,
-             "):\n", sample.prompt, trainer.generate(sample));
+             "):\n", sample.prompt, text);
   }
   return 0;
 }
@@ -307,10 +328,10 @@ int run(Communicator& world, int argc, char** argv) {
                                                          config.parallel.pipeline,
                                                          config.parallel.data));
     }
-    return run_single_rank(setup);
+    return run_training(world, setup);
   }
-  // read_setup refused training on several ranks (validate_trainable): a dry run.
-  return run_dry_run_on_ranks(world, setup);
+  if (setup.options.dry_run) return run_dry_run_on_ranks(world, setup);
+  return run_training(world, setup);  // a layout validate_trainable accepted
 }
 
 }  // namespace

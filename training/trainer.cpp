@@ -9,6 +9,7 @@
 #include "data/byte_tokenizer.h"
 #include "framework/logging.h"
 #include "framework/philox.h"
+#include "kernels/elementwise.h"
 #include "optimizers/grad_clip.h"
 #include "optimizers/lr_schedule.h"
 
@@ -40,8 +41,11 @@ TokenShard open_data_file(const std::string& key, const std::string& path,
   return shard;
 }
 
-Trainer::Trainer(const TrainConfig& config)
+Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
     : config_(config),
+      groups_(groups),
+      tp_{groups != nullptr && groups->tp_size() > 1 ? &groups->tensor() : nullptr,
+          config.parallel.sequence_parallel},
       train_shard_(open_data_file("data.train", config.data.train, config.model)),
       val_shard_(config.data.val.empty()
                      ? std::nullopt
@@ -49,7 +53,7 @@ Trainer::Trainer(const TrainConfig& config)
                            open_data_file("data.val", config.data.val, config.model))),
       train_sampler_(train_shard_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
-      model_(config.model) {
+      model_(config.model, tp_) {
   if (val_shard_)
     val_sampler_.emplace(*val_shard_, config.model.seq_len,
                          static_cast<std::uint64_t>(config.training.seed), "data.val");
@@ -89,7 +93,8 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   metrics.step = step;
   metrics.loss = valid_tokens > 0 ? loss_sum / static_cast<double>(valid_tokens) : 0.0;
   metrics.lr = learning_rate_at(config_.optimizer, step, config_.training.steps);
-  metrics.grad_norm = std::sqrt(grad_sum_of_squares(model_.parameters()));
+  reduce_partial_gradients();
+  metrics.grad_norm = grad_norm();
   metrics.skipped = !std::isfinite(metrics.grad_norm);
   if (!metrics.skipped) {
     optimizer_->step(static_cast<float>(metrics.lr),
@@ -101,6 +106,30 @@ StepMetrics Trainer::train_step(std::int64_t step) {
       static_cast<double>(config_.training.global_batch_size * config_.model.seq_len) / seconds;
   return metrics;
 }
+
+void Trainer::reduce_partial_gradients() {
+  if (!tp_.active()) return;
+  for (Parameter* p : model_.parameters())
+    if (p->tensor_parallel_partial_grad) all_reduce_in_place(p->grad, tp_);
+}
+
+double Trainer::grad_norm() {
+  // Shards are summed over the tensor-parallel group; a replicated parameter is identical on
+  // every rank of it, so only the group's rank 0 counts it.
+  double sum = 0.0;
+  for (const Parameter* p : model_.parameters())
+    if (p->is_sharded() || tp_.rank() == 0) sum += sum_of_squares(p->grad);
+  if (tp_.active()) {
+    // f32 would round the partial sums; carry them as two floats (high and low parts).
+    const float high = static_cast<float>(sum);
+    Tensor parts = Tensor::from_vector({high, static_cast<float>(sum - high)}, {2});
+    all_reduce_in_place(parts, tp_);
+    sum = static_cast<double>(parts.data<float>()[0]) + parts.data<float>()[1];
+  }
+  return std::sqrt(sum);
+}
+
+bool Trainer::writes_output() const { return groups_ == nullptr || groups_->world().rank() == 0; }
 
 double Trainer::evaluate() {
   TN_CHECK(val_sampler_.has_value(), "evaluation without data.val");
@@ -120,7 +149,7 @@ double Trainer::evaluate() {
 
 StepMetrics Trainer::run() {
   const TrainingConfig& t = config_.training;
-  MetricsWriter metrics_writer(config_.logging.metrics_file);
+  MetricsWriter metrics_writer(writes_output() ? config_.logging.metrics_file : "");
   StepMetrics last;
   const auto start = Clock::now();
   for (std::int64_t step = 1; step <= t.steps; ++step) {

@@ -7,7 +7,9 @@
 //      valid target tokens; every token's loss has weight 1 / that count
 //   2. for each micro-batch (parallel.micro_batch_size sequences): forward, backward
 //      (parameter gradients accumulate)
-//   3. loss = the global-batch mean, before the update; grad norm over all parameters; clip
+//   3. loss = the global-batch mean, before the update; gradients that are partial sums over
+//      the tensor-parallel group (sequence parallelism) are summed; grad norm over all
+//      parameters, each counted once; clip
 //   4. a step whose gradients are not finite is skipped (logged, no update)
 //   5. optimizer update at the step's learning rate
 #pragma once
@@ -20,6 +22,7 @@
 #include "data/token_shard.h"
 #include "layers/gpt_model.h"
 #include "optimizers/optimizer.h"
+#include "parallel/process_groups.h"
 #include "training/metrics_writer.h"
 #include "training/train_config.h"
 
@@ -35,8 +38,10 @@ struct SampleOptions {
 
 class Trainer {
  public:
-  // Opens the data (DataError on bad files), builds and initialises the model.
-  explicit Trainer(const TrainConfig& config);
+  // Opens the data (DataError on bad files), builds and initialises the model. With
+  // `groups`, the model is sharded over their tensor-parallel group; every rank of it runs
+  // the same steps on the same data.
+  explicit Trainer(const TrainConfig& config, const ProcessGroups* groups = nullptr);
   Trainer(const Trainer&) = delete;  // the samplers point into the shards held here
   Trainer& operator=(const Trainer&) = delete;
 
@@ -47,11 +52,18 @@ class Trainer {
   std::string generate(const SampleOptions& options);
 
   GptModel& model() { return model_; }
+  // The global gradient norm: every parameter counted once, however it is sharded.
+  double grad_norm();
   const TrainConfig& config() const { return config_; }
   std::size_t optimizer_state_bytes() const { return optimizer_->state_bytes(); }
 
  private:
+  void reduce_partial_gradients();
+  bool writes_output() const;  // rank 0 of the job writes the metrics file
+
   TrainConfig config_;
+  const ProcessGroups* groups_;
+  TensorParallel tp_;
   TokenShard train_shard_;
   std::optional<TokenShard> val_shard_;
   BatchSampler train_sampler_;

@@ -2,7 +2,8 @@
 // read the same normalised input and their outputs are added to the residual together:
 //   x = x + attn(ln(x)) + mlp(ln(x))
 // It is built only from Ternion's public layers and kernels, and selected from YAML with
-// `model.block: parallel` once registered (see main.cpp).
+// `model.block: parallel` once registered (see main.cpp). Passing spec.tp on to the layers
+// makes it tensor-parallel too.
 #pragma once
 
 #include "kernels/elementwise.h"
@@ -17,9 +18,9 @@ class ParallelBlock : public ternion::Layer {
  public:
   explicit ParallelBlock(const ternion::BlockSpec& spec)
       : Layer(spec.name),
-        ln_(spec.name + ".ln", spec.config.d_model),
-        attn_(spec.name + ".attn", spec.config),
-        mlp_(spec.name + ".mlp", spec.config) {}
+        ln_(spec.name + ".ln", spec.config.d_model, spec.tp),
+        attn_(spec.name + ".attn", spec.config, spec.tp),
+        mlp_(spec.name + ".mlp", spec.config, spec.tp) {}
 
   ternion::Tensor forward(const ternion::Tensor& input, ternion::ActivationContext& ctx) override {
     ternion::Tensor normed = ln_.forward(input, ctx);

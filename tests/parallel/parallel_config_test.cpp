@@ -109,18 +109,17 @@ TEST(ParallelConfig, ModelMustShardOverTheLayout) {
   EXPECT_EQ(fit_error({"model.n_layer=4", "parallel.pipeline=4"}), "");
 }
 
-TEST(ParallelConfig, TrainingNeedsOneRankInThisBuild) {
-  EXPECT_EQ(trainable_error(8, {}),
-            "run.yaml:5: parallel.tensor = 2: this build trains on one rank; use --dry-run to "
-            "check a parallel layout");
+TEST(ParallelConfig, TrainingTakesTensorParallelLayoutsOnly) {
+  const char* kRest = ": this build trains tensor-parallel layouts only (parallel.pipeline and "
+                      "parallel.data 1); use --dry-run to check other layouts";
+  EXPECT_EQ(trainable_error(8, {}), std::string("run.yaml:6: parallel.pipeline = 2") + kRest);
   EXPECT_EQ(trainable_error(2, {"parallel.tensor=1", "parallel.data=1"}),
-            "run.yaml:6: parallel.pipeline = 2: this build trains on one rank; use --dry-run to "
-            "check a parallel layout");
+            std::string("run.yaml:6: parallel.pipeline = 2") + kRest);
   EXPECT_EQ(trainable_error(4, {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=0"}),
-            "--set parallel.data=0: parallel.data = 0 (4 ranks): this build trains on one rank; "
-            "use --dry-run to check a parallel layout");
+            std::string("--set parallel.data=0: parallel.data = 0 (4 ranks)") + kRest);
   EXPECT_EQ(trainable_error(1, {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=0"}),
             "");
+  EXPECT_EQ(trainable_error(2, {"parallel.pipeline=1", "parallel.data=1"}), "");  // tp = 2
 }
 
 }  // namespace
