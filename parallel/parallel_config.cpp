@@ -63,6 +63,11 @@ void ParallelConfig::validate_model_fit(const ConfigDocument& doc,
                     " (the least common multiple of " + std::to_string(model.vocab_pad_multiple) +
                     " and " + tp + ")");
   }
+  if (sequence_parallel && model.seq_len % tensor != 0)
+    config_fail(doc, kSection, "sequence_parallel",
+                "needs model.seq_len (" + std::to_string(model.seq_len) +
+                    ") to be a multiple of parallel.tensor (" + tp +
+                    "): each tensor-parallel rank takes an equal share of the sequence");
   if (model.n_layer < pipeline)
     config_fail(doc, kSection, "pipeline",
                 std::to_string(pipeline) + " pipeline stages need at least " +
@@ -75,9 +80,9 @@ void ParallelConfig::validate_trainable(const ConfigDocument& doc, std::int64_t 
     std::string where = doc.location(kSection, key);
     if (where.empty()) where = doc.source_name() + " (default)";
     TN_THROW(ConfigError, where, ": parallel.", key, " = ", value,
-             ": this build trains on one rank; use --dry-run to check a parallel layout");
+             ": this build trains tensor-parallel layouts only (parallel.pipeline and "
+             "parallel.data 1); use --dry-run to check other layouts");
   };
-  if (tensor != 1) refuse("tensor", std::to_string(tensor));
   if (pipeline != 1) refuse("pipeline", std::to_string(pipeline));
   if (data_size(world_size) != 1)
     refuse("data",

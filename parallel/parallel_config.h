@@ -17,6 +17,7 @@ struct ModelShardingShape {
   std::int64_t vocab_size = 1;
   std::int64_t vocab_pad_multiple = 1;
   std::int64_t padded_vocab_size = 1;
+  std::int64_t seq_len = 1;
 };
 
 struct ParallelConfig {
@@ -24,6 +25,7 @@ struct ParallelConfig {
   std::int64_t pipeline = 1;          // pipeline-parallel size (pp)
   std::int64_t data = 1;              // data-parallel size (dp); 0 = world size / (tp * pp)
   std::int64_t micro_batch_size = 4;  // sequences per forward/backward pass
+  bool sequence_parallel = false;     // Megatron's sequence parallelism within tensor groups
 
   template <class V>
   void visit(V& v) {
@@ -31,6 +33,8 @@ struct ParallelConfig {
     v("pipeline", pipeline, "pipeline stages");
     v("data", data, "data-parallel replicas (0 = derive from the world size)");
     v("micro_batch_size", micro_batch_size, "sequences per micro-batch");
+    v("sequence_parallel", sequence_parallel,
+      "split LayerNorm and dropout regions along the sequence over the tensor group");
   }
 
   // Checks the values and that tensor x pipeline x data is the job's `world_size` ranks (see
@@ -40,7 +44,8 @@ struct ParallelConfig {
   // multiples of parallel.tensor, so is the padded vocabulary (else it suggests a
   // model.vocab_pad_multiple), and there is at least one block per pipeline stage.
   void validate_model_fit(const ConfigDocument& doc, const ModelShardingShape& model) const;
-  // Training (rather than a --dry-run) needs the one-rank layout in this build.
+  // Training (rather than a --dry-run) in this build: tensor parallelism on one pipeline stage
+  // and one data-parallel replica.
   void validate_trainable(const ConfigDocument& doc, std::int64_t world_size) const;
   std::int64_t data_size(std::int64_t world_size) const {
     return data > 0 ? data : world_size / (tensor * pipeline);
