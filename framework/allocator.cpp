@@ -85,6 +85,11 @@ std::size_t CachingAllocator::peak_bytes_in_use() const {
   std::lock_guard lock(mutex_);
   return peak_in_use_;
 }
+void CachingAllocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  peak_in_use_ = in_use_;
+}
+
 std::size_t CachingAllocator::bytes_reserved() const {
   std::lock_guard lock(mutex_);
   return in_use_ + cached_;

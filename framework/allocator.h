@@ -40,6 +40,7 @@ class CachingAllocator final : public Allocator {
   void release_cached() noexcept;        // return every cached block to the backing allocator
   std::size_t bytes_in_use() const;      // handed out and not yet returned
   std::size_t peak_bytes_in_use() const;
+  void reset_peak();                     // the peak restarts from what is in use now
   std::size_t bytes_reserved() const;    // in use plus cached
 
  private:

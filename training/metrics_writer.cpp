@@ -24,7 +24,8 @@ std::string metrics_json(const StepMetrics& m) {
   std::string s = "{\"step\": " + std::to_string(m.step) + ", \"loss\": " + json_number(m.loss) +
                   ", \"lr\": " + json_number(m.lr) + ", \"grad_norm\": " +
                   json_number(m.grad_norm) + ", \"tokens_per_s\": " + json_number(m.tokens_per_s) +
-                  ", \"ms_per_step\": " + json_number(m.ms_per_step);
+                  ", \"ms_per_step\": " + json_number(m.ms_per_step) +
+                  ", \"activation_mb\": " + json_number(m.activation_mb);
   if (m.skipped) s += ", \"skipped\": true";
   if (m.val_loss) s += ", \"val_loss\": " + json_number(*m.val_loss);
   return s + "}";

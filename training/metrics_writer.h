@@ -18,6 +18,7 @@ struct StepMetrics {
   double grad_norm = 0.0;
   double tokens_per_s = 0.0;
   double ms_per_step = 0.0;
+  double activation_mb = 0.0;  // peak memory the step allocated beyond what it started with
   bool skipped = false;  // non-finite gradients: the update was not applied
   std::optional<double> val_loss;
 };

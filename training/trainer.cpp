@@ -54,6 +54,14 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
       train_sampler_(train_shard_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
       model_(config.model, tp_) {
+  if (groups != nullptr) {
+    const std::vector<std::vector<int>> spanning =
+        tensor_groups_spanning_nodes(groups->layout(), groups->node_of_rank());
+    TN_CHECK_AS(ConfigError, spanning.empty(), "parallel.tensor = ", groups->tp_size(),
+                ": tensor group ", rank_list_str(spanning.empty() ? std::vector<int>{} : spanning.front()),
+                " spans nodes; tensor parallelism all-reduces activations every layer, so a "
+                "tensor group must fit within one node's ranks");
+  }
   if (val_shard_)
     val_sampler_.emplace(*val_shard_, config.model.seq_len,
                          static_cast<std::uint64_t>(config.training.seed), "data.val");
@@ -63,6 +71,11 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
 
 StepMetrics Trainer::train_step(std::int64_t step) {
   const auto start = Clock::now();
+  // Activations, their gradients and temporaries: what the step allocates beyond the
+  // parameters, gradients and optimizer state it starts with.
+  CachingAllocator& memory = cpu_caching_allocator();
+  memory.reset_peak();
+  const std::size_t resident = memory.bytes_in_use();
   const std::int64_t micro = config_.parallel.micro_batch_size;
   const std::int64_t n_micro = config_.micro_batches_per_step();
 
@@ -91,6 +104,7 @@ StepMetrics Trainer::train_step(std::int64_t step) {
 
   StepMetrics metrics;
   metrics.step = step;
+  metrics.activation_mb = static_cast<double>(memory.peak_bytes_in_use() - resident) / 1e6;
   metrics.loss = valid_tokens > 0 ? loss_sum / static_cast<double>(valid_tokens) : 0.0;
   metrics.lr = learning_rate_at(config_.optimizer, step, config_.training.steps);
   reduce_partial_gradients();
@@ -151,6 +165,7 @@ StepMetrics Trainer::run() {
   const TrainingConfig& t = config_.training;
   MetricsWriter metrics_writer(writes_output() ? config_.logging.metrics_file : "");
   StepMetrics last;
+  double peak_activation_mb = 0.0;
   const auto start = Clock::now();
   for (std::int64_t step = 1; step <= t.steps; ++step) {
     StepMetrics m = train_step(step);
@@ -172,8 +187,12 @@ StepMetrics Trainer::run() {
       log_info(text);
     }
     last = m;
+    peak_activation_mb = std::max(peak_activation_mb, m.activation_mb);
   }
   metrics_writer.finish();
+  log_info("ternion: activations and temporaries peaked at ",
+           detail::concat(static_cast<long long>(peak_activation_mb * 10 + 0.5) / 10.0),
+           " MB per step", tp_.active() ? " per rank" : "");
   return last;
 }
 
@@ -188,7 +207,11 @@ std::string Trainer::generate(const SampleOptions& options) {
   for (std::int64_t i = 0; i < options.max_tokens; ++i) {
     // No KV cache here: each new token reruns the last seq_len tokens (cheap at sample sizes).
     const std::int64_t window = std::min<std::int64_t>(mc.seq_len, tokens.size());
-    Tensor input = Tensor::empty({1, window}, DType::I32);
+    // Sequence parallelism splits the sequence evenly over the tensor group: pad the window
+    // at its end, which causal attention keeps from changing the positions before.
+    const std::int64_t parts = config_.parallel.sequence_parallel ? tp_.size() : 1;
+    const std::int64_t padded = (window + parts - 1) / parts * parts;
+    Tensor input = Tensor::zeros({1, padded}, DType::I32);
     std::copy(tokens.end() - window, tokens.end(), input.data<std::int32_t>());
     MicroBatchInfo info;
     info.training = false;

@@ -224,7 +224,8 @@ TEST(TensorParallelModel, WithSequenceParallelismLossAndEveryGradientMatchOneRan
 }
 
 // Training: 20 steps, tensor-parallel against one rank, same losses, same parameters.
-void check_training(bool sequence_parallel) {
+// Returns the tensor-parallel run's activation memory in its last step.
+double check_training(bool sequence_parallel) {
   testing_mpi::world().barrier();
   const std::string dir = "/tmp/ternion-tp-test-" + std::to_string(::getpid());
   prepare_text(builtin_corpus_text(60000), dir, 0.1);
@@ -251,9 +252,11 @@ void check_training(bool sequence_parallel) {
   one.parallel.tensor = 1;
   one.parallel.sequence_parallel = false;
   Trainer reference(one), trainer(c, &groups);
+  double activation_mb = 0.0;
   for (std::int64_t step = 1; step <= c.training.steps; ++step) {
     const StepMetrics want = reference.train_step(step);
     const StepMetrics got = trainer.train_step(step);
+    activation_mb = got.activation_mb;
     EXPECT_NEAR(got.loss, want.loss, 1e-5 * want.loss) << "step " << step;
     EXPECT_NEAR(got.grad_norm, want.grad_norm, 1e-4 * want.grad_norm) << "step " << step;
   }
@@ -264,11 +267,24 @@ void check_training(bool sequence_parallel) {
   world.barrier();
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+  return activation_mb;
 }
 
-TEST(TensorParallelTraining, TwentyStepsMatchOneRank) { check_training(false); }
+double g_activation_mb[2] = {0.0, 0.0};  // without and with sequence parallelism
+
+TEST(TensorParallelTraining, TwentyStepsMatchOneRank) { g_activation_mb[0] = check_training(false); }
 TEST(TensorParallelTraining, WithSequenceParallelismTwentyStepsMatchOneRank) {
-  check_training(true);
+  g_activation_mb[1] = check_training(true);
+}
+// Sequence parallelism keeps the LayerNorm, dropout and residual activations of only this
+// rank's share of the sequence.
+TEST(TensorParallelTraining, SequenceParallelismHoldsLessActivationMemory) {
+  ASSERT_GT(g_activation_mb[0], 0.0);
+  EXPECT_LT(g_activation_mb[1], g_activation_mb[0])
+      << "with " << g_activation_mb[1] << " MB, without " << g_activation_mb[0] << " MB";
+  if (testing_mpi::world().rank() == 0)
+    std::printf("activation memory per rank: %.3f MB, with sequence parallelism %.3f MB\n",
+                g_activation_mb[0], g_activation_mb[1]);
 }
 
 }  // namespace
