@@ -78,8 +78,16 @@ class ConfigReader {
     doc_.declare(section_, key);
     YAML::Node node = doc_.value(section_, key);
     if (!node) return;  // absent: keep the default
-    if (node.IsNull()) config_fail(doc_, section_, key, std::string("has no value (expected ") +
-                                                            detail::config_type_name<T>() + ")");
+    if (node.IsNull()) {
+      // `key:` (or --set section.key=) with nothing after it: an empty string for strings,
+      // a mistake for every other type.
+      if constexpr (std::is_same_v<T, std::string>) {
+        field.clear();
+        return;
+      }
+      config_fail(doc_, section_, key,
+                  std::string("has no value (expected ") + detail::config_type_name<T>() + ")");
+    }
     if (!node.IsScalar()) config_fail(doc_, section_, key, std::string("expected ") +
                                                                detail::config_type_name<T>());
     if constexpr (std::is_same_v<T, std::string>) {

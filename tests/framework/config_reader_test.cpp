@@ -80,6 +80,8 @@ TEST(ConfigReader, WrongTypesNameKeyLineAndValue) {
   EXPECT_NE(config_error([] { read("sec:\n  flag: maybe\n"); }), "");
   EXPECT_NE(config_error([] { read("sec:\n  count: [1, 2]\n"); }), "");
   EXPECT_NE(config_error([] { read("sec:\n  count:\n"); }).find("has no value"), std::string::npos);
+  EXPECT_EQ(read("sec:\n  name:\n").name, "");  // an empty string is a value for strings
+  EXPECT_EQ(read("", {"sec.name="}).name, "");
 }
 
 TEST(ConfigReader, OverrideErrorsNameTheOverride) {
