@@ -2,36 +2,78 @@
 
 namespace ternion {
 
-GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp)
-    : config_(config),
-      tp_(tp),
-      embedding_("embedding", config, tp),
-      head_("head", config, embedding_.token_weight(), tp) {
-  for (std::int64_t i = 0; i < config.n_layer; ++i) {
+GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChunk chunk)
+    : config_(config), tp_(tp), chunk_(chunk) {
+  if (chunk_.end_block < 0) chunk_.end_block = config.n_layer;
+  TN_CHECK(0 <= chunk_.first_block && chunk_.first_block <= chunk_.end_block &&
+               chunk_.end_block <= config.n_layer,
+           "blocks [", chunk_.first_block, ", ", chunk_.end_block, ") of ", config.n_layer);
+  if (chunk_.has_embedding) {
+    embedding_ = std::make_unique<Embedding>("embedding", config, tp);
+    token_embedding_ = &embedding_->token_weight();
+    embedding_->collect_parameters(parameters_);
+  }
+  for (std::int64_t i = chunk_.first_block; i < chunk_.end_block; ++i) {
     BlockSpec spec{"h." + std::to_string(i), i, config_, tp_};
     blocks_.push_back(LayerRegistry::instance().create(config.block, spec));
+    blocks_.back()->collect_parameters(parameters_);
   }
-  embedding_.collect_parameters(parameters_);
-  for (auto& block : blocks_) block->collect_parameters(parameters_);
-  head_.collect_parameters(parameters_);
+  if (chunk_.has_head) {
+    if (!chunk_.has_embedding) {
+      // Exactly the first chunk's wte (same name, shape and shard, so the same initial values).
+      head_wte_ = make_sharded_parameter("wte", {config.padded_vocab_size(), config.d_model}, 0,
+                                         tp.size(), tp.rank(), ParameterInit::Normal,
+                                         static_cast<float>(config.init_std), true);
+      token_embedding_ = &head_wte_;
+      parameters_.push_back(&head_wte_);
+    }
+    head_ = std::make_unique<LanguageModelHead>("head", config, *token_embedding_, tp);
+    head_->collect_parameters(parameters_);
+  }
+}
+
+Tensor GptModel::run_blocks(Tensor x, ActivationContext& ctx) {
+  for (auto& block : blocks_) x = block->forward(x, ctx);
+  return x;
+}
+
+Tensor GptModel::forward_chunk(const Tensor& input, const Tensor& targets, ActivationContext& ctx,
+                               double* loss) {
+  Tensor x = run_blocks(embedding_ ? embedding_->forward(input, ctx) : input, ctx);
+  if (!head_) return x;
+  TN_CHECK(loss != nullptr, "the last chunk's forward returns a loss");
+  *loss = head_->forward(x, targets, ctx);
+  return Tensor();
+}
+
+Tensor GptModel::backward_chunk(const Tensor& grad_output, float loss_weight,
+                                ActivationContext& ctx) {
+  Tensor dx = head_ ? head_->backward(loss_weight, ctx) : grad_output;
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) dx = (*it)->backward(dx, ctx);
+  if (!embedding_) return dx;
+  embedding_->backward(dx, ctx);
+  return Tensor();
+}
+
+Tensor GptModel::forward_chunk_logits(const Tensor& input, ActivationContext& ctx) {
+  Tensor x = run_blocks(embedding_ ? embedding_->forward(input, ctx) : input, ctx);
+  return head_ ? head_->logits(x, ctx) : x;
 }
 
 double GptModel::forward(const Tensor& tokens, const Tensor& targets, ActivationContext& ctx) {
-  Tensor x = embedding_.forward(tokens, ctx);
-  for (auto& block : blocks_) x = block->forward(x, ctx);
-  return head_.forward(x, targets, ctx);
+  TN_CHECK(embedding_ && head_, "forward of the whole model on a pipeline chunk");
+  double loss = 0.0;
+  forward_chunk(tokens, targets, ctx, &loss);
+  return loss;
 }
 
 void GptModel::backward(float loss_weight, ActivationContext& ctx) {
-  Tensor dx = head_.backward(loss_weight, ctx);
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) dx = (*it)->backward(dx, ctx);
-  embedding_.backward(dx, ctx);
+  backward_chunk(Tensor(), loss_weight, ctx);
 }
 
 Tensor GptModel::logits(const Tensor& tokens, ActivationContext& ctx) {
-  Tensor x = embedding_.forward(tokens, ctx);
-  for (auto& block : blocks_) x = block->forward(x, ctx);
-  return head_.logits(x, ctx);
+  TN_CHECK(embedding_ && head_, "logits of the whole model on a pipeline chunk");
+  return forward_chunk_logits(tokens, ctx);
 }
 
 void GptModel::initialize(std::uint64_t seed) {

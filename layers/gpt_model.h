@@ -4,6 +4,12 @@
 //
 //   tokens [B, T] -> Embedding -> h.0 ... h.{L-1} -> LanguageModelHead -> summed loss
 //
+// A GptModel can also be one chunk of a pipeline: blocks [first_block, end_block), with the
+// embedding when it is the first chunk and the head when it is the last. A last chunk without
+// the embedding holds its own copy of the tied token embedding, named "wte" like the first
+// chunk's and initialised identically; the trainer sums the two copies' gradients over the
+// pipeline's embedding group, so they stay equal.
+//
 // forward_backward is not offered on purpose: a training step runs forward and backward of
 // several micro-batches, each with its own ActivationContext, and pipeline schedules
 // interleave them; so forward and backward are separate calls.
@@ -18,31 +24,58 @@
 
 namespace ternion {
 
+struct ModelChunk {
+  std::int64_t first_block = 0;
+  std::int64_t end_block = -1;  // -1: n_layer
+  bool has_embedding = true;
+  bool has_head = true;
+};
+
 class GptModel {
  public:
   // `tp` is the tensor-parallel group to shard over (none: the whole model on this rank).
-  explicit GptModel(const ModelConfig& config, const TensorParallel& tp = {});
+  explicit GptModel(const ModelConfig& config, const TensorParallel& tp = {},
+                    ModelChunk chunk = {});
 
-  // Summed cross-entropy over the micro-batch's valid targets.
+  // The whole model (a chunk with the embedding and the head): summed cross-entropy over the
+  // micro-batch's valid targets, and its backward, which accumulates every parameter's
+  // gradient with `loss_weight` the weight of each token's loss.
   double forward(const Tensor& tokens, const Tensor& targets, ActivationContext& ctx);
-  // Accumulates every parameter's gradient; `loss_weight` weighs each token's loss.
   void backward(float loss_weight, ActivationContext& ctx);
-  // Logits [B, T, padded_vocab] (no loss, nothing kept for backward beyond `ctx`).
+  // Logits [B, T, padded_vocab] of the whole model (no loss).
   Tensor logits(const Tensor& tokens, ActivationContext& ctx);
 
-  // Every parameter once (the tied embedding is listed once, by the embedding); under tensor
-  // parallelism this rank's shards and its copies of the replicated parameters.
+  // One chunk. forward: `input` is tokens [B, T] (with the embedding) or the previous chunk's
+  // hidden states; returns this chunk's hidden states, or with the head an undefined tensor
+  // and the summed loss in *loss. backward: `grad_output` is the gradient of the returned
+  // hidden states (unused with the head, which starts from `loss_weight`); returns the
+  // gradient of `input` (undefined with the embedding).
+  Tensor forward_chunk(const Tensor& input, const Tensor& targets, ActivationContext& ctx,
+                       double* loss);
+  Tensor backward_chunk(const Tensor& grad_output, float loss_weight, ActivationContext& ctx);
+  // Hidden states, or with the head the logits [B, T, padded_vocab] (generation).
+  Tensor forward_chunk_logits(const Tensor& input, ActivationContext& ctx);
+
+  // Every parameter once (the tied embedding is listed once per chunk that holds it); under
+  // tensor parallelism this rank's shards and its copies of the replicated parameters.
   const std::vector<Parameter*>& parameters() const { return parameters_; }
+  // The token embedding of a chunk holding the embedding or the head, else null.
+  Parameter* token_embedding() const { return token_embedding_; }
   void initialize(std::uint64_t seed);
   void zero_grad();
   const ModelConfig& config() const { return config_; }
+  const ModelChunk& chunk() const { return chunk_; }
 
  private:
+  Tensor run_blocks(Tensor x, ActivationContext& ctx);
   ModelConfig config_;
   TensorParallel tp_;
-  Embedding embedding_;
+  ModelChunk chunk_;
+  std::unique_ptr<Embedding> embedding_;
+  Parameter head_wte_;  // the last chunk's copy of wte when it has no embedding
   std::vector<std::unique_ptr<Layer>> blocks_;
-  LanguageModelHead head_;
+  std::unique_ptr<LanguageModelHead> head_;
+  Parameter* token_embedding_ = nullptr;
   std::vector<Parameter*> parameters_;
 };
 
