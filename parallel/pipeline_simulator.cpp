@@ -1,0 +1,206 @@
+#include "parallel/pipeline_simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "framework/error.h"
+
+namespace ternion {
+
+namespace {
+
+using Kind = PipelineAction::Kind;
+
+// A message on the wire: (is a gradient, micro-batch, virtual stage of the sender).
+using MessageKey = std::tuple<bool, int, int>;
+// An action that ran on one rank: (kind, micro-batch, chunk).
+using ActionKey = std::tuple<int, int, int>;
+
+ActionKey key_of(Kind kind, int micro_batch, int chunk) {
+  return {static_cast<int>(kind), micro_batch, chunk};
+}
+
+struct StageState {
+  std::size_t next = 0;  // index of the next action to run
+  double clock = 0;
+  double busy = 0;
+  int held = 0;  // (micro-batch, chunk) pairs forwarded, not yet backwarded
+  int peak = 0;
+  std::set<ActionKey> done;
+};
+
+class Simulator {
+ public:
+  Simulator(const std::vector<std::vector<PipelineAction>>& lists, int virtual_stages,
+            double forward_cost, double backward_cost)
+      : lists_(lists),
+        stages_(static_cast<int>(lists.size())),
+        virtual_stages_(virtual_stages),
+        forward_cost_(forward_cost / virtual_stages),
+        backward_cost_(backward_cost / virtual_stages),
+        state_(lists.size()) {}
+
+  PipelineSimulation run() {
+    PipelineSimulation result;
+    result.spans.resize(lists_.size());
+    // Each sweep runs every rank as far as it can; a sweep that runs nothing ends the step.
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int s = 0; s < stages_; ++s)
+        while (state_[index(s)].next < list(s).size() && run_next(s, result)) progress = true;
+    }
+    summarise(result);
+    return result;
+  }
+
+ private:
+  static std::size_t index(int s) { return static_cast<std::size_t>(s); }
+  const std::vector<PipelineAction>& list(int s) const { return lists_[index(s)]; }
+  int last_virtual_stage() const { return stages_ * virtual_stages_ - 1; }
+
+  bool has_done(int s, Kind kind, const PipelineAction& a) const {
+    return state_[index(s)].done.count(key_of(kind, a.micro_batch, a.chunk)) > 0;
+  }
+
+  // Checks that action `a` on rank `s` has what it consumes.
+  void check_inputs(int s, const PipelineAction& a) const {
+    const int u = pipeline_virtual_stage(stages_, s, a.chunk);
+    const std::string where = "stage " + std::to_string(s) + ": " + pipeline_action_str(a);
+    TN_CHECK(!has_done(s, a.kind, a), where, " runs twice");
+    switch (a.kind) {
+      case Kind::Forward:
+        TN_CHECK(u == 0 || has_done(s, Kind::RecvActivation, a), where,
+                 " before its activation was received");
+        break;
+      case Kind::Backward:
+        TN_CHECK(has_done(s, Kind::Forward, a), where, " before its forward");
+        TN_CHECK(u == last_virtual_stage() || has_done(s, Kind::RecvGradient, a), where,
+                 " before its gradient was received");
+        break;
+      case Kind::SendActivation:
+        TN_CHECK(has_done(s, Kind::Forward, a), where, " before its forward");
+        break;
+      case Kind::SendGradient:
+        TN_CHECK(has_done(s, Kind::Backward, a), where, " before its backward");
+        break;
+      case Kind::RecvActivation:
+      case Kind::RecvGradient:
+        break;
+    }
+  }
+
+  // The message a send issues or a receive waits for.
+  MessageKey message_of(int s, const PipelineAction& a) const {
+    const bool gradient = a.kind == Kind::SendGradient || a.kind == Kind::RecvGradient;
+    if (is_send(a.kind)) {
+      pipeline_peer(a, stages_, virtual_stages_, s);  // checks that the peer exists
+      return {gradient, a.micro_batch, pipeline_virtual_stage(stages_, s, a.chunk)};
+    }
+    const PipelinePeer from = pipeline_peer(a, stages_, virtual_stages_, s);
+    return {gradient, a.micro_batch, pipeline_virtual_stage(stages_, from.stage, from.chunk)};
+  }
+
+  // Runs rank s's next action; false when it is a receive whose send has not been issued.
+  bool run_next(int s, PipelineSimulation& result) {
+    StageState& st = state_[index(s)];
+    const PipelineAction& a = list(s)[st.next];
+    TN_CHECK(a.micro_batch >= 0 && a.chunk >= 0 && a.chunk < virtual_stages_, "stage ", s,
+             ": ", pipeline_action_str(a), " with ", virtual_stages_, " chunks per rank");
+    check_inputs(s, a);
+    PipelineSpan span{st.clock, st.clock, a};
+    if (is_recv(a.kind)) {
+      const auto sent = sent_at_.find(message_of(s, a));
+      if (sent == sent_at_.end()) return false;
+      st.clock = std::max(st.clock, sent->second);
+    } else if (is_send(a.kind)) {
+      sent_at_.emplace(message_of(s, a), st.clock);
+    } else {
+      const double cost = a.kind == Kind::Forward ? forward_cost_ : backward_cost_;
+      st.clock += cost;
+      st.busy += cost;
+      st.held += a.kind == Kind::Forward ? 1 : -1;
+      st.peak = std::max(st.peak, st.held);
+    }
+    span.end = st.clock;
+    result.spans[index(s)].push_back(span);
+    st.done.insert(key_of(a.kind, a.micro_batch, a.chunk));
+    ++st.next;
+    return true;
+  }
+
+  std::string blocked_clause(int s) const {
+    const StageState& st = state_[index(s)];
+    const PipelineAction& a = list(s)[st.next];
+    const PipelinePeer from = pipeline_peer(a, stages_, virtual_stages_, s);
+    const StageState& peer = state_[index(from.stage)];
+    std::ostringstream out;
+    out << "stage " << s << " blocks at action " << st.next << " of " << list(s).size() << ", "
+        << a << " from stage " << from.stage << " chunk " << from.chunk << ", which ";
+    if (peer.next >= list(from.stage).size())
+      out << "has finished its list without sending it";
+    else
+      out << "blocks at action " << peer.next << " of " << list(from.stage).size();
+    return out.str();
+  }
+
+  void summarise(PipelineSimulation& result) const {
+    std::ostringstream deadlock;
+    for (int s = 0; s < stages_; ++s) {
+      const StageState& st = state_[index(s)];
+      const bool finished = st.next >= list(s).size();
+      result.blocked_at.push_back(finished ? -1 : static_cast<int>(st.next));
+      if (!finished) {
+        deadlock << (result.deadlocked ? "; " : "") << blocked_clause(s);
+        result.deadlocked = true;
+      }
+      result.makespan = std::max(result.makespan, st.clock);
+      result.busy_time.push_back(st.busy);
+      result.peak_activations.push_back(st.peak);
+    }
+    result.deadlock = deadlock.str();
+    double idle = 0;
+    for (double busy : result.busy_time) {
+      result.idle_time.push_back(result.makespan - busy);
+      idle += result.makespan - busy;
+    }
+    result.bubble_fraction = result.makespan > 0 ? idle / (stages_ * result.makespan) : 0;
+  }
+
+  const std::vector<std::vector<PipelineAction>>& lists_;
+  int stages_;
+  int virtual_stages_;
+  double forward_cost_;   // per chunk
+  double backward_cost_;  // per chunk
+  std::vector<StageState> state_;
+  std::map<MessageKey, double> sent_at_;  // when each message's send was issued
+};
+
+}  // namespace
+
+PipelineSimulation simulate_pipeline_actions(
+    const std::vector<std::vector<PipelineAction>>& stage_actions, int virtual_stages,
+    double forward_cost, double backward_cost) {
+  TN_CHECK(!stage_actions.empty(), "a pipeline needs at least one stage");
+  TN_CHECK(virtual_stages >= 1, "virtual_stages ", virtual_stages);
+  TN_CHECK(std::isfinite(forward_cost) && forward_cost >= 0 && std::isfinite(backward_cost) &&
+               backward_cost >= 0,
+           "costs must be finite and non-negative, got forward ", forward_cost, " backward ",
+           backward_cost);
+  return Simulator(stage_actions, virtual_stages, forward_cost, backward_cost).run();
+}
+
+PipelineSimulation simulate_pipeline(PipelineSchedule kind, int stages, int micro_batches,
+                                     int virtual_stages, double forward_cost,
+                                     double backward_cost) {
+  validate_pipeline_schedule(kind, stages, micro_batches, virtual_stages);
+  std::vector<std::vector<PipelineAction>> lists;
+  for (int s = 0; s < stages; ++s)
+    lists.push_back(pipeline_schedule(kind, stages, micro_batches, virtual_stages, s));
+  return simulate_pipeline_actions(lists, virtual_stages, forward_cost, backward_cost);
+}
+
+}  // namespace ternion
