@@ -80,10 +80,9 @@ void ParallelConfig::validate_trainable(const ConfigDocument& doc, std::int64_t 
     std::string where = doc.location(kSection, key);
     if (where.empty()) where = doc.source_name() + " (default)";
     TN_THROW(ConfigError, where, ": parallel.", key, " = ", value,
-             ": this build trains tensor-parallel layouts only (parallel.pipeline and "
-             "parallel.data 1); use --dry-run to check other layouts");
+             ": this build trains tensor x pipeline layouts (parallel.data 1); use --dry-run "
+             "to check other layouts");
   };
-  if (pipeline != 1) refuse("pipeline", std::to_string(pipeline));
   if (data_size(world_size) != 1)
     refuse("data",
            data == 0 ? "0 (" + std::to_string(world_size) + " ranks)" : std::to_string(data));

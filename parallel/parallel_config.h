@@ -3,7 +3,10 @@
 
 #include <cstdint>
 
+#include <string>
+
 #include "framework/config_reader.h"
+#include "parallel/pipeline_schedule.h"
 
 namespace ternion {
 
@@ -26,6 +29,8 @@ struct ParallelConfig {
   std::int64_t data = 1;              // data-parallel size (dp); 0 = world size / (tp * pp)
   std::int64_t micro_batch_size = 4;  // sequences per forward/backward pass
   bool sequence_parallel = false;     // Megatron's sequence parallelism within tensor groups
+  std::int64_t virtual_stages = 1;    // model chunks per pipeline rank (> 1: interleaved 1F1B)
+  std::string schedule = "1f1b";      // 1f1b | gpipe (interleaved when virtual_stages > 1)
 
   template <class V>
   void visit(V& v) {
@@ -35,6 +40,8 @@ struct ParallelConfig {
     v("micro_batch_size", micro_batch_size, "sequences per micro-batch");
     v("sequence_parallel", sequence_parallel,
       "split LayerNorm and dropout regions along the sequence over the tensor group");
+    v("virtual_stages", virtual_stages, "model chunks per pipeline rank (> 1: interleaved 1F1B)");
+    v("schedule", schedule, "pipeline schedule: 1f1b | gpipe (interleaved with virtual_stages > 1)");
   }
 
   // Checks the values and that tensor x pipeline x data is the job's `world_size` ranks (see
@@ -47,6 +54,10 @@ struct ParallelConfig {
   // Training (rather than a --dry-run) in this build: tensor parallelism on one pipeline stage
   // and one data-parallel replica.
   void validate_trainable(const ConfigDocument& doc, std::int64_t world_size) const;
+  PipelineSchedule pipeline_schedule() const {
+    if (virtual_stages > 1) return PipelineSchedule::Interleaved;
+    return schedule == "gpipe" ? PipelineSchedule::GPipe : PipelineSchedule::OneFOneB;
+  }
   std::int64_t data_size(std::int64_t world_size) const {
     return data > 0 ? data : world_size / (tensor * pipeline);
   }

@@ -33,6 +33,32 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (c.optimizer.warmup_steps > t.steps)
     config_fail(doc, "optimizer", "warmup_steps", "is longer than training.steps");
   if (c.logging.log_interval < 1) config_fail(doc, "logging", "log_interval", "must be at least 1");
+  const ParallelConfig& p = c.parallel;
+  if (!c.logging.trace_file.empty() && p.pipeline * p.virtual_stages < 2)
+    config_fail(doc, "logging", "trace_file",
+                "records a pipeline schedule's timeline: it needs parallel.pipeline > 1");
+  if (c.logging.trace_step < 0 || c.logging.trace_step > t.steps)
+    config_fail(doc, "logging", "trace_step", "must be between 0 (the last step) and training.steps");
+  if (p.schedule != "1f1b" && p.schedule != "gpipe")
+    config_fail(doc, "parallel", "schedule", "must be 1f1b or gpipe, got '" + p.schedule + "'");
+  if (p.virtual_stages < 1) config_fail(doc, "parallel", "virtual_stages", "must be at least 1");
+  if (p.virtual_stages > 1 && p.schedule == "gpipe")
+    config_fail(doc, "parallel", "virtual_stages",
+                "interleaving (virtual_stages > 1) runs the interleaved 1F1B schedule, not gpipe");
+  if (c.model.n_layer < p.pipeline * p.virtual_stages)
+    config_fail(doc, "parallel", "virtual_stages",
+                std::to_string(p.pipeline * p.virtual_stages) +
+                    " model chunks (parallel.pipeline x parallel.virtual_stages) need at least as "
+                    "many blocks, but model.n_layer is " + std::to_string(c.model.n_layer));
+  if (p.pipeline > 1 || p.virtual_stages > 1) {
+    try {
+      validate_pipeline_schedule(p.pipeline_schedule(), static_cast<int>(p.pipeline),
+                                 static_cast<int>(c.micro_batches_per_step(world_size)),
+                                 static_cast<int>(p.virtual_stages));
+    } catch (const ConfigError& e) {
+      TN_THROW(ConfigError, doc.source_name(), ": ", e.what());
+    }
+  }
 }
 
 }  // namespace

@@ -49,11 +49,15 @@ struct TrainingConfig {
 struct LoggingConfig {
   std::string metrics_file;  // JSON lines, one object per step; empty = none
   std::int64_t log_interval = 1;
+  std::string trace_file;      // Chrome trace of one pipeline step; empty = none
+  std::int64_t trace_step = 0;  // the step traced (0 = the last)
 
   template <class V>
   void visit(V& v) {
     v("metrics_file", metrics_file, "JSONL file with one object per step (empty = none)");
     v("log_interval", log_interval, "print a log line every N steps");
+    v("trace_file", trace_file, "Chrome-trace JSON of one pipeline step's timeline (empty = none)");
+    v("trace_step", trace_step, "the step logging.trace_file records (0 = the last step)");
   }
 };
 

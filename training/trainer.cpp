@@ -11,7 +11,9 @@
 #include "framework/philox.h"
 #include "kernels/elementwise.h"
 #include "optimizers/grad_clip.h"
+#include "layers/parameter_count.h"
 #include "optimizers/lr_schedule.h"
+#include "training/pipeline_trace.h"
 
 namespace ternion {
 
@@ -53,7 +55,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
                            open_data_file("data.val", config.data.val, config.model))),
       train_sampler_(train_shard_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
-      model_(config.model, tp_) {
+      chunks_() {
   if (groups != nullptr) {
     const std::vector<std::vector<int>> spanning =
         tensor_groups_spanning_nodes(groups->layout(), groups->node_of_rank());
@@ -65,8 +67,50 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
   if (val_shard_)
     val_sampler_.emplace(*val_shard_, config.model.seq_len,
                          static_cast<std::uint64_t>(config.training.seed), "data.val");
-  model_.initialize(static_cast<std::uint64_t>(config.training.seed));
-  optimizer_ = make_optimizer(config.optimizer, model_.parameters());
+  // This rank's model chunks: chunk c of pipeline rank s is virtual stage c * pp + s.
+  const int stages = groups != nullptr ? groups->pp_size() : 1;
+  const int stage = groups != nullptr ? groups->pp_rank() : 0;
+  const auto virtual_stages = static_cast<int>(config.parallel.virtual_stages);
+  const int total = stages * virtual_stages;
+  for (int c = 0; c < virtual_stages; ++c) {
+    const int v = c * stages + stage;
+    const StageBlocks blocks = pipeline_stage_blocks(config.model.n_layer, total, v);
+    chunks_.push_back(std::make_unique<GptModel>(
+        config.model, tp_, ModelChunk{blocks.begin, blocks.end, v == 0, v == total - 1}));
+    chunks_.back()->initialize(static_cast<std::uint64_t>(config.training.seed));
+    for (Parameter* p : chunks_.back()->parameters()) parameters_.push_back(p);
+  }
+  if (total > 1) {
+    const std::int64_t sequence_parts = config.parallel.sequence_parallel ? tp_.size() : 1;
+    std::vector<GptModel*> chunk_pointers;
+    for (auto& chunk : chunks_) chunk_pointers.push_back(chunk.get());
+    pipeline_ = std::make_unique<PipelineExecutor>(chunk_pointers, groups->pipeline(),
+                                                   config.model.d_model, sequence_parts);
+    const int micro_batches = static_cast<int>(config.micro_batches_per_step(groups->world().size()));
+    schedule_ = pipeline_schedule(config.parallel.pipeline_schedule(), stages, micro_batches,
+                                  virtual_stages, stage);
+  }
+  optimizer_ = make_optimizer(config.optimizer, parameters_);
+}
+
+GptModel& Trainer::model() {
+  TN_CHECK(chunks_.size() == 1 && !pipelined(), "model() of a pipelined run: use parameters()");
+  return *chunks_.front();
+}
+
+namespace {
+// A double summed over a group through f32 collectives: carried as a high and a low part, so
+// the sum keeps about 14 digits instead of f32's 7.
+double all_reduce_double(Communicator& group, double value) {
+  const float high = static_cast<float>(value);
+  Tensor parts = Tensor::from_vector({high, static_cast<float>(value - high)}, {2});
+  group.all_reduce(parts, ReduceOp::Sum);
+  return static_cast<double>(parts.data<float>()[0]) + parts.data<float>()[1];
+}
+}  // namespace
+
+double Trainer::sum_over_pipeline(double value) {
+  return pipelined() ? all_reduce_double(groups_->pipeline(), value) : value;
 }
 
 StepMetrics Trainer::train_step(std::int64_t step) {
@@ -87,19 +131,25 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   }
   const float loss_weight = valid_tokens > 0 ? 1.0f / static_cast<float>(valid_tokens) : 0.0f;
 
-  model_.zero_grad();
+  for (Parameter* p : parameters_) p->grad.zero();
+  MicroBatchInfo info;
+  info.step = step;
+  info.seed = static_cast<std::uint64_t>(config_.training.seed);
+  info.training = true;
   double loss_sum = 0.0;
-  for (std::int64_t m = 0; m < n_micro; ++m) {
-    MicroBatchInfo info;
-    info.step = step;
-    info.micro_batch = m;
-    info.sample_offset = m * micro;
-    info.seed = static_cast<std::uint64_t>(config_.training.seed);
-    info.training = true;
-    ActivationContext ctx(info);
-    loss_sum += model_.forward(batches[m].inputs, batches[m].targets, ctx);
-    model_.backward(loss_weight, ctx);
-    TN_CHECK(ctx.empty(), "activations left over after backward");
+  if (pipelined()) {
+    last_pipeline_step_ = pipeline_->train(schedule_, batches, info, loss_weight);
+    loss_sum = sum_over_pipeline(last_pipeline_step_.loss_sum);
+  } else {
+    GptModel& model = *chunks_.front();
+    for (std::int64_t m = 0; m < n_micro; ++m) {
+      info.micro_batch = m;
+      info.sample_offset = m * micro;
+      ActivationContext ctx(info);
+      loss_sum += model.forward(batches[m].inputs, batches[m].targets, ctx);
+      model.backward(loss_weight, ctx);
+      TN_CHECK(ctx.empty(), "activations left over after backward");
+    }
   }
 
   StepMetrics metrics;
@@ -122,24 +172,30 @@ StepMetrics Trainer::train_step(std::int64_t step) {
 }
 
 void Trainer::reduce_partial_gradients() {
-  if (!tp_.active()) return;
-  for (Parameter* p : model_.parameters())
-    if (p->tensor_parallel_partial_grad) all_reduce_in_place(p->grad, tp_);
+  if (tp_.active())
+    for (Parameter* p : parameters_)
+      if (p->tensor_parallel_partial_grad) all_reduce_in_place(p->grad, tp_);
+  // The tied embedding's two copies, on the first and the last stage, each hold part of its
+  // gradient (the lookup's and the LM head's): summed, both copies take the same update.
+  if (pipelined() && groups_->embedding() != nullptr && groups_->embedding()->size() > 1) {
+    for (auto& chunk : chunks_)
+      if (chunk->token_embedding() != nullptr)
+        groups_->embedding()->all_reduce(chunk->token_embedding()->grad, ReduceOp::Sum);
+  }
 }
 
 double Trainer::grad_norm() {
   // Shards are summed over the tensor-parallel group; a replicated parameter is identical on
-  // every rank of it, so only the group's rank 0 counts it.
+  // every rank of it, so only the group's rank 0 counts it. Stages hold different parameters
+  // and are summed too, except the last stage's copy of the tied embedding.
   double sum = 0.0;
-  for (const Parameter* p : model_.parameters())
-    if (p->is_sharded() || tp_.rank() == 0) sum += sum_of_squares(p->grad);
-  if (tp_.active()) {
-    // f32 would round the partial sums; carry them as two floats (high and low parts).
-    const float high = static_cast<float>(sum);
-    Tensor parts = Tensor::from_vector({high, static_cast<float>(sum - high)}, {2});
-    all_reduce_in_place(parts, tp_);
-    sum = static_cast<double>(parts.data<float>()[0]) + parts.data<float>()[1];
-  }
+  for (const auto& chunk : chunks_)
+    for (const Parameter* p : chunk->parameters()) {
+      const bool tied_copy = !chunk->chunk().has_embedding && p == chunk->token_embedding();
+      if (!tied_copy && (p->is_sharded() || tp_.rank() == 0)) sum += sum_of_squares(p->grad);
+    }
+  if (groups_ != nullptr && groups_->model_parallel().size() > 1)
+    sum = all_reduce_double(groups_->model_parallel(), sum);
   return std::sqrt(sum);
 }
 
@@ -150,13 +206,20 @@ double Trainer::evaluate() {
   const std::int64_t micro = config_.parallel.micro_batch_size;
   double loss_sum = 0.0;
   std::int64_t valid_tokens = 0;
+  std::vector<TokenBatch> batches;
   for (std::int64_t b = 0; b < config_.training.eval_batches; ++b) {
-    TokenBatch batch = val_sampler_->sequential(b * micro, micro);
-    MicroBatchInfo info;
-    info.training = false;
-    ActivationContext ctx(info);
-    loss_sum += model_.forward(batch.inputs, batch.targets, ctx);
-    valid_tokens += count_valid(batch.targets);
+    batches.push_back(val_sampler_->sequential(b * micro, micro));
+    valid_tokens += count_valid(batches.back().targets);
+  }
+  if (pipelined()) {
+    loss_sum = sum_over_pipeline(pipeline_->evaluate(batches));
+  } else {
+    for (const TokenBatch& batch : batches) {
+      MicroBatchInfo info;
+      info.training = false;
+      ActivationContext ctx(info);
+      loss_sum += chunks_.front()->forward(batch.inputs, batch.targets, ctx);
+    }
   }
   return valid_tokens > 0 ? loss_sum / static_cast<double>(valid_tokens) : 0.0;
 }
@@ -169,6 +232,8 @@ StepMetrics Trainer::run() {
   const auto start = Clock::now();
   for (std::int64_t step = 1; step <= t.steps; ++step) {
     StepMetrics m = train_step(step);
+    const std::int64_t traced = config_.logging.trace_step > 0 ? config_.logging.trace_step : t.steps;
+    if (!config_.logging.trace_file.empty() && step == traced) trace_last_step(step);
     if (t.eval_interval > 0 && (step % t.eval_interval == 0 || step == t.steps))
       m.val_loss = evaluate();
     metrics_writer.write(m);
@@ -192,7 +257,7 @@ StepMetrics Trainer::run() {
   metrics_writer.finish();
   log_info("ternion: activations and temporaries peaked at ",
            detail::concat(static_cast<long long>(peak_activation_mb * 10 + 0.5) / 10.0),
-           " MB per step", tp_.active() ? " per rank" : "");
+           " MB per step", groups_ != nullptr ? " per rank" : "");
   return last;
 }
 
@@ -213,10 +278,7 @@ std::string Trainer::generate(const SampleOptions& options) {
     const std::int64_t padded = (window + parts - 1) / parts * parts;
     Tensor input = Tensor::zeros({1, padded}, DType::I32);
     std::copy(tokens.end() - window, tokens.end(), input.data<std::int32_t>());
-    MicroBatchInfo info;
-    info.training = false;
-    ActivationContext ctx(info);
-    Tensor logits = model_.logits(input, ctx);
+    Tensor logits = full_logits(input);
     const float* last = logits.data<float>() + (window - 1) * logits.size(2);
 
     std::vector<std::int32_t> order(mc.vocab_size);
@@ -239,6 +301,34 @@ std::string Trainer::generate(const SampleOptions& options) {
   }
   return decode_bytes(std::span<const std::int32_t>(tokens.data() + prompt_length,
                                                     tokens.size() - prompt_length));
+}
+
+void Trainer::trace_last_step(std::int64_t step) {
+  const double measured =
+      write_pipeline_trace(config_.logging.trace_file, last_pipeline_step_, *groups_, step);
+  const double p = static_cast<double>(groups_->pp_size());
+  const double m = static_cast<double>(config_.micro_batches_per_step(groups_->world().size()));
+  const double v = static_cast<double>(config_.parallel.virtual_stages);
+  const double formula = ((p - 1) / v) / (m + (p - 1) / v);
+  log_info("ternion: step ", step, " traced to ", config_.logging.trace_file,
+           ": measured pipeline bubble ", static_cast<long long>(measured * 1000 + 0.5) / 10.0,
+           "% of the ranks' time, the schedule's ideal (p - 1) / v / (m + (p - 1) / v) = ",
+           static_cast<long long>(formula * 1000 + 0.5) / 10.0, "%");
+}
+
+Tensor Trainer::full_logits(const Tensor& tokens) {
+  if (!pipelined()) {
+    MicroBatchInfo info;
+    info.training = false;
+    ActivationContext ctx(info);
+    return chunks_.front()->logits(tokens, ctx);
+  }
+  // The last stage computes them; every stage samples the same token from them.
+  Tensor logits = pipeline_->logits(tokens);
+  if (!logits.defined())
+    logits = Tensor::empty({tokens.size(0), tokens.size(1), config_.model.padded_vocab_size()});
+  groups_->pipeline().broadcast(logits, groups_->pp_size() - 1);
+  return logits;
 }
 
 std::string format_duration(double seconds) {

@@ -6,7 +6,8 @@
 //   1. sample the step's global batch (training.global_batch_size sequences) and count its
 //      valid target tokens; every token's loss has weight 1 / that count
 //   2. for each micro-batch (parallel.micro_batch_size sequences): forward, backward
-//      (parameter gradients accumulate)
+//      (parameter gradients accumulate); with pipeline stages, in the schedule's order, and
+//      the two copies of the tied embedding (first and last stage) sum their gradients
 //   3. loss = the global-batch mean, before the update; gradients that are partial sums over
 //      the tensor-parallel group (sequence parallelism) are summed; grad norm over all
 //      parameters, each counted once; clip
@@ -24,6 +25,7 @@
 #include "optimizers/optimizer.h"
 #include "parallel/process_groups.h"
 #include "training/metrics_writer.h"
+#include "training/pipeline_executor.h"
 #include "training/train_config.h"
 
 namespace ternion {
@@ -39,8 +41,9 @@ struct SampleOptions {
 class Trainer {
  public:
   // Opens the data (DataError on bad files), builds and initialises the model. With
-  // `groups`, the model is sharded over their tensor-parallel group; every rank of it runs
-  // the same steps on the same data.
+  // `groups`, the model is sharded over their tensor-parallel group (every rank of it runs
+  // the same steps on the same data) and split into pipeline stages over their pipeline
+  // group, `parallel.virtual_stages` chunks per rank, run by the configured schedule.
   explicit Trainer(const TrainConfig& config, const ProcessGroups* groups = nullptr);
   Trainer(const Trainer&) = delete;  // the samplers point into the shards held here
   Trainer& operator=(const Trainer&) = delete;
@@ -51,7 +54,12 @@ class Trainer {
   StepMetrics run();
   std::string generate(const SampleOptions& options);
 
-  GptModel& model() { return model_; }
+  // The whole model (one rank, or one pipeline stage of a tensor-parallel group).
+  GptModel& model();
+  // This rank's parameters, every chunk's, each once.
+  const std::vector<Parameter*>& parameters() const { return parameters_; }
+  // The last pipelined step's timeline and activation count on this rank.
+  const PipelineStepResult& last_pipeline_step() const { return last_pipeline_step_; }
   // The global gradient norm: every parameter counted once, however it is sharded.
   double grad_norm();
   const TrainConfig& config() const { return config_; }
@@ -60,6 +68,11 @@ class Trainer {
  private:
   void reduce_partial_gradients();
   bool writes_output() const;  // rank 0 of the job writes the metrics file
+  bool pipelined() const { return pipeline_ != nullptr; }
+  // The pipeline group's sum of a value only some stages hold (the loss on the last stage).
+  double sum_over_pipeline(double value);
+  Tensor full_logits(const Tensor& tokens);  // on every rank
+  void trace_last_step(std::int64_t step);    // logging.trace_file
 
   TrainConfig config_;
   const ProcessGroups* groups_;
@@ -68,7 +81,11 @@ class Trainer {
   std::optional<TokenShard> val_shard_;
   BatchSampler train_sampler_;
   std::optional<BatchSampler> val_sampler_;
-  GptModel model_;
+  std::vector<std::unique_ptr<GptModel>> chunks_;
+  std::vector<Parameter*> parameters_;
+  std::unique_ptr<PipelineExecutor> pipeline_;
+  std::vector<PipelineAction> schedule_;
+  PipelineStepResult last_pipeline_step_;
   std::unique_ptr<Optimizer> optimizer_;
 };
 

@@ -74,7 +74,7 @@ parallel_mpi_cli_test(dry_run_missing_data 4 1
   --set data.train=${CMAKE_CURRENT_BINARY_DIR}/cli/missing.bin --dry-run)
 # Training (not a dry run) on several ranks is refused by this build, naming the key.
 parallel_mpi_cli_test(training_needs_one_rank 2 1
-  --once "tp2_dp2.yaml:[0-9]+: parallel.data = 2: this build trains tensor-parallel layouts only.*use --dry-run"
+  --once "tp2_dp2.yaml:[0-9]+: parallel.data = 2: this build trains tensor x pipeline layouts.*use --dry-run"
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1)
 # A bad command line: status 2 on every rank, the usage hint once.
 parallel_mpi_cli_test(bad_argument 2 2

@@ -17,21 +17,16 @@
 #include "layers/transformer_block.h"
 #include "mpi_gtest.h"
 #include "parallel/process_groups.h"
+#include "sharded_compare.h"
 #include "test_util.h"
 #include "training/trainer.h"
 
 namespace ternion {
 namespace {
 
-// Equal to fp32 rounding: sharded sums add in another order, so each element may differ by
-// `rel` of the tensor's largest magnitude (an elementwise relative bound would fail on the
-// elements that cancel to near zero).
-::testing::AssertionResult close_to(const std::string& label, const std::vector<float>& got,
-                                    const std::vector<float>& want, double rel) {
-  double scale = 0.0;
-  for (float w : want) scale = std::max(scale, static_cast<double>(std::fabs(w)));
-  return test::close_to(label, got, want, rel * scale, rel);
-}
+using test::close_to;
+using test::expect_parameters_match;
+using test::slice_for;
 
 TensorParallel world_tp(bool sequence_parallel = false) {
   return {&testing_mpi::world(), sequence_parallel};
@@ -40,12 +35,6 @@ TensorParallel world_tp(bool sequence_parallel = false) {
 Tensor random_tensor(const Shape& shape, std::uint64_t seed) {
   return Tensor::from_vector(test::random_floats(static_cast<std::size_t>(shape_numel(shape)), seed),
                              shape);
-}
-
-// The part of a whole tensor that a shard of it holds.
-Tensor slice_for(const Tensor& whole, const Parameter& shard) {
-  if (!shard.is_sharded()) return whole;
-  return whole.slice(shard.shard_dim, shard.shard_offset, shard.value.size(shard.shard_dim));
 }
 
 ModelConfig small_model() {
@@ -74,23 +63,6 @@ std::pair<Tensor, Tensor> run_layer(Layer& layer, const Tensor& input, const Ten
 
 void initialize(Layer& layer, std::uint64_t seed) {
   for (Parameter* p : layer.parameters()) initialize_parameter(*p, seed);
-}
-
-// Every parameter's value and gradient against the reference's slice, by name.
-void expect_parameters_match(const std::vector<Parameter*>& sharded,
-                             const std::vector<Parameter*>& reference, double rtol) {
-  std::map<std::string, const Parameter*> by_name;
-  for (const Parameter* p : reference) by_name[p->name] = p;
-  ASSERT_EQ(sharded.size(), reference.size());
-  for (const Parameter* p : sharded) {
-    ASSERT_TRUE(by_name.count(p->name)) << p->name;
-    const Parameter& ref = *by_name[p->name];
-    EXPECT_EQ(p->global_shape, ref.value.shape()) << p->name;
-    EXPECT_TRUE(close_to(p->name + " value", p->value.to_vector(),
-                         slice_for(ref.value, *p).to_vector(), rtol));
-    EXPECT_TRUE(close_to(p->name + " grad", p->grad.to_vector(),
-                         slice_for(ref.grad, *p).to_vector(), rtol));
-  }
 }
 
 TEST(TensorParallelMappings, GatherScatterAndReduceAlongDimensions) {

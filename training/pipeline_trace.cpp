@@ -1,0 +1,135 @@
+#include "training/pipeline_trace.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ternion {
+
+namespace {
+
+constexpr int kFieldsPerSpan = 5;  // start, end, kind, micro-batch, chunk
+
+const char* category_of(PipelineAction::Kind kind) {
+  switch (kind) {
+    case PipelineAction::Kind::Forward: return "forward";
+    case PipelineAction::Kind::Backward: return "backward";
+    case PipelineAction::Kind::SendActivation:
+    case PipelineAction::Kind::SendGradient: return "send";
+    case PipelineAction::Kind::RecvActivation:
+    case PipelineAction::Kind::RecvGradient: return "recv";
+  }
+  return "?";
+}
+
+std::string span_name(PipelineAction::Kind kind, int micro_batch, int chunk) {
+  const char* prefix = "?";
+  switch (kind) {
+    case PipelineAction::Kind::Forward: prefix = "F"; break;
+    case PipelineAction::Kind::Backward: prefix = "B"; break;
+    case PipelineAction::Kind::SendActivation: prefix = "send act "; break;
+    case PipelineAction::Kind::SendGradient: prefix = "send grad "; break;
+    case PipelineAction::Kind::RecvActivation: prefix = "recv act "; break;
+    case PipelineAction::Kind::RecvGradient: prefix = "recv grad "; break;
+  }
+  return std::string(prefix) + std::to_string(micro_batch) + (chunk > 0 ? "." + std::to_string(chunk) : "");
+}
+
+void event(std::ostream& out, bool& first, const std::string& name, const char* category,
+           int rank, double start_us, double duration_us) {
+  out << (first ? "\n" : ",\n") << "{\"name\": \"" << name << "\", \"cat\": \"" << category
+      << "\", \"ph\": \"X\", \"pid\": 0, \"tid\": " << rank << ", \"ts\": " << start_us
+      << ", \"dur\": " << duration_us << "}";
+  first = false;
+}
+
+}  // namespace
+
+double write_pipeline_trace(const std::string& path, const PipelineStepResult& mine,
+                            const ProcessGroups& groups, std::int64_t step) {
+  Communicator& world = groups.world();
+  // Spans travel as doubles split into two floats each would be exact; times relative to
+  // this rank's step start fit a float's 24 bits to the microsecond for steps of seconds,
+  // and the start itself goes separately as two floats.
+  const auto n = static_cast<std::int64_t>(mine.spans.size());
+  Tensor count = Tensor::from_vector({static_cast<float>(n)}, {1});
+  Tensor counts = Tensor::empty({world.size()});
+  world.all_gather(counts, count);
+  std::int64_t most = 0;
+  for (int r = 0; r < world.size(); ++r) most = std::max<std::int64_t>(most, counts.data<float>()[r]);
+
+  std::vector<float> packed(static_cast<std::size_t>(2 + most * kFieldsPerSpan), 0.0f);
+  const float start_high = static_cast<float>(mine.step_start);
+  packed[0] = start_high;
+  packed[1] = static_cast<float>(mine.step_start - start_high);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const PipelineSpan& s = mine.spans[static_cast<std::size_t>(i)];
+    float* f = &packed[static_cast<std::size_t>(2 + i * kFieldsPerSpan)];
+    f[0] = static_cast<float>(s.start);
+    f[1] = static_cast<float>(s.end);
+    f[2] = static_cast<float>(static_cast<int>(s.action.kind));
+    f[3] = static_cast<float>(s.action.micro_batch);
+    f[4] = static_cast<float>(s.action.chunk);
+  }
+  const Tensor local = Tensor::from_vector(packed, {static_cast<std::int64_t>(packed.size())});
+  Tensor all = Tensor::empty({world.size(), local.numel()});
+  world.all_gather(all, local);
+  if (world.rank() != 0) return -1.0;
+
+  double origin = 1e300, finish = -1e300, busy = 0.0;
+  std::vector<double> starts(static_cast<std::size_t>(world.size()));
+  for (int r = 0; r < world.size(); ++r) {
+    const float* f = all.data<float>() + r * local.numel();
+    starts[static_cast<std::size_t>(r)] = static_cast<double>(f[0]) + f[1];
+    origin = std::min(origin, starts[static_cast<std::size_t>(r)]);
+  }
+  std::ostringstream out;
+  out.precision(10);
+  out << "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"step\": " << step << "}, \"traceEvents\": [";
+  bool first = true;
+  for (int r = 0; r < world.size(); ++r) {
+    const float* f = all.data<float>() + r * local.numel();
+    const double base = starts[static_cast<std::size_t>(r)] - origin;
+    out << (first ? "\n" : ",\n") << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " << r
+        << ", \"args\": {\"name\": \"rank " << r << " (pp " << groups.layout().at(r).coords.pp_rank
+        << ", tp " << groups.layout().at(r).coords.tp_rank << ")\"}}";
+    first = false;
+    double previous_end = 0.0;
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(counts.data<float>()[r]); ++i) {
+      const float* s = f + 2 + i * kFieldsPerSpan;
+      const auto kind = static_cast<PipelineAction::Kind>(static_cast<int>(s[2]));
+      const double start = base + s[0], end = base + s[1];
+      if (start - previous_end > 1e-6 && i > 0)
+        event(out, first, "idle", "idle", r, previous_end * 1e6, (start - previous_end) * 1e6);
+      event(out, first, span_name(kind, static_cast<int>(s[3]), static_cast<int>(s[4])),
+            category_of(kind), r, start * 1e6, (end - start) * 1e6);
+      if (kind == PipelineAction::Kind::Forward || kind == PipelineAction::Kind::Backward)
+        busy += end - start;
+      previous_end = end;
+      finish = std::max(finish, end);
+    }
+  }
+  out << "\n]}\n";
+
+  const std::string partial = path + ".partial";
+  {
+    std::error_code ec;
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    std::ofstream file(partial, std::ios::binary);
+    TN_CHECK_AS(DataError, file.good(), "logging.trace_file: cannot write '", partial, "': ",
+                std::strerror(errno));
+    file << out.str();
+    TN_CHECK_AS(DataError, file.good(), "logging.trace_file: cannot write '", partial, "'");
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  TN_CHECK_AS(DataError, !ec, "cannot rename '", partial, "' to '", path, "': ", ec.message());
+  return finish > 0.0 ? 1.0 - busy / (world.size() * finish) : 0.0;
+}
+
+}  // namespace ternion
