@@ -224,15 +224,13 @@ int run_training(Communicator& world, const Setup& s) {
       capture([&] { trainer = std::make_unique<Trainer>(config, groups.get()); });
   if (const std::optional<int> status = agree_on_failure(world, built)) return *status;
 
-  // Each parameter's global shape counts it whole, however this rank holds it.
-  std::int64_t params = 0;
-  for (const Parameter* p : trainer->model().parameters()) params += shape_numel(p->global_shape);
+  const std::int64_t params = trainer->model_parameter_count();  // collective
   log_info(model_line(config.model, params));
   std::string layout;
   if (parallel.tensor > 1)
     layout = detail::concat(", tensor-parallel over ", parallel.tensor, " ranks",
                             parallel.sequence_parallel ? " with sequence parallelism" : "");
-  const std::int64_t local_params = count_elements(trainer->model().parameters());
+  const std::int64_t local_params = count_elements(trainer->parameters());
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (", config.micro_batches_per_step(world.size()), " micro-batches of ",
            parallel.micro_batch_size, ")", layout, ", ", num_threads(), " threads",

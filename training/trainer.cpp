@@ -109,6 +109,17 @@ double all_reduce_double(Communicator& group, double value) {
 }
 }  // namespace
 
+std::int64_t Trainer::model_parameter_count() {
+  // A parameter's global shape counts it whole, however this rank holds it; the last stage's
+  // copy of the tied embedding is the first stage's parameter.
+  double count = 0.0;
+  for (const auto& chunk : chunks_)
+    for (const Parameter* p : chunk->parameters())
+      if (chunk->chunk().has_embedding || p != chunk->token_embedding())
+        count += static_cast<double>(shape_numel(p->global_shape));
+  return static_cast<std::int64_t>(sum_over_pipeline(count) + 0.5);
+}
+
 double Trainer::sum_over_pipeline(double value) {
   return pipelined() ? all_reduce_double(groups_->pipeline(), value) : value;
 }

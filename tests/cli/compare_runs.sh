@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # compare_runs.sh MPIRUN TERNION_TRAIN CONFIG TRAIN_BIN OUT_DIR RANKS [ternion-train args...]
-# Trains CONFIG on one rank, then on RANKS ranks with the extra arguments (a parallel layout),
+# Trains CONFIG on one rank, then on RANKS ranks with the extra arguments (a parallel layout:
+# tensor, pipeline, both),
 # and passes when both log the same loss at every step to 1e-5 relative and print the same
 # generated sample.
 set -u
