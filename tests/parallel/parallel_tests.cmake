@@ -72,8 +72,8 @@ parallel_mpi_cli_test(dry_run_missing_data 4 1
   --once "missing.bin': cannot open"
   -- --config ${parallel_configs}/tp2_dp2.yaml
   --set data.train=${CMAKE_CURRENT_BINARY_DIR}/cli/missing.bin --dry-run)
-# Training (not a dry run) on several ranks is refused by this build, naming the key.
-parallel_mpi_cli_test(training_needs_one_rank 2 1
+# Training (not a dry run) with data parallelism is refused by this build, naming the key.
+parallel_mpi_cli_test(training_refuses_data_parallel 2 1
   --once "tp2_dp2.yaml:[0-9]+: parallel.data = 2: this build trains tensor x pipeline layouts.*use --dry-run"
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1)
 # A bad command line: status 2 on every rank, the usage hint once.
@@ -96,3 +96,18 @@ add_test(NAME parallel_mpi.print_layout
                  --set parallel.data=4 --print-layout)
 set_tests_properties(parallel_mpi.print_layout PROPERTIES LABELS "parallel;cli"
                      ENVIRONMENT "OMP_NUM_THREADS=1")
+
+# Pipeline configurations the schedules cannot run are refused on every rank, once.
+parallel_mpi_cli_test(pipeline_more_stages_than_blocks 4 1
+  --once "parallel.pipeline: 4 pipeline stages need at least 4 blocks, but model.n_layer is 2"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.data=1 --set parallel.pipeline=4)
+parallel_mpi_cli_test(pipeline_interleaving_needs_whole_rounds 2 1
+  --once "interleaving needs the micro-batch count \\(3\\) to be a multiple of parallel.pipeline \\(2\\)"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.data=1 --set parallel.pipeline=2 --set parallel.virtual_stages=2
+     --set model.n_layer=4 --set parallel.micro_batch_size=1 --set training.global_batch_size=3)
+parallel_mpi_cli_test(pipeline_chunks_need_blocks 2 1
+  --once "4 model chunks \\(parallel.pipeline x parallel.virtual_stages\\) need at least as many blocks"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.data=1 --set parallel.pipeline=2 --set parallel.virtual_stages=2)
