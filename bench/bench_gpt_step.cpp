@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   GptModel model(c);
   model.initialize(1);
   OptimizerConfig oc;
-  auto optimizer = make_optimizer(oc, model.parameters());
+  auto optimizer = make_optimizer(oc, whole_parameters(model.parameters()));
   const std::int64_t params = count_elements(model.parameters());
 
   Tensor tokens = Tensor::empty({batch, seq}, DType::I32), targets = Tensor::empty({batch, seq}, DType::I32);

@@ -60,6 +60,12 @@ void initialize_parameter(Parameter& p, std::uint64_t seed) {
   }
 }
 
+std::vector<ParameterSegment> whole_parameters(const std::vector<Parameter*>& params) {
+  std::vector<ParameterSegment> segments;
+  for (Parameter* p : params) segments.push_back({p, 0, p->value.numel()});
+  return segments;
+}
+
 std::int64_t count_elements(const std::vector<Parameter*>& params) {
   std::int64_t n = 0;
   for (const Parameter* p : params) n += p->value.numel();

@@ -35,6 +35,18 @@ struct Parameter {
   bool is_sharded() const { return shard_dim >= 0; }
 };
 
+// A range of one parameter's elements (flattened): what an optimizer updates. Usually the
+// whole parameter; under ZeRO-1 this rank's share of it.
+struct ParameterSegment {
+  Parameter* param = nullptr;
+  std::int64_t begin = 0, end = 0;
+
+  Tensor value() const { return param->value.view({-1}).slice(0, begin, end - begin); }
+  Tensor grad() const { return param->grad.view({-1}).slice(0, begin, end - begin); }
+  std::int64_t numel() const { return end - begin; }
+};
+std::vector<ParameterSegment> whole_parameters(const std::vector<Parameter*>& params);
+
 // A whole (unsharded) parameter with a zeroed gradient.
 Parameter make_parameter(std::string name, const Shape& shape, ParameterInit init,
                          float init_std, bool weight_decay);

@@ -11,12 +11,12 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
   if (chunk_.has_embedding) {
     embedding_ = std::make_unique<Embedding>("embedding", config, tp);
     token_embedding_ = &embedding_->token_weight();
-    embedding_->collect_parameters(parameters_);
+    embedding_->collect_parameters(embedding_params_);
   }
   for (std::int64_t i = chunk_.first_block; i < chunk_.end_block; ++i) {
     BlockSpec spec{"h." + std::to_string(i), i, config_, tp_};
     blocks_.push_back(LayerRegistry::instance().create(config.block, spec));
-    blocks_.back()->collect_parameters(parameters_);
+    block_params_.push_back(blocks_.back()->parameters());
   }
   if (chunk_.has_head) {
     if (!chunk_.has_embedding) {
@@ -25,11 +25,15 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
                                          tp.size(), tp.rank(), ParameterInit::Normal,
                                          static_cast<float>(config.init_std), true);
       token_embedding_ = &head_wte_;
-      parameters_.push_back(&head_wte_);
+      head_params_.push_back(&head_wte_);
     }
     head_ = std::make_unique<LanguageModelHead>("head", config, *token_embedding_, tp);
-    head_->collect_parameters(parameters_);
+    head_->collect_parameters(head_params_);
   }
+  // In forward order, which names the parameters as the one-rank model does.
+  parameters_ = embedding_params_;
+  for (const auto& params : block_params_) parameters_.insert(parameters_.end(), params.begin(), params.end());
+  parameters_.insert(parameters_.end(), head_params_.begin(), head_params_.end());
 }
 
 Tensor GptModel::run_blocks(Tensor x, ActivationContext& ctx) {
@@ -48,10 +52,18 @@ Tensor GptModel::forward_chunk(const Tensor& input, const Tensor& targets, Activ
 
 Tensor GptModel::backward_chunk(const Tensor& grad_output, float loss_weight,
                                 ActivationContext& ctx) {
-  Tensor dx = head_ ? head_->backward(loss_weight, ctx) : grad_output;
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) dx = (*it)->backward(dx, ctx);
+  Tensor dx = grad_output;
+  if (head_) {
+    dx = head_->backward(loss_weight, ctx);
+    ready(ctx, head_params_);
+  }
+  for (std::size_t i = blocks_.size(); i-- > 0;) {
+    dx = blocks_[i]->backward(dx, ctx);
+    ready(ctx, block_params_[i]);
+  }
   if (!embedding_) return dx;
   embedding_->backward(dx, ctx);
+  ready(ctx, embedding_params_);
   return Tensor();
 }
 

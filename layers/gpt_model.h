@@ -15,6 +15,7 @@
 // interleave them; so forward and backward are separate calls.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,6 +24,11 @@
 #include "layers/lm_head.h"
 
 namespace ternion {
+
+// Called during backward as a layer's parameter gradients are complete for the micro-batch
+// (the data-parallel reducer starts a bucket's reduction once all of it is).
+using GradientReadyHook =
+    std::function<void(const MicroBatchInfo&, const std::vector<Parameter*>&)>;
 
 struct ModelChunk {
   std::int64_t first_block = 0;
@@ -63,11 +69,15 @@ class GptModel {
   Parameter* token_embedding() const { return token_embedding_; }
   void initialize(std::uint64_t seed);
   void zero_grad();
+  void set_gradient_ready_hook(GradientReadyHook hook) { hook_ = std::move(hook); }
   const ModelConfig& config() const { return config_; }
   const ModelChunk& chunk() const { return chunk_; }
 
  private:
   Tensor run_blocks(Tensor x, ActivationContext& ctx);
+  void ready(const ActivationContext& ctx, const std::vector<Parameter*>& params) const {
+    if (hook_) hook_(ctx.info(), params);
+  }
   ModelConfig config_;
   TensorParallel tp_;
   ModelChunk chunk_;
@@ -77,6 +87,10 @@ class GptModel {
   std::unique_ptr<LanguageModelHead> head_;
   Parameter* token_embedding_ = nullptr;
   std::vector<Parameter*> parameters_;
+  // Each layer's parameters, for the hook: embedding, blocks in order, head.
+  std::vector<Parameter*> embedding_params_, head_params_;
+  std::vector<std::vector<Parameter*>> block_params_;
+  GradientReadyHook hook_;
 };
 
 // Forward FLOPs per token of the model's matrix multiplies and attention (the figure

@@ -4,17 +4,18 @@
 
 namespace ternion {
 
-AdamW::AdamW(const OptimizerConfig& config, std::vector<Parameter*> params)
-    : config_(config), params_(std::move(params)) {
-  for (Parameter* p : params_) {
-    m_.push_back(Tensor::zeros(p->value.shape(), DType::F32, p->value.device()));
-    v_.push_back(Tensor::zeros(p->value.shape(), DType::F32, p->value.device()));
+AdamW::AdamW(const OptimizerConfig& config, std::vector<ParameterSegment> segments)
+    : config_(config), segments_(std::move(segments)) {
+  for (const ParameterSegment& s : segments_) {
+    m_.push_back(Tensor::zeros({s.numel()}, DType::F32, s.param->value.device()));
+    v_.push_back(Tensor::zeros({s.numel()}, DType::F32, s.param->value.device()));
   }
 }
 
 void AdamW::step(float lr, float grad_scale, std::int64_t step) {
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    Parameter& p = *params_[i];
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    const ParameterSegment& s = segments_[i];
+    const Parameter& p = *s.param;
     AdamWHyper h;
     h.lr = lr;
     h.beta1 = static_cast<float>(config_.beta1);
@@ -23,7 +24,8 @@ void AdamW::step(float lr, float grad_scale, std::int64_t step) {
     h.weight_decay = p.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f;
     h.grad_scale = grad_scale;
     h.step = step;
-    adamw_update(p.value, p.grad, m_[i], v_[i], h);
+    Tensor value = s.value();
+    adamw_update(value, s.grad(), m_[i], v_[i], h);
   }
 }
 

@@ -9,13 +9,13 @@ namespace ternion {
 
 class AdamW final : public Optimizer {
  public:
-  AdamW(const OptimizerConfig& config, std::vector<Parameter*> params);
+  AdamW(const OptimizerConfig& config, std::vector<ParameterSegment> segments);
   void step(float lr, float grad_scale, std::int64_t step) override;
   std::size_t state_bytes() const override;
 
  private:
   OptimizerConfig config_;
-  std::vector<Parameter*> params_;
+  std::vector<ParameterSegment> segments_;
   std::vector<Tensor> m_, v_;
 };
 

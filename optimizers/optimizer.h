@@ -1,5 +1,6 @@
-// Optimizers update a list of parameters from their gradients. They see Parameters (value,
-// grad, weight-decay flag), never layers.
+// Optimizers update a list of parameter segments from their gradients: whole parameters, or
+// under ZeRO-1 this rank's shares of them. They see Parameters (value, grad, weight-decay
+// flag), never layers; their state covers the segments alone.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,6 @@ class Optimizer {
 };
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,
-                                          std::vector<Parameter*> params);
+                                          std::vector<ParameterSegment> segments);
 
 }  // namespace ternion

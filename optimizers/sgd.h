@@ -8,13 +8,13 @@ namespace ternion {
 
 class Sgd final : public Optimizer {
  public:
-  Sgd(const OptimizerConfig& config, std::vector<Parameter*> params);
+  Sgd(const OptimizerConfig& config, std::vector<ParameterSegment> segments);
   void step(float lr, float grad_scale, std::int64_t step) override;
   std::size_t state_bytes() const override;
 
  private:
   OptimizerConfig config_;
-  std::vector<Parameter*> params_;
+  std::vector<ParameterSegment> segments_;
   std::vector<Tensor> momentum_;
 };
 

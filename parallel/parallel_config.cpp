@@ -76,16 +76,10 @@ void ParallelConfig::validate_model_fit(const ConfigDocument& doc,
 }
 
 void ParallelConfig::validate_trainable(const ConfigDocument& doc, std::int64_t world_size) const {
-  auto refuse = [&](const char* key, const std::string& value) {
-    std::string where = doc.location(kSection, key);
-    if (where.empty()) where = doc.source_name() + " (default)";
-    TN_THROW(ConfigError, where, ": parallel.", key, " = ", value,
-             ": this build trains tensor x pipeline layouts (parallel.data 1); use --dry-run "
-             "to check other layouts");
-  };
-  if (data_size(world_size) != 1)
-    refuse("data",
-           data == 0 ? "0 (" + std::to_string(world_size) + " ranks)" : std::to_string(data));
+  (void)world_size;  // every layout that validate() accepts trains
+  if (!(bucket_size_mb > 0)) config_fail(doc, kSection, "bucket_size_mb", "must be positive");
+  if (zero_stage != 0 && zero_stage != 1)
+    config_fail(doc, kSection, "zero_stage", "must be 0 or 1, got " + std::to_string(zero_stage));
 }
 
 }  // namespace ternion

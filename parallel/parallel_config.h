@@ -31,6 +31,9 @@ struct ParallelConfig {
   bool sequence_parallel = false;     // Megatron's sequence parallelism within tensor groups
   std::int64_t virtual_stages = 1;    // model chunks per pipeline rank (> 1: interleaved 1F1B)
   std::string schedule = "1f1b";      // 1f1b | gpipe (interleaved when virtual_stages > 1)
+  double bucket_size_mb = 25.0;       // data-parallel gradient buckets
+  bool overlap_grad_reduce = true;    // start a bucket's reduction as soon as it is ready
+  std::int64_t zero_stage = 0;        // 1: ZeRO-1, optimizer state sharded over data ranks
 
   template <class V>
   void visit(V& v) {
@@ -42,6 +45,10 @@ struct ParallelConfig {
       "split LayerNorm and dropout regions along the sequence over the tensor group");
     v("virtual_stages", virtual_stages, "model chunks per pipeline rank (> 1: interleaved 1F1B)");
     v("schedule", schedule, "pipeline schedule: 1f1b | gpipe (interleaved with virtual_stages > 1)");
+    v("bucket_size_mb", bucket_size_mb, "data-parallel gradient bucket size in MB");
+    v("overlap_grad_reduce", overlap_grad_reduce,
+      "reduce each gradient bucket during backward, as soon as it is complete");
+    v("zero_stage", zero_stage, "0, or 1 for ZeRO-1 (optimizer state sharded over data ranks)");
   }
 
   // Checks the values and that tensor x pipeline x data is the job's `world_size` ranks (see
@@ -51,8 +58,7 @@ struct ParallelConfig {
   // multiples of parallel.tensor, so is the padded vocabulary (else it suggests a
   // model.vocab_pad_multiple), and there is at least one block per pipeline stage.
   void validate_model_fit(const ConfigDocument& doc, const ModelShardingShape& model) const;
-  // Training (rather than a --dry-run) in this build: tensor parallelism on one pipeline stage
-  // and one data-parallel replica.
+  // The data-parallel options.
   void validate_trainable(const ConfigDocument& doc, std::int64_t world_size) const;
   PipelineSchedule pipeline_schedule() const {
     if (virtual_stages > 1) return PipelineSchedule::Interleaved;

@@ -26,6 +26,9 @@ std::string metrics_json(const StepMetrics& m) {
                   json_number(m.grad_norm) + ", \"tokens_per_s\": " + json_number(m.tokens_per_s) +
                   ", \"ms_per_step\": " + json_number(m.ms_per_step) +
                   ", \"activation_mb\": " + json_number(m.activation_mb);
+  if (m.grad_reduce_wait_ms > 0 || m.buckets_reduced_early > 0)
+    s += ", \"grad_reduce_wait_ms\": " + json_number(m.grad_reduce_wait_ms) +
+         ", \"buckets_reduced_early\": " + std::to_string(m.buckets_reduced_early);
   if (m.skipped) s += ", \"skipped\": true";
   if (m.val_loss) s += ", \"val_loss\": " + json_number(*m.val_loss);
   return s + "}";

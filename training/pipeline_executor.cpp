@@ -67,7 +67,7 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
       case Kind::Forward: {
         MicroBatchInfo mb = info;
         mb.micro_batch = a.micro_batch;
-        mb.sample_offset = a.micro_batch * batch.inputs.size(0);
+        mb.sample_offset = info.sample_offset + a.micro_batch * batch.inputs.size(0);
         auto& ctx = contexts[key] = std::make_unique<ActivationContext>(mb);
         result.peak_live_contexts =
             std::max(result.peak_live_contexts, static_cast<int>(contexts.size()));

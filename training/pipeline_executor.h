@@ -44,8 +44,8 @@ class PipelineExecutor {
                    std::int64_t sequence_parts);
 
   // One training step: forward and backward of every micro-batch; parameter gradients
-  // accumulate. `info` is the step's MicroBatchInfo template (step, seed); each micro-batch's
-  // sample offset is its index times its size.
+  // accumulate. `info` is the step's MicroBatchInfo template (step, seed, and the sample
+  // offset of this rank's first sequence); micro-batch m starts m micro-batches further.
   PipelineStepResult train(const std::vector<PipelineAction>& actions,
                            const std::vector<TokenBatch>& batches, const MicroBatchInfo& info,
                            float loss_weight);

@@ -25,6 +25,15 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A double summed over a group through f32 collectives: carried as a high and a low part, so
+// the sum keeps about 14 digits instead of f32's 7.
+double all_reduce_double(Communicator& group, double value) {
+  const float high = static_cast<float>(value);
+  Tensor parts = Tensor::from_vector({high, static_cast<float>(value - high)}, {2});
+  group.all_reduce(parts, ReduceOp::Sum);
+  return static_cast<double>(parts.data<float>()[0]) + parts.data<float>()[1];
+}
+
 std::int64_t count_valid(const Tensor& targets) {
   const std::int32_t* t = targets.data<std::int32_t>();
   return std::count_if(t, t + targets.numel(), [](std::int32_t x) { return x >= 0; });
@@ -90,7 +99,32 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
     schedule_ = pipeline_schedule(config.parallel.pipeline_schedule(), stages, micro_batches,
                                   virtual_stages, stage);
   }
-  optimizer_ = make_optimizer(config.optimizer, parameters_);
+  // The tied embedding's copies when the pipeline splits them over two stages.
+  std::vector<bool> late;
+  std::vector<Parameter*> backward_order;
+  for (auto chunk = chunks_.rbegin(); chunk != chunks_.rend(); ++chunk) {
+    const auto& params = (*chunk)->parameters();
+    for (auto p = params.rbegin(); p != params.rend(); ++p) {
+      backward_order.push_back(*p);
+      late.push_back(pipelined() && *p == (*chunk)->token_embedding());
+    }
+    if ((*chunk)->chunk().has_head && !(*chunk)->chunk().has_embedding)
+      tied_copies_.push_back((*chunk)->token_embedding());
+  }
+  if (groups != nullptr && groups->dp_size() > 1) {
+    const auto bucket_bytes = static_cast<std::int64_t>(config.parallel.bucket_size_mb * 1e6);
+    reducer_ = std::make_unique<GradientReducer>(backward_order, late, groups->data(),
+                                                 bucket_bytes, config.parallel.zero_stage == 1);
+    for (auto& chunk : chunks_)
+      chunk->set_gradient_ready_hook([this](const MicroBatchInfo& info,
+                                            const std::vector<Parameter*>& params) {
+        if (info.training && info.micro_batch == last_micro_batch_ &&
+            config_.parallel.overlap_grad_reduce)
+          reducer_->mark_ready(params);
+      });
+  }
+  segments_ = reducer_ ? reducer_->owned_segments() : whole_parameters(parameters_);
+  optimizer_ = make_optimizer(config.optimizer, segments_);
 }
 
 GptModel& Trainer::model() {
@@ -98,16 +132,6 @@ GptModel& Trainer::model() {
   return *chunks_.front();
 }
 
-namespace {
-// A double summed over a group through f32 collectives: carried as a high and a low part, so
-// the sum keeps about 14 digits instead of f32's 7.
-double all_reduce_double(Communicator& group, double value) {
-  const float high = static_cast<float>(value);
-  Tensor parts = Tensor::from_vector({high, static_cast<float>(value - high)}, {2});
-  group.all_reduce(parts, ReduceOp::Sum);
-  return static_cast<double>(parts.data<float>()[0]) + parts.data<float>()[1];
-}
-}  // namespace
 
 std::int64_t Trainer::model_parameter_count() {
   // A parameter's global shape counts it whole, however this rank holds it; the last stage's
@@ -132,21 +156,29 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   memory.reset_peak();
   const std::size_t resident = memory.bytes_in_use();
   const std::int64_t micro = config_.parallel.micro_batch_size;
-  const std::int64_t n_micro = config_.micro_batches_per_step();
+  const int world = groups_ != nullptr ? groups_->world().size() : 1;
+  const std::int64_t n_micro = config_.micro_batches_per_step(world);
+  last_micro_batch_ = n_micro - 1;
+  // This data-parallel rank's share of the global batch: sequences [first, first + share).
+  const std::int64_t share = n_micro * micro;
+  const std::int64_t first = groups_ != nullptr ? groups_->dp_rank() * share : 0;
 
   std::vector<TokenBatch> batches;
-  std::int64_t valid_tokens = 0;
+  double valid_tokens = 0.0;
   for (std::int64_t m = 0; m < n_micro; ++m) {
-    batches.push_back(train_sampler_.sample(step, m * micro, micro));
-    valid_tokens += count_valid(batches.back().targets);
+    batches.push_back(train_sampler_.sample(step, first + m * micro, micro));
+    valid_tokens += static_cast<double>(count_valid(batches.back().targets));
   }
-  const float loss_weight = valid_tokens > 0 ? 1.0f / static_cast<float>(valid_tokens) : 0.0f;
+  if (reducer_) valid_tokens = all_reduce_double(groups_->data(), valid_tokens);
+  const float loss_weight = valid_tokens > 0 ? static_cast<float>(1.0 / valid_tokens) : 0.0f;
+  if (reducer_) reducer_->begin_step();
 
   for (Parameter* p : parameters_) p->grad.zero();
   MicroBatchInfo info;
   info.step = step;
   info.seed = static_cast<std::uint64_t>(config_.training.seed);
   info.training = true;
+  info.sample_offset = first;
   double loss_sum = 0.0;
   if (pipelined()) {
     last_pipeline_step_ = pipeline_->train(schedule_, batches, info, loss_weight);
@@ -155,13 +187,15 @@ StepMetrics Trainer::train_step(std::int64_t step) {
     GptModel& model = *chunks_.front();
     for (std::int64_t m = 0; m < n_micro; ++m) {
       info.micro_batch = m;
-      info.sample_offset = m * micro;
+      info.sample_offset = first + m * micro;
       ActivationContext ctx(info);
       loss_sum += model.forward(batches[m].inputs, batches[m].targets, ctx);
       model.backward(loss_weight, ctx);
       TN_CHECK(ctx.empty(), "activations left over after backward");
     }
   }
+
+  if (reducer_) loss_sum = all_reduce_double(groups_->data(), loss_sum);
 
   StepMetrics metrics;
   metrics.step = step;
@@ -174,6 +208,11 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   if (!metrics.skipped) {
     optimizer_->step(static_cast<float>(metrics.lr),
                      clip_factor(metrics.grad_norm, config_.optimizer.grad_clip), step);
+    if (reducer_ && reducer_->zero1()) reducer_->all_gather_parameters();
+  }
+  if (reducer_) {
+    metrics.grad_reduce_wait_ms = reducer_->stats().exposed_wait_s * 1e3;
+    metrics.buckets_reduced_early = reducer_->stats().buckets_started_early;
   }
   const double seconds = seconds_since(start);
   metrics.ms_per_step = seconds * 1e3;
@@ -183,30 +222,44 @@ StepMetrics Trainer::train_step(std::int64_t step) {
 }
 
 void Trainer::reduce_partial_gradients() {
-  if (tp_.active())
-    for (Parameter* p : parameters_)
-      if (p->tensor_parallel_partial_grad) all_reduce_in_place(p->grad, tp_);
   // The tied embedding's two copies, on the first and the last stage, each hold part of its
   // gradient (the lookup's and the LM head's): summed, both copies take the same update.
-  if (pipelined() && groups_->embedding() != nullptr && groups_->embedding()->size() > 1) {
+  auto tied_embedding_sums = [&] {
+    if (!pipelined() || groups_->embedding() == nullptr || groups_->embedding()->size() < 2) return;
     for (auto& chunk : chunks_)
       if (chunk->token_embedding() != nullptr)
         groups_->embedding()->all_reduce(chunk->token_embedding()->grad, ReduceOp::Sum);
+  };
+  if (reducer_) {
+    reducer_->finish(tied_embedding_sums);  // then the data-parallel sums complete
+  } else {
+    tied_embedding_sums();
   }
+  // Sums commute, so the tensor-parallel partial sums can come last (on this rank's segments:
+  // under ZeRO-1 the rest of such a gradient is another data rank's to reduce).
+  if (tp_.active())
+    for (const ParameterSegment& s : segments_)
+      if (s.param->tensor_parallel_partial_grad) {
+        Tensor grad = s.grad();
+        all_reduce_in_place(grad, tp_);
+      }
 }
 
 double Trainer::grad_norm() {
   // Shards are summed over the tensor-parallel group; a replicated parameter is identical on
   // every rank of it, so only the group's rank 0 counts it. Stages hold different parameters
   // and are summed too, except the last stage's copy of the tied embedding.
+  // Under ZeRO-1 each data rank holds the reduced gradient of its own segments only, so they
+  // are summed over the data-parallel group too.
   double sum = 0.0;
-  for (const auto& chunk : chunks_)
-    for (const Parameter* p : chunk->parameters()) {
-      const bool tied_copy = !chunk->chunk().has_embedding && p == chunk->token_embedding();
-      if (!tied_copy && (p->is_sharded() || tp_.rank() == 0)) sum += sum_of_squares(p->grad);
-    }
+  for (const ParameterSegment& s : segments_) {
+    const bool tied_copy =
+        std::find(tied_copies_.begin(), tied_copies_.end(), s.param) != tied_copies_.end();
+    if (!tied_copy && (s.param->is_sharded() || tp_.rank() == 0)) sum += sum_of_squares(s.grad());
+  }
   if (groups_ != nullptr && groups_->model_parallel().size() > 1)
     sum = all_reduce_double(groups_->model_parallel(), sum);
+  if (reducer_ && reducer_->zero1()) sum = all_reduce_double(groups_->data(), sum);
   return std::sqrt(sum);
 }
 

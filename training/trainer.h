@@ -5,14 +5,17 @@
 // One optimizer step (1-based, `training.steps: N` runs steps 1..N):
 //   1. sample the step's global batch (training.global_batch_size sequences) and count its
 //      valid target tokens; every token's loss has weight 1 / that count
-//   2. for each micro-batch (parallel.micro_batch_size sequences): forward, backward
-//      (parameter gradients accumulate); with pipeline stages, in the schedule's order, and
-//      the two copies of the tied embedding (first and last stage) sum their gradients
+//   2. for each micro-batch (parallel.micro_batch_size sequences) of this data-parallel
+//      rank's share of the global batch: forward, backward (parameter gradients accumulate);
+//      with pipeline stages, in the schedule's order, and the two copies of the tied
+//      embedding (first and last stage) sum their gradients; during the last micro-batch's
+//      backward, gradient buckets are reduced over the data-parallel group as they complete
 //   3. loss = the global-batch mean, before the update; gradients that are partial sums over
 //      the tensor-parallel group (sequence parallelism) are summed; grad norm over all
 //      parameters, each counted once; clip
 //   4. a step whose gradients are not finite is skipped (logged, no update)
-//   5. optimizer update at the step's learning rate
+//   5. optimizer update at the step's learning rate (ZeRO-1: each data-parallel rank updates
+//      its share of the parameters, then they are all-gathered)
 #pragma once
 
 #include <memory>
@@ -23,6 +26,7 @@
 #include "data/token_shard.h"
 #include "layers/gpt_model.h"
 #include "optimizers/optimizer.h"
+#include "parallel/gradient_reducer.h"
 #include "parallel/process_groups.h"
 #include "training/metrics_writer.h"
 #include "training/pipeline_executor.h"
@@ -61,6 +65,7 @@ class Trainer {
   // The whole model's parameter count, each parameter once however the ranks hold it
   // (collective over the pipeline group).
   std::int64_t model_parameter_count();
+  const GradientReducer* reducer() const { return reducer_.get(); }
   // The last pipelined step's timeline and activation count on this rank.
   const PipelineStepResult& last_pipeline_step() const { return last_pipeline_step_; }
   // The global gradient norm: every parameter counted once, however it is sharded.
@@ -87,6 +92,10 @@ class Trainer {
   std::vector<std::unique_ptr<GptModel>> chunks_;
   std::vector<Parameter*> parameters_;
   std::unique_ptr<PipelineExecutor> pipeline_;
+  std::unique_ptr<GradientReducer> reducer_;  // with data parallelism
+  std::vector<ParameterSegment> segments_;    // what this rank's optimizer updates
+  std::vector<const Parameter*> tied_copies_; // the last stage's wte copy (pp > 1)
+  std::int64_t last_micro_batch_ = 0;
   std::vector<PipelineAction> schedule_;
   PipelineStepResult last_pipeline_step_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -59,7 +59,7 @@ TEST(AdamWOptimizer, MatchesTheReferenceAndDecaysOnlyFlaggedParameters) {
   Parameter b = make_parameter("b", {1}, ParameterInit::Zeros, 0, /*weight_decay=*/false);
   w.value.fill(1.0f);
   b.value.fill(1.0f);
-  auto opt = make_optimizer(c, {&w, &b});
+  auto opt = make_optimizer(c, whole_parameters({&w, &b}));
   EXPECT_EQ(opt->state_bytes(), 16u);
   double ref_w = 1.0, ref_b = 1.0, m = 0.0, v = 0.0;
   const double lr = 0.01, g = 0.5, scale = 0.5;
@@ -87,7 +87,7 @@ TEST(SgdOptimizer, MomentumMatchesTheReference) {
   c.weight_decay = 0.0;
   Parameter p = make_parameter("p", {1}, ParameterInit::Zeros, 0, true);
   p.value.fill(2.0f);
-  auto opt = make_optimizer(c, {&p});
+  auto opt = make_optimizer(c, whole_parameters({&p}));
   double ref = 2.0, buf = 0.0;
   for (std::int64_t t = 1; t <= 3; ++t) {
     p.grad.fill(1.0f);

@@ -109,16 +109,14 @@ TEST(ParallelConfig, ModelMustShardOverTheLayout) {
   EXPECT_EQ(fit_error({"model.n_layer=4", "parallel.pipeline=4"}), "");
 }
 
-TEST(ParallelConfig, TrainingTakesTensorAndPipelineLayouts) {
-  const char* kRest = ": this build trains tensor x pipeline layouts (parallel.data 1); use "
-                      "--dry-run to check other layouts";
-  EXPECT_EQ(trainable_error(8, {}), std::string("run.yaml:7: parallel.data = 2") + kRest);
+TEST(ParallelConfig, EveryLayoutTrainsAndTheDataParallelOptionsAreChecked) {
+  EXPECT_EQ(trainable_error(8, {}), "");  // tp 2 x pp 2 x dp 2
   EXPECT_EQ(trainable_error(4, {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=0"}),
-            std::string("--set parallel.data=0: parallel.data = 0 (4 ranks)") + kRest);
-  EXPECT_EQ(trainable_error(1, {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=0"}),
             "");
-  EXPECT_EQ(trainable_error(2, {"parallel.pipeline=1", "parallel.data=1"}), "");  // tp = 2
-  EXPECT_EQ(trainable_error(4, {"parallel.data=1"}), "");                         // tp 2 x pp 2
+  EXPECT_EQ(trainable_error(8, {"parallel.zero_stage=2"}),
+            "--set parallel.zero_stage=2: parallel.zero_stage: must be 0 or 1, got 2");
+  EXPECT_EQ(trainable_error(8, {"parallel.bucket_size_mb=0"}),
+            "--set parallel.bucket_size_mb=0: parallel.bucket_size_mb: must be positive");
 }
 
 }  // namespace

@@ -72,10 +72,11 @@ parallel_mpi_cli_test(dry_run_missing_data 4 1
   --once "missing.bin': cannot open"
   -- --config ${parallel_configs}/tp2_dp2.yaml
   --set data.train=${CMAKE_CURRENT_BINARY_DIR}/cli/missing.bin --dry-run)
-# Training (not a dry run) with data parallelism is refused by this build, naming the key.
-parallel_mpi_cli_test(training_refuses_data_parallel 2 1
-  --once "tp2_dp2.yaml:[0-9]+: parallel.data = 2: this build trains tensor x pipeline layouts.*use --dry-run"
-  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1)
+# A data-parallel option out of range: refused on every rank, once, naming the key.
+parallel_mpi_cli_test(training_refuses_bad_zero_stage 2 1
+  --once "--set parallel.zero_stage=3: parallel.zero_stage: must be 0 or 1, got 3"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.zero_stage=3)
 # A bad command line: status 2 on every rank, the usage hint once.
 parallel_mpi_cli_test(bad_argument 2 2
   --once "unknown argument '--frobnicate'"

@@ -1,0 +1,179 @@
+// Data parallelism and full 3D layouts against one rank, under mpirun: each layout whose
+// tensor x pipeline x data size is the world size runs 20 training steps (dropout on, clipping
+// active) and must log the one-rank losses at every step to 1e-5 relative and end with the
+// same parameters. Every rank also trains the unsharded reference itself.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <limits>
+#include <unistd.h>
+
+#include "data/builtin_corpus.h"
+#include "data/text_prepare.h"
+#include "mpi_gtest.h"
+#include "parallel/process_groups.h"
+#include "sharded_compare.h"
+#include "training/trainer.h"
+
+namespace ternion {
+namespace {
+
+struct Layout {
+  std::int64_t data = 1, tensor = 1, pipeline = 1, virtual_stages = 1, zero_stage = 0;
+  bool sequence_parallel = false;
+  bool overlap = true;
+};
+
+const std::string& data_dir() {
+  static const std::string dir = [] {
+    std::string d = "/tmp/ternion-dp-test-" + std::to_string(::getpid());
+    prepare_text(builtin_corpus_text(60000), d, 0.1);
+    return d;
+  }();
+  return dir;
+}
+
+TrainConfig run_config(const Layout& layout) {
+  TrainConfig c;
+  c.model.seq_len = 16;
+  c.model.n_layer = 4;
+  c.model.n_head = 4;
+  c.model.d_model = 32;
+  c.model.dropout = 0.1;
+  c.parallel.micro_batch_size = 2;
+  c.parallel.data = layout.data;
+  c.parallel.tensor = layout.tensor;
+  c.parallel.pipeline = layout.pipeline;
+  c.parallel.virtual_stages = layout.virtual_stages;
+  c.parallel.sequence_parallel = layout.sequence_parallel;
+  c.parallel.zero_stage = layout.zero_stage;
+  c.parallel.overlap_grad_reduce = layout.overlap;
+  c.parallel.bucket_size_mb = 0.02;  // several buckets even for this small model
+  c.training.steps = 20;
+  c.training.global_batch_size = 16;
+  c.training.eval_batches = 2;
+  c.optimizer.lr = 3e-3;
+  c.optimizer.warmup_steps = 2;
+  c.optimizer.grad_clip = 0.5;
+  c.data.train = data_dir() + "/train.bin";
+  c.data.val = data_dir() + "/val.bin";
+  return c;
+}
+
+TrainConfig one_rank(TrainConfig c) {
+  const std::int64_t micro = c.parallel.micro_batch_size;
+  c.parallel = ParallelConfig{};
+  c.parallel.micro_batch_size = micro;
+  return c;
+}
+
+struct ParallelRun {
+  std::unique_ptr<ProcessGroups> groups;
+  std::unique_ptr<Trainer> trainer;
+};
+
+ParallelRun make_run(const TrainConfig& c) {
+  Communicator& world = testing_mpi::world();
+  ParallelRun run;
+  run.groups = std::make_unique<ProcessGroups>(
+      world, make_rank_layout(world.size(), c.parallel.tensor, c.parallel.pipeline, c.parallel.data));
+  run.trainer = std::make_unique<Trainer>(c, run.groups.get());
+  return run;
+}
+
+void check_layout(const Layout& layout) {
+  const TrainConfig c = run_config(layout);
+  Trainer reference(one_rank(c));
+  ParallelRun run = make_run(c);
+  for (std::int64_t step = 1; step <= c.training.steps; ++step) {
+    const StepMetrics want = reference.train_step(step);
+    const StepMetrics got = run.trainer->train_step(step);
+    EXPECT_NEAR(got.loss, want.loss, 1e-5 * want.loss) << "step " << step;
+    EXPECT_NEAR(got.grad_norm, want.grad_norm, 1e-4 * want.grad_norm) << "step " << step;
+  }
+  EXPECT_NEAR(run.trainer->evaluate(), reference.evaluate(), 1e-5 * reference.evaluate());
+  // Values after 20 updates (gradients: under ZeRO-1 only this rank's shares are reduced).
+  std::map<std::string, const Parameter*> by_name;
+  for (const Parameter* p : reference.model().parameters()) by_name[p->name] = p;
+  for (const Parameter* p : run.trainer->parameters())
+    EXPECT_TRUE(test::close_to(p->name, p->value.to_vector(),
+                               test::slice_for(by_name.at(p->name)->value, *p).to_vector(), 1e-3));
+  testing_mpi::world().barrier();
+}
+
+bool fits(const Layout& l) {
+  return l.data * l.tensor * l.pipeline == testing_mpi::world().size();
+}
+
+#define TN_LAYOUT_TEST(Name, ...)                                                         \
+  TEST(DataParallel, Name) {                                                              \
+    Layout layout;                                                                        \
+    __VA_ARGS__;                                                                          \
+    if (!fits(layout)) GTEST_SKIP() << "needs data x tensor x pipeline ranks";            \
+    check_layout(layout);                                                                 \
+  }
+
+TN_LAYOUT_TEST(Data2, layout.data = 2)
+TN_LAYOUT_TEST(Data2WithoutOverlap, layout.data = 2; layout.overlap = false)
+TN_LAYOUT_TEST(Data2Zero1, layout.data = 2; layout.zero_stage = 1)
+TN_LAYOUT_TEST(Data4, layout.data = 4)
+TN_LAYOUT_TEST(Data4Zero1, layout.data = 4; layout.zero_stage = 1)
+TN_LAYOUT_TEST(Data2Tensor2Zero1, layout.data = 2; layout.tensor = 2; layout.zero_stage = 1)
+TN_LAYOUT_TEST(Data2Pipeline2Zero1, layout.data = 2; layout.pipeline = 2; layout.zero_stage = 1)
+TN_LAYOUT_TEST(ThreeD2x2x2Zero1, layout.data = 2; layout.tensor = 2; layout.pipeline = 2;
+               layout.zero_stage = 1)
+TN_LAYOUT_TEST(ThreeD2x2x2InterleavedSequenceParallelZero1, layout.data = 2; layout.tensor = 2;
+               layout.pipeline = 2; layout.virtual_stages = 2; layout.sequence_parallel = true;
+               layout.zero_stage = 1)
+
+// The reducer starts bucket reductions during backward (before the optimizer step waits for
+// them), and ZeRO-1 keeps optimizer state for 1 / data of the parameters.
+TEST(DataParallel, ReductionsStartDuringBackwardAndZero1ShardsTheOptimizerState) {
+  const int world = testing_mpi::world().size();
+  if (world < 2) GTEST_SKIP() << "needs two data ranks";
+  Layout layout;
+  layout.data = world;
+  ParallelRun overlapped = make_run(run_config(layout));
+  const StepMetrics m = overlapped.trainer->train_step(1);
+  const ReducerStats& stats = overlapped.trainer->reducer()->stats();
+  EXPECT_GE(stats.buckets, 3);
+  EXPECT_EQ(m.buckets_reduced_early, stats.buckets_started_early);
+  EXPECT_GE(stats.buckets_started_early, stats.buckets - 1);  // all but the last-finished one
+  layout.overlap = false;
+  ParallelRun serial = make_run(run_config(layout));
+  serial.trainer->train_step(1);
+  EXPECT_EQ(serial.trainer->reducer()->stats().buckets_started_early, 0);
+
+  layout.overlap = true;
+  layout.zero_stage = 1;
+  ParallelRun zero = make_run(run_config(layout));
+  const double full = static_cast<double>(overlapped.trainer->optimizer_state_bytes());
+  const double sharded = static_cast<double>(zero.trainer->optimizer_state_bytes());
+  EXPECT_NEAR(sharded / full, 1.0 / world, 0.02) << sharded << " of " << full << " bytes";
+}
+
+// A NaN in one rank's gradients skips the step on every rank, and nothing is applied.
+TEST(DataParallel, NonFiniteGradientsOnOneRankSkipTheStepEverywhere) {
+  const int world = testing_mpi::world().size();
+  if (world < 2) GTEST_SKIP() << "needs two data ranks";
+  for (std::int64_t zero_stage : {0, 1}) {
+    Layout layout;
+    layout.data = world;
+    layout.zero_stage = zero_stage;
+    ParallelRun run = make_run(run_config(layout));
+    Parameter* ln = nullptr;
+    for (Parameter* p : run.trainer->parameters())
+      if (p->name == "ln_f.weight") ln = p;
+    ASSERT_NE(ln, nullptr);
+    const std::vector<float> before = run.trainer->parameters()[0]->value.to_vector();
+    if (testing_mpi::world().rank() == world - 1)
+      ln->value.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+    const StepMetrics m = run.trainer->train_step(1);
+    EXPECT_TRUE(m.skipped) << "zero_stage " << zero_stage;
+    if (testing_mpi::world().rank() != world - 1)
+      EXPECT_EQ(run.trainer->parameters()[0]->value.to_vector(), before);
+  }
+}
+
+}  // namespace
+}  // namespace ternion
