@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's main job: installs what is missing, builds, prepares the built-in corpus,
-# trains a small byte-level GPT on it and prints a generated sample, then checks the sample:
+# trains a small byte-level GPT on it with 8 ranks in a 2 x 2 x 2 data x tensor x pipeline
+# layout and prints a generated sample, then checks the sample:
 # the share of its words that are real words of the corpus (an untrained model scores ~0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,9 @@ cmake --build "$build" --target ternion-train ternion-prepare -j"$(nproc)"
 
 "$build/ternion-prepare" --builtin --output runs/builtin
 mkdir -p runs/quickstart
-"$build/ternion-train" --config configs/quickstart.yaml "$@" | tee runs/quickstart/train.log
+# 8 ranks as tensor 2 x pipeline 2 x data 2 (launch/ternion-run sizes and starts the job).
+TERNION_TRAIN="$build/ternion-train" launch/ternion-run configs/quickstart.yaml "$@" |
+  tee runs/quickstart/train.log
 
 # The sample is everything after the "sample" line of the log.
 sample=$(sed -n '/^ternion: sample/,$p' runs/quickstart/train.log | tail -n +2)

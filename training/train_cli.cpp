@@ -227,9 +227,16 @@ int run_training(Communicator& world, const Setup& s) {
   const std::int64_t params = trainer->model_parameter_count();  // collective
   log_info(model_line(config.model, params));
   std::string layout;
-  if (parallel.tensor > 1)
-    layout = detail::concat(", tensor-parallel over ", parallel.tensor, " ranks",
-                            parallel.sequence_parallel ? " with sequence parallelism" : "");
+  if (world.size() > 1) {
+    layout = detail::concat(", layout tensor ", parallel.tensor, " x pipeline ", parallel.pipeline,
+                            " x data ", parallel.data_size(world.size()));
+    if (parallel.sequence_parallel) layout += ", sequence parallel";
+    if (parallel.pipeline > 1)
+      layout += parallel.virtual_stages > 1
+                    ? detail::concat(", interleaved 1F1B with ", parallel.virtual_stages, " chunks")
+                    : ", " + parallel.schedule;
+    if (parallel.zero_stage == 1) layout += ", ZeRO-1";
+  }
   const std::int64_t local_params = count_elements(trainer->parameters());
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (", config.micro_batches_per_step(world.size()), " micro-batches of ",
