@@ -1,0 +1,156 @@
+#include "training/hf_export.h"
+
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "kernels/layer_norm.h"
+
+namespace ternion {
+
+namespace {
+
+// The parameters by name, each taken once; whatever is left over afterwards is a parameter the
+// mapping does not know, which would otherwise be dropped from the export without a word.
+class ParameterSource {
+ public:
+  explicit ParameterSource(const std::map<std::string, Tensor>& params) : params_(params) {}
+
+  Tensor take(const std::string& name, const Shape& shape) {
+    auto it = params_.find(name);
+    if (it == params_.end())
+      TN_THROW(CheckpointError, "cannot export to GPT-2: parameter '", name, "' is missing");
+    const Tensor& t = it->second;
+    TN_CHECK(t.defined() && t.device().is_cpu(), "parameter '", name, "' is not a CPU tensor");
+    if (t.shape() != shape)
+      TN_THROW(CheckpointError, "cannot export to GPT-2: parameter '", name, "' is ",
+               shape_str(t.shape()), ", expected ", shape_str(shape));
+    taken_.insert(name);
+    return t.contiguous();
+  }
+
+  void check_all_taken() const {
+    for (const auto& [name, t] : params_)
+      if (!taken_.count(name))
+        TN_THROW(CheckpointError, "cannot export to GPT-2: parameter '", name,
+                 "' has no GPT-2 counterpart (only the \"transformer\" block is supported)");
+  }
+
+ private:
+  const std::map<std::string, Tensor>& params_;
+  std::set<std::string> taken_;
+};
+
+// [rows, cols] -> [cols, rows], for any dtype (the element bytes are moved, never converted).
+Tensor transpose(const Tensor& t) {
+  const std::int64_t rows = t.size(0), cols = t.size(1);
+  Tensor out = Tensor::empty({cols, rows}, t.dtype());
+  const std::size_t elem = dtype_size(t.dtype());
+  const auto* src = static_cast<const char*>(t.raw_data());
+  auto* dst = static_cast<char*>(out.raw_data());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      std::memcpy(dst + (c * rows + r) * elem, src + (r * cols + c) * elem, elem);
+  return out;
+}
+
+// Our QKV rows (or bias elements), grouped per head as [q_h | k_h | v_h], regrouped as
+// [all q | all k | all v] with head h at h*hs within each: row (h*3 + part)*hs + i moves to
+// part*C + h*hs + i. Dimension 0 is the one regrouped; `t` is contiguous.
+Tensor qkv_heads_to_parts(const Tensor& t, std::int64_t n_head, std::int64_t head_size) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype());
+  const std::size_t row_bytes = t.nbytes() / static_cast<std::size_t>(t.size(0));
+  const std::int64_t c = n_head * head_size;
+  const auto* src = static_cast<const char*>(t.raw_data());
+  auto* dst = static_cast<char*>(out.raw_data());
+  for (std::int64_t h = 0; h < n_head; ++h)
+    for (std::int64_t part = 0; part < 3; ++part) {
+      const auto from = static_cast<std::size_t>((h * 3 + part) * head_size) * row_bytes;
+      const auto to = static_cast<std::size_t>(part * c + h * head_size) * row_bytes;
+      std::memcpy(dst + to, src + from, static_cast<std::size_t>(head_size) * row_bytes);
+    }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> to_hf_gpt2(const ModelConfig& config,
+                                                       const std::map<std::string, Tensor>& params) {
+  if (config.block != "transformer")
+    TN_THROW(CheckpointError, "cannot export block type '", config.block,
+             "' to GPT-2 (only \"transformer\" has a GPT-2 counterpart)");
+  const std::int64_t c = config.d_model, f = config.ff_width(), hs = config.head_size();
+  TN_CHECK(config.n_head > 0 && hs * config.n_head == c, "n_head ", config.n_head,
+           " does not divide d_model ", c);
+  ParameterSource source(params);
+  std::vector<std::pair<std::string, Tensor>> out;
+  auto as_is = [&](const std::string& ours, const std::string& theirs, const Shape& shape) {
+    out.emplace_back(theirs, source.take(ours, shape).clone());
+  };
+  auto conv1d = [&](const std::string& ours, const std::string& theirs, std::int64_t out_features,
+                    std::int64_t in_features) {
+    out.emplace_back(theirs, transpose(source.take(ours, {out_features, in_features})));
+  };
+
+  const Tensor wte = source.take("wte", {config.padded_vocab_size(), c});
+  out.emplace_back("transformer.wte.weight", wte.slice(0, 0, config.vocab_size).clone());
+  as_is("wpe", "transformer.wpe.weight", {config.seq_len, c});
+  for (std::int64_t i = 0; i < config.n_layer; ++i) {
+    const std::string ours = "h." + std::to_string(i) + ".";
+    const std::string theirs = "transformer.h." + std::to_string(i) + ".";
+    as_is(ours + "ln_1.weight", theirs + "ln_1.weight", {c});
+    as_is(ours + "ln_1.bias", theirs + "ln_1.bias", {c});
+    out.emplace_back(theirs + "attn.c_attn.weight",
+                     transpose(qkv_heads_to_parts(source.take(ours + "attn.qkv.weight", {3 * c, c}),
+                                                  config.n_head, hs)));
+    out.emplace_back(theirs + "attn.c_attn.bias",
+                     qkv_heads_to_parts(source.take(ours + "attn.qkv.bias", {3 * c}),
+                                        config.n_head, hs));
+    conv1d(ours + "attn.proj.weight", theirs + "attn.c_proj.weight", c, c);
+    as_is(ours + "attn.proj.bias", theirs + "attn.c_proj.bias", {c});
+    as_is(ours + "ln_2.weight", theirs + "ln_2.weight", {c});
+    as_is(ours + "ln_2.bias", theirs + "ln_2.bias", {c});
+    conv1d(ours + "mlp.fc.weight", theirs + "mlp.c_fc.weight", f, c);
+    as_is(ours + "mlp.fc.bias", theirs + "mlp.c_fc.bias", {f});
+    conv1d(ours + "mlp.proj.weight", theirs + "mlp.c_proj.weight", c, f);
+    as_is(ours + "mlp.proj.bias", theirs + "mlp.c_proj.bias", {c});
+  }
+  as_is("ln_f.weight", "transformer.ln_f.weight", {c});
+  as_is("ln_f.bias", "transformer.ln_f.bias", {c});
+  source.check_all_taken();
+  return out;
+}
+
+std::string hf_gpt2_config_json(const ModelConfig& config) {
+  // HF's GPT-2 LayerNorm epsilon is a config field; ours is a kernel constant. Written out
+  // literally (a float's decimal expansion would be noise), so they must agree.
+  static_assert(kLayerNormEps == 1e-5f, "layer_norm_epsilon below must match kLayerNormEps");
+  std::ostringstream out;
+  out << "{\n"
+      << "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
+      << "  \"model_type\": \"gpt2\",\n"
+      << "  \"vocab_size\": " << config.vocab_size << ",\n"
+      << "  \"n_positions\": " << config.seq_len << ",\n"
+      << "  \"n_ctx\": " << config.seq_len << ",\n"
+      << "  \"n_embd\": " << config.d_model << ",\n"
+      << "  \"n_layer\": " << config.n_layer << ",\n"
+      << "  \"n_head\": " << config.n_head << ",\n"
+      << "  \"n_inner\": ";
+  if (config.d_ff > 0) out << config.d_ff;
+  else out << "null";  // HF's default, 4 * n_embd, is ours too
+  // Our dropout acts on the embeddings and the residual branches; attention probabilities
+  // are never dropped.
+  out << ",\n"
+      << "  \"activation_function\": \"gelu_new\",\n"
+      << "  \"layer_norm_epsilon\": 1e-05,\n"
+      << "  \"embd_pdrop\": " << config.dropout << ",\n"
+      << "  \"resid_pdrop\": " << config.dropout << ",\n"
+      << "  \"attn_pdrop\": 0.0,\n"
+      << "  \"initializer_range\": " << config.init_std << ",\n"
+      << "  \"scale_attn_weights\": true,\n"
+      << "  \"tie_word_embeddings\": true\n"
+      << "}\n";
+  return out.str();
+}
+
+}  // namespace ternion

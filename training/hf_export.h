@@ -1,0 +1,44 @@
+// Export to Hugging Face transformers' GPT2LMHeadModel: parameter names and layouts, and its
+// config.json. Pure mappings (no files): the export program writes the result with
+// write_safetensors.
+//
+// Ours (layers/*.cpp)                        Hugging Face (Conv1D weights are [in, out], y = x W)
+//   wte [padded_vocab, C]                    transformer.wte.weight [vocab, C]  (padding rows dropped)
+//   wpe [seq_len, C]                         transformer.wpe.weight [seq_len, C]
+//   h.i.ln_1.{weight,bias} [C]               transformer.h.i.ln_1.{weight,bias}
+//   h.i.attn.qkv.weight [3C, C]              transformer.h.i.attn.c_attn.weight [C, 3C]
+//     rows grouped per head [q_h | k_h | v_h]   columns [all q | all k | all v], head h's q at
+//     (kernels/attention.h)                      columns h*hs.., its k at C + h*hs.., v at 2C + h*hs..
+//   h.i.attn.qkv.bias [3C] (grouped per head) transformer.h.i.attn.c_attn.bias [3C] (q | k | v)
+//   h.i.attn.proj.weight [C, C]              transformer.h.i.attn.c_proj.weight [C, C] (transposed)
+//   h.i.attn.proj.bias [C]                   transformer.h.i.attn.c_proj.bias
+//   h.i.ln_2.{weight,bias}                   transformer.h.i.ln_2.{weight,bias}
+//   h.i.mlp.fc.weight [F, C]                 transformer.h.i.mlp.c_fc.weight [C, F]
+//   h.i.mlp.fc.bias [F]                      transformer.h.i.mlp.c_fc.bias
+//   h.i.mlp.proj.weight [C, F]               transformer.h.i.mlp.c_proj.weight [F, C]
+//   h.i.mlp.proj.bias [C]                    transformer.h.i.mlp.c_proj.bias
+//   ln_f.{weight,bias}                       transformer.ln_f.{weight,bias}
+// lm_head.weight is tied to transformer.wte.weight and omitted (HF re-ties it on load).
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/tensor.h"
+#include "layers/model_config.h"
+
+namespace ternion {
+
+// `params`: the whole (unsharded) parameters by our names, CPU, any dtype. Returns HF's names
+// and layouts (fresh contiguous tensors, in HF's module order). CheckpointError if a parameter
+// is missing, has the wrong shape, or is one the mapping does not know (a block type other
+// than GPT-2's "transformer" cannot be exported).
+std::vector<std::pair<std::string, Tensor>> to_hf_gpt2(const ModelConfig& config,
+                                                       const std::map<std::string, Tensor>& params);
+
+// config.json for GPT2LMHeadModel with `config`'s sizes (vocab_size unpadded).
+std::string hf_gpt2_config_json(const ModelConfig& config);
+
+}  // namespace ternion
