@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "framework/parameter.h"
@@ -19,6 +20,10 @@ class Optimizer {
   virtual void step(float lr, float grad_scale, std::int64_t step) = 0;
   // Bytes of optimizer state held by this rank.
   virtual std::size_t state_bytes() const = 0;
+  // The state, for checkpoints: its kinds ("m", "v"; "momentum") and, for segment i, one
+  // tensor of each kind, flat over the segment's elements.
+  virtual std::vector<std::string> state_kinds() const = 0;
+  virtual std::vector<Tensor> state_of(std::size_t segment) const = 0;
 };
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config,

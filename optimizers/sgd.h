@@ -11,6 +11,8 @@ class Sgd final : public Optimizer {
   Sgd(const OptimizerConfig& config, std::vector<ParameterSegment> segments);
   void step(float lr, float grad_scale, std::int64_t step) override;
   std::size_t state_bytes() const override;
+  std::vector<std::string> state_kinds() const override { return {"momentum"}; }
+  std::vector<Tensor> state_of(std::size_t segment) const override { return {momentum_[segment]}; }
 
  private:
   OptimizerConfig config_;

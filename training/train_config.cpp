@@ -3,6 +3,7 @@
 #include "layers/parameter_count.h"
 
 #include <ostream>
+#include <sstream>
 
 namespace ternion {
 
@@ -33,6 +34,13 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (c.optimizer.warmup_steps > t.steps)
     config_fail(doc, "optimizer", "warmup_steps", "is longer than training.steps");
   if (c.logging.log_interval < 1) config_fail(doc, "logging", "log_interval", "must be at least 1");
+  const CheckpointConfig& k = c.checkpoint;
+  if (k.save_interval < 0) config_fail(doc, "checkpoint", "save_interval", "must not be negative");
+  if (k.keep < 1) config_fail(doc, "checkpoint", "keep", "must be at least 1");
+  if (k.save_interval > 0 && k.save_dir.empty())
+    config_fail(doc, "checkpoint", "save_interval", "needs checkpoint.save_dir");
+  if (k.load == "latest" && k.save_dir.empty())
+    config_fail(doc, "checkpoint", "load", "'latest' needs checkpoint.save_dir");
   const ParallelConfig& p = c.parallel;
   if (!c.logging.trace_file.empty() && p.pipeline * p.virtual_stages < 2)
     config_fail(doc, "logging", "trace_file",
@@ -75,6 +83,7 @@ TrainConfig TrainConfig::from_document(ConfigDocument doc,
   read_config_section(doc, "optimizer", c.optimizer);
   read_config_section(doc, "data", c.data);
   read_config_section(doc, "logging", c.logging);
+  read_config_section(doc, "checkpoint", c.checkpoint);
   doc.check_all_declared();
   c.model.validate(doc);
   c.parallel.validate(doc, world_size);
@@ -99,14 +108,27 @@ std::int64_t TrainConfig::micro_batches_per_step(std::int64_t world_size) const 
   return training.global_batch_size / (parallel.micro_batch_size * parallel.data_size(world_size));
 }
 
-void print_config_schema(std::ostream& out) {
-  TrainConfig defaults;
-  print_config_section(out, "model", defaults.model);
-  print_config_section(out, "parallel", defaults.parallel);
-  print_config_section(out, "training", defaults.training);
-  print_config_section(out, "optimizer", defaults.optimizer);
-  print_config_section(out, "data", defaults.data);
-  print_config_section(out, "logging", defaults.logging);
+namespace {
+void print_sections(std::ostream& out, const TrainConfig& c) {
+  print_config_section(out, "model", c.model);
+  print_config_section(out, "parallel", c.parallel);
+  print_config_section(out, "training", c.training);
+  print_config_section(out, "optimizer", c.optimizer);
+  print_config_section(out, "data", c.data);
+  print_config_section(out, "logging", c.logging);
+  print_config_section(out, "checkpoint", c.checkpoint);
 }
+}  // namespace
+
+std::string config_yaml(const TrainConfig& config) {
+  std::ostringstream out;
+  print_sections(out, config);
+  return out.str();
+}
+
+void print_config_schema(std::ostream& out) {
+  print_sections(out, TrainConfig{});
+}
+
 
 }  // namespace ternion

@@ -61,6 +61,21 @@ struct LoggingConfig {
   }
 };
 
+struct CheckpointConfig {
+  std::string save_dir;            // empty = no checkpoints
+  std::int64_t save_interval = 0;  // save every N steps (0 = only at the end and on SIGTERM)
+  std::int64_t keep = 3;           // the newest N checkpoints are kept
+  std::string load;                // a checkpoint directory, or "latest" (in save_dir)
+
+  template <class V>
+  void visit(V& v) {
+    v("save_dir", save_dir, "directory of checkpoints (empty = none)");
+    v("save_interval", save_interval, "save every N steps (0 = at the end and on SIGTERM only)");
+    v("keep", keep, "how many of the newest checkpoints to keep");
+    v("load", load, "resume from this checkpoint directory, or 'latest' in save_dir");
+  }
+};
+
 struct TrainConfig {
   ModelConfig model;
   ParallelConfig parallel;
@@ -68,6 +83,7 @@ struct TrainConfig {
   OptimizerConfig optimizer;
   DataConfig data;
   LoggingConfig logging;
+  CheckpointConfig checkpoint;
   std::string source;  // where it was read from, for messages
 
   // Reads FILE, applies "section.key=value" overrides, refuses unknown keys, wrong types and
@@ -86,5 +102,7 @@ struct TrainConfig {
 
 // Every section and key with its default value and documentation, as YAML.
 void print_config_schema(std::ostream& out);
+// The values of `config`, as a YAML config file that reads back as it.
+std::string config_yaml(const TrainConfig& config);
 
 }  // namespace ternion

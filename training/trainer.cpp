@@ -1,6 +1,8 @@
 #include "training/trainer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include "optimizers/grad_clip.h"
 #include "layers/parameter_count.h"
 #include "optimizers/lr_schedule.h"
+#include "training/checkpoint.h"
 #include "training/pipeline_trace.h"
 
 namespace ternion {
@@ -33,6 +36,10 @@ double all_reduce_double(Communicator& group, double value) {
   group.all_reduce(parts, ReduceOp::Sum);
   return static_cast<double>(parts.data<float>()[0]) + parts.data<float>()[1];
 }
+
+// Set by SIGTERM / SIGINT during Trainer::run: save and stop after the current step.
+std::atomic<bool> g_stop_requested{false};
+extern "C" void request_stop(int) { g_stop_requested = true; }
 
 std::int64_t count_valid(const Tensor& targets) {
   const std::int32_t* t = targets.data<std::int32_t>();
@@ -290,11 +297,21 @@ double Trainer::evaluate() {
 
 StepMetrics Trainer::run() {
   const TrainingConfig& t = config_.training;
+  const CheckpointConfig& k = config_.checkpoint;
+  std::int64_t first_step = 1;
+  if (!k.load.empty()) {
+    const std::string dir = resolve_checkpoint(k.load, k.save_dir);
+    first_step = load_checkpoint(dir) + 1;
+    log_info("ternion: resumed from ", dir, " after step ", first_step - 1);
+  }
   MetricsWriter metrics_writer(writes_output() ? config_.logging.metrics_file : "");
   StepMetrics last;
   double peak_activation_mb = 0.0;
   const auto start = Clock::now();
-  for (std::int64_t step = 1; step <= t.steps; ++step) {
+  g_stop_requested = false;
+  auto previous_term = std::signal(SIGTERM, request_stop);
+  auto previous_int = std::signal(SIGINT, request_stop);
+  for (std::int64_t step = first_step; step <= t.steps; ++step) {
     StepMetrics m = train_step(step);
     const std::int64_t traced = config_.logging.trace_step > 0 ? config_.logging.trace_step : t.steps;
     if (!config_.logging.trace_file.empty() && step == traced) trace_last_step(step);
@@ -317,7 +334,27 @@ StepMetrics Trainer::run() {
     }
     last = m;
     peak_activation_mb = std::max(peak_activation_mb, m.activation_mb);
+    // Every rank stops together: a signal to any of them is a signal to all.
+    double stop = g_stop_requested ? 1.0 : 0.0;
+    if (groups_ != nullptr) {
+      Tensor flag = Tensor::from_vector({static_cast<float>(stop)}, {1});
+      groups_->world().all_reduce(flag, ReduceOp::Max);
+      stop = flag.data<float>()[0];
+    }
+    const bool save_now = !k.save_dir.empty() &&
+                          ((k.save_interval > 0 && step % k.save_interval == 0) ||
+                           step == t.steps || stop > 0);
+    if (save_now) {
+      save_checkpoint(step);
+      log_info("ternion: saved the checkpoint of step ", step, " in ", k.save_dir);
+    }
+    if (stop > 0) {
+      log_info("ternion: stopped by a signal after step ", step);
+      break;
+    }
   }
+  std::signal(SIGTERM, previous_term);
+  std::signal(SIGINT, previous_int);
   metrics_writer.finish();
   log_info("ternion: activations and temporaries peaked at ",
            detail::concat(static_cast<long long>(peak_activation_mb * 10 + 0.5) / 10.0),
@@ -326,7 +363,14 @@ StepMetrics Trainer::run() {
 }
 
 std::string Trainer::generate(const SampleOptions& options) {
-  const ModelConfig& mc = config_.model;
+  const std::int64_t parts = config_.parallel.sequence_parallel ? tp_.size() : 1;
+  return generate_text(config_.model, options, parts,
+                       [this](const Tensor& tokens) { return full_logits(tokens); });
+}
+
+std::string generate_text(const ModelConfig& mc, const SampleOptions& options,
+                          std::int64_t window_multiple,
+                          const std::function<Tensor(const Tensor&)>& logits_of) {
   std::vector<std::int32_t> tokens;
   for (std::uint16_t token : encode_bytes(options.prompt))
     if (token < mc.vocab_size) tokens.push_back(token);
@@ -338,11 +382,11 @@ std::string Trainer::generate(const SampleOptions& options) {
     const std::int64_t window = std::min<std::int64_t>(mc.seq_len, tokens.size());
     // Sequence parallelism splits the sequence evenly over the tensor group: pad the window
     // at its end, which causal attention keeps from changing the positions before.
-    const std::int64_t parts = config_.parallel.sequence_parallel ? tp_.size() : 1;
+    const std::int64_t parts = window_multiple;
     const std::int64_t padded = (window + parts - 1) / parts * parts;
     Tensor input = Tensor::zeros({1, padded}, DType::I32);
     std::copy(tokens.end() - window, tokens.end(), input.data<std::int32_t>());
-    Tensor logits = full_logits(input);
+    Tensor logits = logits_of(input);
     const float* last = logits.data<float>() + (window - 1) * logits.size(2);
 
     std::vector<std::int32_t> order(mc.vocab_size);
@@ -378,6 +422,51 @@ void Trainer::trace_last_step(std::int64_t step) {
            ": measured pipeline bubble ", static_cast<long long>(measured * 1000 + 0.5) / 10.0,
            "% of the ranks' time, the schedule's ideal (p - 1) / v / (m + (p - 1) / v) = ",
            static_cast<long long>(formula * 1000 + 0.5) / 10.0, "%");
+}
+
+void Trainer::save_checkpoint(std::int64_t step) {
+  const int dp_rank = groups_ != nullptr ? groups_->dp_rank() : 0;
+  const bool zero1 = reducer_ && reducer_->zero1();
+  auto tied = [&](const Parameter* p) {
+    return std::find(tied_copies_.begin(), tied_copies_.end(), p) != tied_copies_.end();
+  };
+  // Each element once: replicated copies (over data ranks, over tensor ranks, the tied
+  // embedding's second copy) are left to one owner.
+  std::vector<ShardedTensor> mine;
+  for (Parameter* p : parameters_) {
+    if (tied(p) || dp_rank != 0 || (!p->is_sharded() && tp_.rank() != 0)) continue;
+    mine.push_back({"model/" + p->name, p, p->value.view({-1}), 0, p->value.numel()});
+  }
+  const std::vector<std::string> kinds = optimizer_->state_kinds();
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    const ParameterSegment& s = segments_[i];
+    if (tied(s.param) || (!zero1 && dp_rank != 0) || (!s.param->is_sharded() && tp_.rank() != 0))
+      continue;
+    const std::vector<Tensor> state = optimizer_->state_of(i);
+    for (std::size_t j = 0; j < kinds.size(); ++j)
+      mine.push_back({"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
+  }
+  ::ternion::save_checkpoint(config_.checkpoint.save_dir, step, config_.checkpoint.keep, mine,
+                             config_yaml(config_), config_.model,
+                             groups_ != nullptr ? &groups_->world() : nullptr);
+}
+
+std::int64_t Trainer::load_checkpoint(const std::string& dir) {
+  std::vector<ShardedTensor> targets;
+  for (Parameter* p : parameters_) targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
+  const std::vector<std::string> kinds = optimizer_->state_kinds();
+  for (std::size_t i = 0; i < segments_.size(); ++i)
+    for (const std::string& kind : kinds)
+      targets.push_back({"optim/" + kind + "/" + segments_[i].param->name, segments_[i].param,
+                         Tensor(), segments_[i].begin, segments_[i].end});
+  const std::int64_t step = ::ternion::load_checkpoint(dir, config_.model, targets);
+  std::size_t t = 0;
+  for (Parameter* p : parameters_) p->value.view({-1}).copy_from(targets[t++].data);
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    std::vector<Tensor> state = optimizer_->state_of(i);
+    for (Tensor& s : state) s.copy_from(targets[t++].data);
+  }
+  return step;
 }
 
 Tensor Trainer::full_logits(const Tensor& tokens) {

@@ -18,6 +18,7 @@
 //      its share of the parameters, then they are all-gathered)
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,11 @@ class Trainer {
   // Trains all steps, logging each and writing metrics; returns the last step's metrics.
   StepMetrics run();
   std::string generate(const SampleOptions& options);
+
+  // Checkpoints (training/checkpoint.h): save the state after `step` (collective), or load it
+  // from `dir` (any layout) and return its step.
+  void save_checkpoint(std::int64_t step);
+  std::int64_t load_checkpoint(const std::string& dir);
 
   // The whole model (one rank, or one pipeline stage of a tensor-parallel group).
   GptModel& model();
@@ -100,6 +106,14 @@ class Trainer {
   PipelineStepResult last_pipeline_step_;
   std::unique_ptr<Optimizer> optimizer_;
 };
+
+// Samples `options.max_tokens` bytes after `options.prompt` (temperature, top-k, seeded):
+// `logits_of` maps tokens [1, T] to logits [1, T, padded_vocab]; windows of the last seq_len
+// tokens are padded at their end to a multiple of `window_multiple` (sequence parallelism).
+// No KV cache: each new token reruns its window.
+std::string generate_text(const ModelConfig& model, const SampleOptions& options,
+                          std::int64_t window_multiple,
+                          const std::function<Tensor(const Tensor&)>& logits_of);
 
 // Opens a token file named by config key `key` and checks that it fits the model: tokens
 // below model.vocab_size, at least one window of seq_len + 1 tokens. DataError otherwise.

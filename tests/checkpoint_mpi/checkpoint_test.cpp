@@ -1,0 +1,225 @@
+// Checkpoints under mpirun (4 ranks): a run saved at step 5 and resumed — under the same or a
+// different tensor x pipeline x data (x ZeRO) layout — logs steps 6..10 with the losses of the
+// uninterrupted one-rank run; damaged checkpoints are refused; a save that dies leaves the
+// last good checkpoint loadable.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "data/builtin_corpus.h"
+#include "data/text_prepare.h"
+#include "mpi_gtest.h"
+#include "parallel/process_groups.h"
+#include "training/checkpoint.h"
+#include "training/trainer.h"
+
+namespace ternion {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Layout {
+  std::int64_t data = 1, tensor = 1, pipeline = 1, zero_stage = 0;
+};
+
+// Shared by every rank (rank 0 makes it).
+const std::string& scratch() {
+  static const std::string dir = [] {
+    Tensor id = Tensor::from_vector({static_cast<float>(::getpid() % 1000000)}, {1});
+    testing_mpi::world().broadcast(id, 0);
+    const std::string d = "/tmp/ternion-ckpt-test-" + std::to_string(static_cast<long>(id.data<float>()[0]));
+    if (testing_mpi::world().rank() == 0) {
+      fs::remove_all(d);
+      prepare_text(builtin_corpus_text(60000), d + "/data", 0.1);
+    }
+    testing_mpi::world().barrier();
+    return d;
+  }();
+  return dir;
+}
+
+TrainConfig run_config(const Layout& l, const std::string& save_dir) {
+  TrainConfig c;
+  c.model.seq_len = 16;
+  c.model.n_layer = 4;
+  c.model.n_head = 4;
+  c.model.d_model = 32;
+  c.model.dropout = 0.1;
+  c.parallel.micro_batch_size = 2;
+  c.parallel.data = l.data;
+  c.parallel.tensor = l.tensor;
+  c.parallel.pipeline = l.pipeline;
+  c.parallel.zero_stage = l.zero_stage;
+  c.parallel.bucket_size_mb = 0.02;
+  c.training.steps = 10;
+  c.training.global_batch_size = 8;
+  c.optimizer.lr = 3e-3;
+  c.optimizer.warmup_steps = 2;
+  c.data.train = scratch() + "/data/train.bin";
+  c.checkpoint.save_dir = save_dir;
+  return c;
+}
+
+std::vector<double> reference_losses() {
+  static const std::vector<double> losses = [] {
+    Trainer t(run_config(Layout{}, ""));
+    std::vector<double> out;
+    for (int s = 1; s <= 10; ++s) out.push_back(t.train_step(s).loss);
+    return out;
+  }();
+  return losses;
+}
+
+struct Job {
+  std::unique_ptr<ProcessGroups> groups;
+  std::unique_ptr<Trainer> trainer;
+};
+
+// The layout on all ranks, or (a 1-rank layout) on rank 0 alone, which returns an empty job
+// elsewhere.
+Job make_job(const Layout& l, const std::string& save_dir) {
+  Communicator& world = testing_mpi::world();
+  Job job;
+  const std::int64_t ranks = l.data * l.tensor * l.pipeline;
+  if (ranks == 1) {
+    if (world.rank() == 0) job.trainer = std::make_unique<Trainer>(run_config(l, save_dir));
+    return job;
+  }
+  job.groups = std::make_unique<ProcessGroups>(world, make_rank_layout(world.size(), l.tensor, l.pipeline, l.data));
+  job.trainer = std::make_unique<Trainer>(run_config(l, save_dir), job.groups.get());
+  return job;
+}
+
+void save_then_resume(const Layout& saved, const Layout& resumed, const std::string& name) {
+  const std::string dir = scratch() + "/" + name;
+  const std::vector<double> want = reference_losses();
+  {
+    Job job = make_job(saved, dir);
+    if (job.trainer) {
+      for (int s = 1; s <= 5; ++s) job.trainer->train_step(s);
+      job.trainer->save_checkpoint(5);
+    }
+  }
+  testing_mpi::world().barrier();
+  Job job = make_job(resumed, dir);
+  if (job.trainer) {
+    EXPECT_EQ(job.trainer->load_checkpoint(resolve_checkpoint("latest", dir)), 5);
+    for (int s = 6; s <= 10; ++s)
+      EXPECT_NEAR(job.trainer->train_step(s).loss, want[s - 1], 1e-5 * want[s - 1]) << name << " step " << s;
+  }
+  testing_mpi::world().barrier();
+}
+
+bool four_ranks() { return testing_mpi::world().size() == 4; }
+
+TEST(Checkpoint, OneRankToTensor2Pipeline2) {
+  if (!four_ranks()) GTEST_SKIP();
+  save_then_resume(Layout{}, Layout{1, 2, 2}, "one_to_tp2pp2");
+}
+TEST(Checkpoint, Tensor2Pipeline2ToOneRank) {
+  if (!four_ranks()) GTEST_SKIP();
+  save_then_resume(Layout{1, 2, 2}, Layout{}, "tp2pp2_to_one");
+}
+TEST(Checkpoint, Data2Tensor2Zero1ToPipeline2Data2) {
+  if (!four_ranks()) GTEST_SKIP();
+  save_then_resume(Layout{2, 2, 1, 1}, Layout{2, 1, 2, 0}, "dp2tp2zero_to_pp2dp2");
+}
+TEST(Checkpoint, Pipeline2Data2ToData4Zero1) {
+  if (!four_ranks()) GTEST_SKIP();
+  save_then_resume(Layout{2, 1, 2, 0}, Layout{4, 1, 1, 1}, "pp2dp2_to_dp4zero");
+}
+
+// The rest on rank 0 alone.
+class CheckpointFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing_mpi::world().rank() != 0) GTEST_SKIP();
+    dir_ = scratch() + "/files";
+    fs::remove_all(dir_);
+    trainer_ = std::make_unique<Trainer>(run_config(Layout{}, dir_));
+    for (int s = 1; s <= 2; ++s) trainer_->train_step(s);
+    trainer_->save_checkpoint(2);
+    step_ = dir_ + "/step_0000002";
+  }
+  std::string load_error(const std::string& dir) {
+    try {
+      Trainer t(run_config(Layout{}, dir_));
+      t.load_checkpoint(dir);
+    } catch (const CheckpointError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string dir_, step_;
+  std::unique_ptr<Trainer> trainer_;
+};
+
+TEST_F(CheckpointFiles, LayoutOnDisk) {
+  for (const char* f : {"checkpoint.json", "config.yaml", "rank_00000.json", "rank_00000.safetensors"})
+    EXPECT_TRUE(fs::exists(step_ + "/" + f)) << f;
+  std::ifstream latest(dir_ + "/latest");
+  std::string name;
+  std::getline(latest, name);
+  EXPECT_EQ(name, "step_0000002");
+  EXPECT_EQ(load_error(step_), "");
+}
+
+TEST_F(CheckpointFiles, CorruptedDataIsRefusedByItsChecksum) {
+  const std::string file = step_ + "/rank_00000.safetensors";
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-5, std::ios::end);
+    f.put('\x7f');
+  }
+  const std::string msg = load_error(step_);
+  EXPECT_NE(msg.find("checksum"), std::string::npos) << msg;
+}
+
+TEST_F(CheckpointFiles, MissingPiecesAndOtherModelsAreRefused) {
+  fs::remove(step_ + "/rank_00000.json");
+  EXPECT_NE(load_error(step_).find("missing 'rank_00000.json'"), std::string::npos);
+  EXPECT_NE(load_error(dir_ + "/step_0000099").find("not a complete checkpoint"), std::string::npos);
+  trainer_->save_checkpoint(3);
+  TrainConfig other = run_config(Layout{}, dir_);
+  other.model.d_model = 64;
+  Trainer t(other);
+  try {
+    t.load_checkpoint(dir_ + "/step_0000003");
+    FAIL() << "no error";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.d_model = 32; this run has 64"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(CheckpointFiles, ASaveThatDiesLeavesTheLastCheckpointLoadable) {
+  // A crash mid-save leaves a temporary directory with half its files...
+  fs::create_directories(dir_ + "/step_0000003.tmp");
+  std::ofstream(dir_ + "/step_0000003.tmp/rank_00000.safetensors") << "partial";
+  EXPECT_EQ(resolve_checkpoint("latest", dir_), step_);
+  EXPECT_EQ(load_error(resolve_checkpoint("latest", dir_)), "");
+  // ...and a save that fails (here: its directory cannot be made) changes nothing.
+  fs::remove_all(dir_ + "/step_0000004.tmp");
+  std::ofstream(dir_ + "/step_0000004.tmp") << "a file where the directory should go";
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec);
+  bool refused = false;
+  try {
+    trainer_->save_checkpoint(4);
+  } catch (const CheckpointError&) {
+    refused = true;
+  }
+  fs::permissions(dir_, fs::perms::owner_all);
+  EXPECT_TRUE(refused || ::geteuid() == 0);  // root ignores the permission bits
+  EXPECT_EQ(resolve_checkpoint("latest", dir_), refused ? step_ : dir_ + "/step_0000004");
+}
+
+TEST_F(CheckpointFiles, OnlyTheNewestAreKept) {
+  for (int s = 3; s <= 6; ++s) trainer_->save_checkpoint(s);  // keep = 3
+  EXPECT_FALSE(fs::exists(dir_ + "/step_0000003"));
+  for (const char* kept : {"/step_0000004", "/step_0000005", "/step_0000006"})
+    EXPECT_TRUE(fs::exists(dir_ + kept)) << kept;
+}
+
+}  // namespace
+}  // namespace ternion

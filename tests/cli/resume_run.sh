@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# resume_run.sh MPIRUN TERNION_TRAIN CONFIG TRAIN_BIN OUT_DIR
+# 1. trains CONFIG for 10 steps on one rank (the reference);
+# 2. trains again saving every 5 steps, and resumes from step 5 on 2 ranks as tensor 2:
+#    the resumed run must log steps 6..10 with the reference's losses (1e-5 relative);
+#    ternion-generate on the last checkpoint prints the trainer's own final sample;
+#    ternion-export writes GPT-2's names and layouts (checked by tests/cli/check_hf_export.py);
+# 3. starts a long run, sends it SIGTERM after step 3: it must save, say so, exit 0, and the
+#    checkpoint must resume.
+set -u
+mpirun=$1 train=$2 config=$3 data=$4 out=$5
+rm -rf "$out"
+mkdir -p "$out"
+fail() { echo "FAILED: $*"; exit 1; }
+common=(--config "$config" --set "data.train=$data" --set training.steps=10 --set training.sample_tokens=0)
+"$train" "${common[@]}" --set "logging.metrics_file=$out/reference.jsonl" > "$out/reference.log" 2>&1 ||
+  { cat "$out/reference.log"; fail "the reference run"; }
+"$train" "${common[@]}" --set "checkpoint.save_dir=$out/ckpt" --set checkpoint.save_interval=5 \
+  --set training.sample_tokens=24 > "$out/saving.log" 2>&1 || { cat "$out/saving.log"; fail "the saving run"; }
+[ -f "$out/ckpt/step_0000005/checkpoint.json" ] || fail "no checkpoint of step 5"
+# ternion-generate on the final checkpoint samples what the trainer sampled at its end.
+generate=$(dirname "$train")/ternion-generate
+"$generate" --checkpoint "$out/ckpt" --prompt "The " --max-tokens 24 --seed 1234 > "$out/generated.txt" ||
+  fail "ternion-generate"
+[ "$(cat "$out/generated.txt")" = "$(sed -n '/^ternion: sample/,$p' "$out/saving.log" | tail -n +2)" ] ||
+  { cat "$out/generated.txt"; fail "ternion-generate's text differs from the trainer's sample"; }
+$mpirun -np 2 "$train" "${common[@]}" --set parallel.tensor=2 \
+  --set "checkpoint.load=$out/ckpt/step_0000005" --set "logging.metrics_file=$out/resumed.jsonl" \
+  > "$out/resumed.log" 2>&1 || { cat "$out/resumed.log"; fail "the resumed run"; }
+grep -q "resumed from $out/ckpt/step_0000005 after step 5" "$out/resumed.log" || fail "no resume line"
+[ "$(head -c 12 "$out/resumed.jsonl")" = '{"step": 6, ' ] || fail "the resumed run does not start at step 6"
+loss() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
+paste <(tail -n 5 "$out/reference.jsonl" | loss /dev/stdin) <(loss "$out/resumed.jsonl") | awk '
+  { n++; d = $1 - $2; if (d < 0) d = -d; printf "step %d: uninterrupted %s, resumed %s\n", n + 5, $1, $2
+    if (d > 1e-5 * $1) bad++ }
+  END { if (n != 5 || bad) { print "FAILED: resumed losses differ"; exit 1 } }' || exit 1
+
+# ternion-export: GPT-2's names and layouts, read back by a second safetensors reader.
+"$(dirname "$train")/ternion-export" --checkpoint "$out/ckpt" --output "$out/hf" > /dev/null ||
+  fail "ternion-export"
+python3 "$(dirname "$0")/check_hf_export.py" "$out/ckpt/step_0000010" "$out/hf" || exit 1
+
+# SIGTERM: save and stop cleanly.
+"$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
+  --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/term" > "$out/term.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -qE "^step +3/" "$out/term.log" && break; sleep 0.05; done
+kill -TERM "$pid"
+wait "$pid"
+status=$?
+[ "$status" -eq 0 ] || { cat "$out/term.log"; fail "exit status $status after SIGTERM"; }
+grep -q "stopped by a signal" "$out/term.log" || fail "no stop line"
+latest=$(cat "$out/term/latest") || fail "no latest after SIGTERM"
+"$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
+  --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/term" --set checkpoint.load=latest \
+  --dry-run > /dev/null 2>&1 || fail "the SIGTERM checkpoint does not load"
+echo "resumed on another layout with the same losses; SIGTERM saved $latest"

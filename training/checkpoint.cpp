@@ -1,0 +1,324 @@
+#include "training/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "framework/crc32.h"
+#include "framework/safetensors.h"
+
+namespace ternion {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFormat = "ternion-checkpoint-1";
+
+std::string step_name(std::int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%07lld", static_cast<long long>(step));
+  return name;
+}
+
+std::string rank_name(int rank, const char* extension) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank_%05d%s", rank, extension);
+  return name;
+}
+
+std::string json_shape(const Shape& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// The model sizes a checkpoint must agree on.
+std::vector<std::pair<std::string, std::int64_t>> model_shape(const ModelConfig& m) {
+  return {{"vocab_size", m.vocab_size}, {"vocab_pad_multiple", m.vocab_pad_multiple},
+          {"seq_len", m.seq_len},       {"n_layer", m.n_layer},
+          {"n_head", m.n_head},         {"d_model", m.d_model},
+          {"d_ff", m.ff_width()}};
+}
+
+// A file written completely and flushed to disk, or a CheckpointError.
+void write_text_file(const std::string& path, const std::string& text) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  TN_CHECK_AS(CheckpointError, file != nullptr, "cannot write '", path, "': ", std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  const bool flushed = std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
+  const bool closed = std::fclose(file) == 0;
+  TN_CHECK_AS(CheckpointError, written && flushed && closed, "cannot write '", path, "': ",
+              std::strerror(errno));
+}
+
+void fsync_directory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+// Every rank's verdict; true when all succeeded.
+bool all_succeeded(Communicator* world, bool mine) {
+  if (world == nullptr || world->size() == 1) return mine;
+  Tensor flag = Tensor::from_vector({mine ? 0.0f : 1.0f}, {1});
+  world->all_reduce(flag, ReduceOp::Max);
+  return flag.data<float>()[0] == 0.0f;
+}
+
+// Global flat index of element `i` (row-major) of a shard with `local` shape.
+std::int64_t global_index(const Shape& local, const Shape& global_strides, std::int64_t shard_dim,
+                          std::int64_t shard_offset, std::int64_t i) {
+  std::int64_t global = 0;
+  for (std::int64_t d = static_cast<std::int64_t>(local.size()) - 1; d >= 0; --d) {
+    std::int64_t coord = i % local[d];
+    i /= local[d];
+    if (d == shard_dim) coord += shard_offset;
+    global += coord * global_strides[d];
+  }
+  return global;
+}
+
+struct Piece {
+  std::string tensor, file, key;
+  Shape global_shape, local_shape;
+  std::int64_t shard_dim = -1, shard_offset = 0, begin = 0, end = 0;
+  std::uint32_t crc = 0;
+};
+
+Shape shape_of(const YAML::Node& node) {
+  Shape shape;
+  for (const auto& extent : node) shape.push_back(extent.as<std::int64_t>());
+  return shape;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_t keep,
+                     const std::vector<ShardedTensor>& mine, const std::string& config_yaml,
+                     const ModelConfig& model, Communicator* world) {
+  const int rank = world != nullptr ? world->rank() : 0;
+  const int ranks = world != nullptr ? world->size() : 1;
+  const std::string final_dir = (fs::path(save_dir) / step_name(step)).string();
+  const std::string tmp_dir = final_dir + ".tmp";
+  std::string error;
+  try {
+    if (rank == 0) {
+      fs::remove_all(tmp_dir);  // what a save that died left behind
+      fs::create_directories(tmp_dir);
+    }
+  } catch (const std::exception& e) {
+    error = std::string("cannot create '") + tmp_dir + "': " + e.what();
+  }
+  if (!all_succeeded(world, error.empty()))
+    TN_THROW(CheckpointError, error.empty() ? "checkpoint save failed on rank 0" : error);
+
+  // This rank's pieces.
+  try {
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    std::ostringstream index;
+    index << "{\"rank\": " << rank << ", \"pieces\": [";
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      const ShardedTensor& t = mine[i];
+      const Tensor data = t.data.contiguous();
+      const std::string key = "p" + std::to_string(i);
+      tensors.emplace_back(key, data);
+      index << (i ? ",\n  " : "\n  ") << "{\"tensor\": \"" << t.name << "\", \"key\": \"" << key
+            << "\", \"global_shape\": " << json_shape(t.param->global_shape)
+            << ", \"local_shape\": " << json_shape(t.param->value.shape())
+            << ", \"shard_dim\": " << t.param->shard_dim << ", \"shard_offset\": "
+            << t.param->shard_offset << ", \"begin\": " << t.begin << ", \"end\": " << t.end
+            << ", \"crc32\": " << crc32(data.raw_data(), data.nbytes()) << "}";
+    }
+    index << "\n]}\n";
+    write_safetensors((fs::path(tmp_dir) / rank_name(rank, ".safetensors")).string(), tensors,
+                      {{"format", kFormat}});
+    write_text_file((fs::path(tmp_dir) / rank_name(rank, ".json")).string(), index.str());
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  const bool written = all_succeeded(world, error.empty());
+  if (!written) {
+    if (rank == 0) {
+      std::error_code ec;
+      fs::remove_all(tmp_dir, ec);
+    }
+    TN_THROW(CheckpointError, "checkpoint of step ", step, " not saved: ",
+             error.empty() ? "another rank failed to write its part" : error);
+  }
+
+  // Rank 0 completes it: the description, the rename, `latest`, and the old ones pruned.
+  if (rank == 0) {
+    try {
+      std::ostringstream meta;
+      meta << "{\"format\": \"" << kFormat << "\", \"step\": " << step << ", \"ranks\": " << ranks
+           << ", \"model\": {";
+      const auto shape = model_shape(model);
+      for (std::size_t i = 0; i < shape.size(); ++i)
+        meta << (i ? ", " : "") << "\"" << shape[i].first << "\": " << shape[i].second;
+      meta << "}}\n";
+      write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml);
+      write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), meta.str());
+      fsync_directory(tmp_dir);
+      fs::remove_all(final_dir);
+      fs::rename(tmp_dir, final_dir);
+      const std::string latest = (fs::path(save_dir) / "latest").string();
+      write_text_file(latest + ".tmp", step_name(step) + "\n");
+      fs::rename(latest + ".tmp", latest);
+      fsync_directory(save_dir);
+      std::vector<std::string> steps;
+      for (const auto& entry : fs::directory_iterator(save_dir)) {
+        const std::string name = entry.path().filename().string();
+        if (entry.is_directory() && name.rfind("step_", 0) == 0 && name.find('.') == std::string::npos)
+          steps.push_back(name);
+      }
+      std::sort(steps.begin(), steps.end());
+      for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < steps.size(); ++i)
+        fs::remove_all(fs::path(save_dir) / steps[i]);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!all_succeeded(world, error.empty()))
+    TN_THROW(CheckpointError, "checkpoint of step ", step, " not completed: ",
+             error.empty() ? "rank 0 failed" : error);
+}
+
+std::string resolve_checkpoint(const std::string& load, const std::string& save_dir) {
+  if (load != "latest") return load;
+  const std::string latest = (fs::path(save_dir) / "latest").string();
+  std::ifstream in(latest);
+  TN_CHECK_AS(CheckpointError, in.good(), "checkpoint.load: latest: no checkpoint in '", save_dir,
+              "' (no file '", latest, "')");
+  std::string name;
+  std::getline(in, name);
+  TN_CHECK_AS(CheckpointError, !name.empty(), "'", latest, "' is empty");
+  return (fs::path(save_dir) / name).string();
+}
+
+std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
+                             std::vector<ShardedTensor>& targets) {
+  const std::string meta_path = (fs::path(dir) / "checkpoint.json").string();
+  TN_CHECK_AS(CheckpointError, fs::exists(meta_path), "'", dir,
+              "' is not a complete checkpoint (no checkpoint.json)");
+  YAML::Node meta;
+  try {
+    meta = YAML::LoadFile(meta_path);
+  } catch (const YAML::Exception& e) {
+    TN_THROW(CheckpointError, "'", meta_path, "' is corrupt: ", e.what());
+  }
+  TN_CHECK_AS(CheckpointError, meta["format"] && meta["format"].as<std::string>() == kFormat,
+              "'", meta_path, "' is not a ", kFormat, " file");
+  for (const auto& [key, value] : model_shape(model)) {
+    const std::int64_t saved = meta["model"][key] ? meta["model"][key].as<std::int64_t>() : -1;
+    TN_CHECK_AS(CheckpointError, saved == value, "checkpoint '", dir, "' was saved with model.",
+                key, " = ", saved, "; this run has ", value);
+  }
+  const std::int64_t step = meta["step"].as<std::int64_t>();
+  const int ranks = meta["ranks"].as<int>();
+
+  // Every piece of every tensor, from every rank's index.
+  std::map<std::string, std::vector<Piece>> pieces;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string index_path = (fs::path(dir) / rank_name(r, ".json")).string();
+    TN_CHECK_AS(CheckpointError, fs::exists(index_path), "checkpoint '", dir, "' is missing '",
+                rank_name(r, ".json"), "'");
+    YAML::Node index;
+    try {
+      index = YAML::LoadFile(index_path);
+      for (const auto& p : index["pieces"]) {
+        Piece piece;
+        piece.tensor = p["tensor"].as<std::string>();
+        piece.file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
+        piece.key = p["key"].as<std::string>();
+        piece.global_shape = shape_of(p["global_shape"]);
+        piece.local_shape = shape_of(p["local_shape"]);
+        piece.shard_dim = p["shard_dim"].as<std::int64_t>();
+        piece.shard_offset = p["shard_offset"].as<std::int64_t>();
+        piece.begin = p["begin"].as<std::int64_t>();
+        piece.end = p["end"].as<std::int64_t>();
+        piece.crc = p["crc32"].as<std::uint32_t>();
+        pieces[piece.tensor].push_back(piece);
+      }
+    } catch (const YAML::Exception& e) {
+      TN_THROW(CheckpointError, "'", index_path, "' is corrupt: ", e.what());
+    }
+  }
+
+  std::map<std::string, SafetensorsFile> files;
+  for (ShardedTensor& target : targets) {
+    const auto found = pieces.find(target.name);
+    TN_CHECK_AS(CheckpointError, found != pieces.end(), "checkpoint '", dir, "' has no tensor '",
+                target.name, "'");
+    const Shape& global_shape = target.param->global_shape;
+    const Shape strides = contiguous_strides(global_shape);
+    std::vector<float> whole(static_cast<std::size_t>(shape_numel(global_shape)));
+    std::vector<char> covered(whole.size(), 0);
+    for (const Piece& piece : found->second) {
+      TN_CHECK_AS(CheckpointError, piece.global_shape == global_shape, "checkpoint '", dir,
+                  "': tensor '", target.name, "' is ", shape_str(piece.global_shape),
+                  ", this model's is ", shape_str(global_shape));
+      auto file = files.find(piece.file);
+      if (file == files.end()) file = files.emplace(piece.file, SafetensorsFile::open(piece.file)).first;
+      const Tensor data = file->second.read(piece.key);
+      TN_CHECK_AS(CheckpointError,
+                  data.dtype() == DType::F32 && data.numel() == piece.end - piece.begin &&
+                      crc32(data.raw_data(), data.nbytes()) == piece.crc,
+                  "checkpoint '", dir, "': piece ", piece.key, " of tensor '", target.name,
+                  "' in '", piece.file, "' fails its checksum");
+      const float* values = data.data<float>();
+      for (std::int64_t i = piece.begin; i < piece.end; ++i) {
+        const auto g = static_cast<std::size_t>(
+            global_index(piece.local_shape, strides, piece.shard_dim, piece.shard_offset, i));
+        whole[g] = values[i - piece.begin];
+        covered[g] = 1;
+      }
+    }
+    // This rank's part of it.
+    const Parameter& p = *target.param;
+    target.data = Tensor::empty({target.end - target.begin});
+    float* out = target.data.data<float>();
+    for (std::int64_t i = target.begin; i < target.end; ++i) {
+      const auto g = static_cast<std::size_t>(
+          global_index(p.value.shape(), strides, p.shard_dim, p.shard_offset, i));
+      TN_CHECK_AS(CheckpointError, covered[g], "checkpoint '", dir, "' is missing part of tensor '",
+                  target.name, "'");
+      out[i - target.begin] = whole[g];
+    }
+  }
+  return step;
+}
+
+std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, TrainConfig* config) {
+  const std::string dir = fs::exists(fs::path(path) / "latest") ? resolve_checkpoint("latest", path) : path;
+  const std::string config_path = (fs::path(dir) / "config.yaml").string();
+  TN_CHECK_AS(CheckpointError, fs::exists(config_path), "'", dir,
+              "' is not a checkpoint (no config.yaml)");
+  // One rank, whatever layout trained it.
+  *config = TrainConfig::load(
+      config_path, {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=1",
+                    "parallel.virtual_stages=1", "parallel.sequence_parallel=false",
+                    "parallel.zero_stage=0", "checkpoint.load=", "logging.trace_file="});
+  auto model = std::make_unique<GptModel>(config->model);
+  std::vector<ShardedTensor> targets;
+  for (Parameter* p : model->parameters())
+    targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
+  load_checkpoint(dir, config->model, targets);
+  for (std::size_t i = 0; i < targets.size(); ++i)
+    model->parameters()[i]->value.view({-1}).copy_from(targets[i].data);
+  return model;
+}
+
+}  // namespace ternion

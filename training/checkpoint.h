@@ -1,0 +1,64 @@
+// Checkpoints: the complete training state, saved in parallel by the ranks that own each
+// piece, loaded by any layout.
+//
+//   save_dir/step_0000100/
+//     rank_00003.safetensors   this rank's pieces (standard safetensors: JSON header + raw data)
+//     rank_00003.json          what each piece is: tensor, global shape, which slice, CRC-32
+//     checkpoint.json          step, model shape, layout and file count (written last)
+//     config.yaml              the run's configuration
+//   save_dir/latest            "step_0000100", replaced only once a checkpoint is complete
+//
+// Every tensor is parameter-shaped: "model/<name>", "optim/<kind>/<name>". A piece is
+// elements [begin, end) of one rank's shard of it (the shard a slice of the global tensor
+// along shard_dim), so a loader of any tensor x pipeline x data x ZeRO layout reassembles the
+// global tensor from whatever pieces hold it and takes its own shard. Replicated copies are
+// written once. The sampler, the learning-rate schedule, dropout and initialisation are pure
+// functions of (seed, step), so the step restores them.
+//
+// Saving is atomic: everything goes to step_N.tmp/, is fsynced, and is renamed to step_N/ only
+// when every rank has finished; `latest` is updated (temporary name, then rename) after that,
+// so a save that dies half-way leaves the previous checkpoint and `latest` intact.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/parameter.h"
+#include "layers/gpt_model.h"
+#include "layers/model_config.h"
+#include "training/train_config.h"
+#include "parallel/comm/communicator.h"
+
+namespace ternion {
+
+// One rank's piece of a parameter-shaped tensor: flat elements [begin, end) of `param`'s local
+// shard. For saving, `data` holds those elements; loading fills it.
+struct ShardedTensor {
+  std::string name;
+  const Parameter* param = nullptr;
+  Tensor data;
+  std::int64_t begin = 0, end = 0;
+};
+
+// Collective over `world` (null: this rank alone). CheckpointError on I/O failure, on every
+// rank, with the incomplete directory removed.
+void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_t keep,
+                     const std::vector<ShardedTensor>& mine, const std::string& config_yaml,
+                     const ModelConfig& model, Communicator* world);
+
+// The checkpoint directory `load` names: a directory, or "latest" in `save_dir`.
+std::string resolve_checkpoint(const std::string& load, const std::string& save_dir);
+
+// Fills every target from the checkpoint in `dir`; returns its step. CheckpointError naming the
+// file or tensor for a missing or corrupt checkpoint, a checksum mismatch, or a model of
+// another shape.
+std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
+                             std::vector<ShardedTensor>& targets);
+
+// The whole model of a checkpoint (`path`: a checkpoint directory, or a save_dir with a
+// `latest`) on one rank, whatever layout trained it; its configuration in *config.
+std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, TrainConfig* config);
+
+}  // namespace ternion

@@ -1,0 +1,78 @@
+#include "training/export_cli.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "framework/safetensors.h"
+#include "training/checkpoint.h"
+#include "training/hf_export.h"
+
+namespace ternion {
+
+namespace {
+
+constexpr const char* kUsage = "usage: ternion-export --checkpoint DIR --output DIR\n";
+
+int run(int argc, char** argv) {
+  std::string checkpoint, output;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      TN_CHECK_AS(UsageError, i + 1 < argc, arg, " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--checkpoint") checkpoint = value();
+    else if (arg == "--output") output = value();
+    else if (arg == "--help" || arg == "-h") { std::cout << kUsage; return 0; }
+    else TN_THROW(UsageError, "unknown argument '", arg, "'");
+  }
+  TN_CHECK_AS(UsageError, !checkpoint.empty(), "--checkpoint DIR is required");
+  TN_CHECK_AS(UsageError, !output.empty(), "--output DIR is required");
+
+  TrainConfig config;
+  std::unique_ptr<GptModel> model = load_model_from_checkpoint(checkpoint, &config);
+  std::map<std::string, Tensor> params;
+  for (const Parameter* p : model->parameters()) params[p->name] = p->value;
+  const auto hf = to_hf_gpt2(config.model, params);
+
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(output, ec);
+  TN_CHECK_AS(CheckpointError, !ec, "cannot create '", output, "': ", ec.message());
+  const std::string weights = (fs::path(output) / "model.safetensors").string();
+  const std::string json = (fs::path(output) / "config.json").string();
+  write_safetensors(weights + ".tmp", hf, {{"format", "pt"}});
+  {
+    std::ofstream out(json + ".tmp", std::ios::binary);
+    out << hf_gpt2_config_json(config.model);
+    TN_CHECK_AS(CheckpointError, out.good(), "cannot write '", json, ".tmp'");
+  }
+  fs::rename(weights + ".tmp", weights);
+  fs::rename(json + ".tmp", json);
+  std::printf("wrote %s (%zu tensors) and %s\n", weights.c_str(), hf.size(), json.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int export_main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "ternion-export: error: %s\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ternion-export: %serror: %s\n", e.is_user_error() ? "" : "internal ",
+                 e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ternion-export: internal error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace ternion

@@ -1,0 +1,93 @@
+#include "training/generate_cli.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "training/checkpoint.h"
+#include "training/trainer.h"
+
+namespace ternion {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ternion-generate --checkpoint DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
+    "                        [--top-k K] [--seed S]\n";
+
+struct Options {
+  std::string checkpoint;
+  SampleOptions sample;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  o.sample.max_tokens = 200;
+  o.sample.seed = 1;
+  bool have_prompt = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      TN_CHECK_AS(UsageError, i + 1 < argc, arg, " needs a value");
+      return argv[++i];
+    };
+    auto number = [&](const std::string& text) {
+      try {
+        std::size_t used = 0;
+        const double x = std::stod(text, &used);
+        TN_CHECK_AS(UsageError, used == text.size(), arg, ": not a number: '", text, "'");
+        return x;
+      } catch (const std::logic_error&) {
+        TN_THROW(UsageError, arg, ": not a number: '", text, "'");
+      }
+    };
+    if (arg == "--checkpoint") o.checkpoint = value();
+    else if (arg == "--prompt") { o.sample.prompt = value(); have_prompt = true; }
+    else if (arg == "--max-tokens") o.sample.max_tokens = static_cast<std::int64_t>(number(value()));
+    else if (arg == "--temperature") o.sample.temperature = number(value());
+    else if (arg == "--top-k") o.sample.top_k = static_cast<std::int64_t>(number(value()));
+    else if (arg == "--seed") o.sample.seed = static_cast<std::uint64_t>(number(value()));
+    else if (arg == "--help" || arg == "-h") { std::cout << kUsage; std::exit(0); }
+    else TN_THROW(UsageError, "unknown argument '", arg, "'");
+  }
+  TN_CHECK_AS(UsageError, !o.checkpoint.empty(), "--checkpoint DIR is required");
+  TN_CHECK_AS(UsageError, have_prompt, "--prompt TEXT is required");
+  TN_CHECK_AS(UsageError, o.sample.max_tokens >= 0, "--max-tokens must not be negative");
+  TN_CHECK_AS(UsageError, o.sample.temperature > 0, "--temperature must be positive");
+  TN_CHECK_AS(UsageError, o.sample.top_k >= 0, "--top-k must not be negative");
+  return o;
+}
+
+int run(const Options& o) {
+  TrainConfig config;
+  std::unique_ptr<GptModel> model = load_model_from_checkpoint(o.checkpoint, &config);
+  const std::string text = generate_text(config.model, o.sample, 1, [&](const Tensor& tokens) {
+    MicroBatchInfo info;
+    info.training = false;
+    ActivationContext ctx(info);
+    return model->logits(tokens, ctx);
+  });
+  std::cout << o.sample.prompt << text << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int generate_main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "ternion-generate: error: %s\n%s", e.what(), kUsage);
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "ternion-generate: %serror: %s\n", e.is_user_error() ? "" : "internal ",
+                 e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ternion-generate: internal error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace ternion
