@@ -21,6 +21,7 @@ struct ModelConfig {
   double init_std = 0.02;                // weights ~ N(0, init_std); residual projections
                                          // are scaled by 1/sqrt(2 n_layer) (GPT-2)
   std::string block = "transformer";     // block type from the layer registry
+  std::string init_from;                 // a Hugging Face GPT-2 directory to start from
 
   template <class V>
   void visit(V& v) {
@@ -34,6 +35,8 @@ struct ModelConfig {
     v("dropout", dropout, "dropout probability on embeddings and residual branches");
     v("init_std", init_std, "standard deviation of the weight initialisation");
     v("block", block, "registered block type for every layer (see layers/layer_registry.h)");
+    v("init_from", init_from,
+      "start from a Hugging Face GPT-2 directory (model.safetensors; ternion-export writes one)");
   }
 
   std::int64_t padded_vocab_size() const {

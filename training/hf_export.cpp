@@ -57,7 +57,9 @@ Tensor transpose(const Tensor& t) {
 // Our QKV rows (or bias elements), grouped per head as [q_h | k_h | v_h], regrouped as
 // [all q | all k | all v] with head h at h*hs within each: row (h*3 + part)*hs + i moves to
 // part*C + h*hs + i. Dimension 0 is the one regrouped; `t` is contiguous.
-Tensor qkv_heads_to_parts(const Tensor& t, std::int64_t n_head, std::int64_t head_size) {
+// Rows [q_0 k_0 v_0 | q_1 k_1 v_1 | ...] (ours) -> [q_0 q_1 .. | k_0 k_1 .. | v_0 ..] (GPT-2's);
+// `inverse` goes back.
+Tensor regroup_qkv(const Tensor& t, std::int64_t n_head, std::int64_t head_size, bool inverse) {
   Tensor out = Tensor::empty(t.shape(), t.dtype());
   const std::size_t row_bytes = t.nbytes() / static_cast<std::size_t>(t.size(0));
   const std::int64_t c = n_head * head_size;
@@ -65,12 +67,18 @@ Tensor qkv_heads_to_parts(const Tensor& t, std::int64_t n_head, std::int64_t hea
   auto* dst = static_cast<char*>(out.raw_data());
   for (std::int64_t h = 0; h < n_head; ++h)
     for (std::int64_t part = 0; part < 3; ++part) {
-      const auto from = static_cast<std::size_t>((h * 3 + part) * head_size) * row_bytes;
-      const auto to = static_cast<std::size_t>(part * c + h * head_size) * row_bytes;
-      std::memcpy(dst + to, src + from, static_cast<std::size_t>(head_size) * row_bytes);
+      auto ours = static_cast<std::size_t>((h * 3 + part) * head_size) * row_bytes;
+      auto theirs = static_cast<std::size_t>(part * c + h * head_size) * row_bytes;
+      if (inverse) std::swap(ours, theirs);
+      std::memcpy(dst + theirs, src + ours, static_cast<std::size_t>(head_size) * row_bytes);
     }
   return out;
 }
+
+Tensor qkv_heads_to_parts(const Tensor& t, std::int64_t n_head, std::int64_t head_size) {
+  return regroup_qkv(t, n_head, head_size, false);
+}
+
 
 }  // namespace
 
@@ -151,6 +159,54 @@ std::string hf_gpt2_config_json(const ModelConfig& config) {
       << "  \"tie_word_embeddings\": true\n"
       << "}\n";
   return out.str();
+}
+
+std::map<std::string, Tensor> from_hf_gpt2(
+    const ModelConfig& config, const std::vector<std::pair<std::string, Tensor>>& hf) {
+  if (config.block != "transformer")
+    TN_THROW(CheckpointError, "cannot import GPT-2 weights into block type '", config.block, "'");
+  const std::int64_t c = config.d_model, f = config.ff_width(), hs = config.head_size();
+  std::map<std::string, Tensor> theirs(hf.begin(), hf.end());
+  auto take = [&](const std::string& name, const Shape& shape) {
+    const auto it = theirs.find(name);
+    TN_CHECK_AS(CheckpointError, it != theirs.end(), "GPT-2 weights have no '", name, "'");
+    TN_CHECK_AS(CheckpointError, it->second.shape() == shape && it->second.dtype() == DType::F32,
+                "GPT-2 weight '", name, "' is ", it->second.str(), ", this model needs f32",
+                shape_str(shape));
+    Tensor t = it->second;
+    theirs.erase(it);
+    return t;
+  };
+  std::map<std::string, Tensor> ours;
+  // The padding rows of the embedding never reach the loss; they start at zero.
+  Tensor wte = Tensor::zeros({config.padded_vocab_size(), c});
+  wte.slice(0, 0, config.vocab_size).copy_from(take("transformer.wte.weight", {config.vocab_size, c}));
+  ours["wte"] = wte;
+  ours["wpe"] = take("transformer.wpe.weight", {config.seq_len, c}).clone();
+  for (std::int64_t i = 0; i < config.n_layer; ++i) {
+    const std::string o = "h." + std::to_string(i) + ".";
+    const std::string t = "transformer.h." + std::to_string(i) + ".";
+    for (const char* ln : {"ln_1", "ln_2"}) {
+      ours[o + ln + ".weight"] = take(t + ln + ".weight", {c}).clone();
+      ours[o + ln + ".bias"] = take(t + ln + ".bias", {c}).clone();
+    }
+    ours[o + "attn.qkv.weight"] =
+        regroup_qkv(transpose(take(t + "attn.c_attn.weight", {c, 3 * c})), config.n_head, hs, true);
+    ours[o + "attn.qkv.bias"] = regroup_qkv(take(t + "attn.c_attn.bias", {3 * c}), config.n_head, hs, true);
+    ours[o + "attn.proj.weight"] = transpose(take(t + "attn.c_proj.weight", {c, c}));
+    ours[o + "attn.proj.bias"] = take(t + "attn.c_proj.bias", {c}).clone();
+    ours[o + "mlp.fc.weight"] = transpose(take(t + "mlp.c_fc.weight", {c, f}));
+    ours[o + "mlp.fc.bias"] = take(t + "mlp.c_fc.bias", {f}).clone();
+    ours[o + "mlp.proj.weight"] = transpose(take(t + "mlp.c_proj.weight", {f, c}));
+    ours[o + "mlp.proj.bias"] = take(t + "mlp.c_proj.bias", {c}).clone();
+  }
+  ours["ln_f.weight"] = take("transformer.ln_f.weight", {c}).clone();
+  ours["ln_f.bias"] = take("transformer.ln_f.bias", {c}).clone();
+  theirs.erase("lm_head.weight");  // tied to wte in GPT-2 files that store it
+  for (const auto& [name, tensor] : theirs)
+    if (name.find(".attn.bias") == std::string::npos && name.find(".attn.masked_bias") == std::string::npos)
+      TN_THROW(CheckpointError, "GPT-2 weights have '", name, "', which this model has no place for");
+  return ours;
 }
 
 }  // namespace ternion

@@ -37,6 +37,11 @@ namespace ternion {
 // than GPT-2's "transformer" cannot be exported).
 std::vector<std::pair<std::string, Tensor>> to_hf_gpt2(const ModelConfig& config,
                                                        const std::map<std::string, Tensor>& params);
+// The inverse: GPT-2's tensors (names and layouts as to_hf_gpt2 writes them, as
+// transformers saves them) as our whole parameters; the embedding's padding rows are zero.
+// CheckpointError naming the tensor for a missing one, a wrong shape, or one without a place.
+std::map<std::string, Tensor> from_hf_gpt2(const ModelConfig& config,
+                                           const std::vector<std::pair<std::string, Tensor>>& hf);
 
 // config.json for GPT2LMHeadModel with `config`'s sizes (vocab_size unpadded).
 std::string hf_gpt2_config_json(const ModelConfig& config);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <map>
 #include <csignal>
 #include <chrono>
 #include <cmath>
@@ -15,7 +17,9 @@
 #include "optimizers/grad_clip.h"
 #include "layers/parameter_count.h"
 #include "optimizers/lr_schedule.h"
+#include "framework/safetensors.h"
 #include "training/checkpoint.h"
+#include "training/hf_export.h"
 #include "training/pipeline_trace.h"
 
 namespace ternion {
@@ -106,6 +110,8 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
     schedule_ = pipeline_schedule(config.parallel.pipeline_schedule(), stages, micro_batches,
                                   virtual_stages, stage);
   }
+  if (!config.model.init_from.empty() && config.checkpoint.load.empty())
+    load_hf_weights(config.model.init_from);
   // The tied embedding's copies when the pipeline splits them over two stages.
   std::vector<bool> late;
   std::vector<Parameter*> backward_order;
@@ -422,6 +428,25 @@ void Trainer::trace_last_step(std::int64_t step) {
            ": measured pipeline bubble ", static_cast<long long>(measured * 1000 + 0.5) / 10.0,
            "% of the ranks' time, the schedule's ideal (p - 1) / v / (m + (p - 1) / v) = ",
            static_cast<long long>(formula * 1000 + 0.5) / 10.0, "%");
+}
+
+void Trainer::load_hf_weights(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / "model.safetensors").string();
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  std::vector<std::pair<std::string, Tensor>> hf;
+  for (const SafetensorsEntry& entry : file.entries()) hf.emplace_back(entry.name, file.read(entry.name));
+  std::map<std::string, Tensor> whole;
+  try {
+    whole = from_hf_gpt2(config_.model, hf);
+  } catch (const CheckpointError& e) {
+    TN_THROW(CheckpointError, "model.init_from '", dir, "': ", e.what());
+  }
+  for (Parameter* p : parameters_) {
+    const Tensor& full = whole.at(p->name);
+    p->value.copy_from(p->is_sharded() ? full.slice(p->shard_dim, p->shard_offset,
+                                                    p->value.size(p->shard_dim))
+                                       : full);
+  }
 }
 
 void Trainer::save_checkpoint(std::int64_t step) {

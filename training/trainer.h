@@ -87,6 +87,7 @@ class Trainer {
   double sum_over_pipeline(double value);
   Tensor full_logits(const Tensor& tokens);  // on every rank
   void trace_last_step(std::int64_t step);    // logging.trace_file
+  void load_hf_weights(const std::string& dir);  // model.init_from
 
   TrainConfig config_;
   const ProcessGroups* groups_;

@@ -1,0 +1,78 @@
+// model.init_from: a model exported to Hugging Face GPT-2's format starts a new run exactly
+// where it was.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "framework/safetensors.h"
+#include "training/hf_export.h"
+#include "training/trainer.h"
+#include "training_test_support.h"
+
+namespace ternion {
+namespace {
+
+using testing_support::ScratchDir;
+
+TrainConfig small(const ScratchDir& dir) {
+  TrainConfig c;
+  c.model.seq_len = 16;
+  c.model.n_layer = 2;
+  c.model.n_head = 2;
+  c.model.d_model = 32;
+  c.parallel.micro_batch_size = 4;
+  c.training.global_batch_size = 4;
+  c.training.steps = 3;
+  c.data.train = dir.file("train.bin");
+  c.data.val = dir.file("val.bin");
+  return c;
+}
+
+TEST(HfImport, AnExportedModelStartsANewRunWhereItWas) {
+  ScratchDir dir("hf-import");
+  prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
+  TrainConfig c = small(dir);
+  Trainer trained(c);
+  for (int s = 1; s <= 3; ++s) trained.train_step(s);
+  std::map<std::string, Tensor> params;
+  for (const Parameter* p : trained.model().parameters()) params[p->name] = p->value;
+  const std::string hf_dir = dir.file("hf");
+  std::filesystem::create_directories(hf_dir);
+  write_safetensors(hf_dir + "/model.safetensors", to_hf_gpt2(c.model, params));
+
+  TrainConfig resumed = c;
+  resumed.model.init_from = hf_dir;
+  Trainer started(resumed);
+  for (const Parameter* p : started.model().parameters())
+    EXPECT_EQ(p->value.to_vector(), params.at(p->name).to_vector()) << p->name;
+  EXPECT_EQ(started.evaluate(), trained.evaluate());
+}
+
+TEST(HfImport, MismatchedWeightsAreRefusedNamingTheTensor) {
+  ScratchDir dir("hf-import-bad");
+  prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
+  TrainConfig c = small(dir);
+  Trainer trained(c);
+  std::map<std::string, Tensor> params;
+  for (const Parameter* p : trained.model().parameters()) params[p->name] = p->value;
+  const std::string hf_dir = dir.file("hf");
+  std::filesystem::create_directories(hf_dir);
+  write_safetensors(hf_dir + "/model.safetensors", to_hf_gpt2(c.model, params));
+  TrainConfig wider = c;
+  wider.model.d_model = 64;
+  wider.model.init_from = hf_dir;
+  try {
+    Trainer t(wider);
+    FAIL() << "no error";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("transformer.wte.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(hf_dir), std::string::npos) << e.what();
+  }
+  TrainConfig missing = c;
+  missing.model.init_from = dir.file("nowhere");
+  EXPECT_THROW(Trainer t(missing), CheckpointError);
+}
+
+}  // namespace
+}  // namespace ternion
