@@ -39,7 +39,9 @@ inline void expect_parameters_match(const std::vector<Parameter*>& sharded,
                                     bool all = true) {
   std::map<std::string, const Parameter*> by_name;
   for (const Parameter* p : reference) by_name[p->name] = p;
-  if (all) ASSERT_EQ(sharded.size(), reference.size());
+  if (all) {
+    ASSERT_EQ(sharded.size(), reference.size());
+  }
   for (const Parameter* p : sharded) {
     ASSERT_TRUE(by_name.count(p->name)) << p->name;
     const Parameter& ref = *by_name[p->name];

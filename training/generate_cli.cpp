@@ -62,12 +62,17 @@ Options parse(int argc, char** argv) {
 int run(const Options& o) {
   TrainConfig config;
   std::unique_ptr<GptModel> model = load_model_from_checkpoint(o.checkpoint, &config);
-  const std::string text = generate_text(config.model, o.sample, 1, [&](const Tensor& tokens) {
-    MicroBatchInfo info;
-    info.training = false;
-    ActivationContext ctx(info);
-    return model->logits(tokens, ctx);
-  });
+  // One rank: the KV cache for the built-in block; a registered custom block (whose keys and
+  // values the decoder cannot know) reruns its window per token.
+  const std::string text =
+      config.model.block == "transformer"
+          ? generate_text_cached(config.model, *model, o.sample)
+          : generate_text(config.model, o.sample, 1, [&](const Tensor& tokens) {
+              MicroBatchInfo info;
+              info.training = false;
+              ActivationContext ctx(info);
+              return model->logits(tokens, ctx);
+            });
   std::cout << o.sample.prompt << text << std::endl;
   return 0;
 }

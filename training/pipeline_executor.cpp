@@ -53,6 +53,14 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
   const auto step_start = Clock::now();
   result.step_start = std::chrono::duration<double>(step_start.time_since_epoch()).count();
   auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - step_start).count(); };
+  // Sends `pending[key]` (and forgets it) to chunk `to` of the peer, asynchronously.
+  auto send = [&](std::map<Key, Tensor>& pending, const Key& key, int kind,
+                  std::pair<int, int> to) {
+    Tensor tensor = pending.at(key).contiguous();
+    pending.erase(key);
+    sends.emplace_back(pipeline_.send_async(tensor, to.first, tag(kind, key.first, to.second)),
+                       tensor);
+  };
 
   for (const PipelineAction& a : actions) {
     const Key key{a.micro_batch, a.chunk};
@@ -79,13 +87,9 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
         if (out.defined()) outputs[key] = out;
         break;
       }
-      case Kind::SendActivation: {
-        const auto [to_rank, to_chunk] = next_of(a.chunk);
-        Tensor out = outputs.at(key).contiguous();
-        outputs.erase(key);
-        sends.emplace_back(pipeline_.send_async(out, to_rank, tag(kActivation, a.micro_batch, to_chunk)), out);
+      case Kind::SendActivation:
+        send(outputs, key, kActivation, next_of(a.chunk));
         break;
-      }
       case Kind::RecvGradient:
         grad_outputs[key] = receive(kGradient, a.micro_batch, a.chunk, next_of(a.chunk).first,
                                     batch.inputs);
@@ -102,13 +106,9 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
         if (dinput.defined()) grad_inputs[key] = dinput;
         break;
       }
-      case Kind::SendGradient: {
-        const auto [to_rank, to_chunk] = previous_of(a.chunk);
-        Tensor grad = grad_inputs.at(key).contiguous();
-        grad_inputs.erase(key);
-        sends.emplace_back(pipeline_.send_async(grad, to_rank, tag(kGradient, a.micro_batch, to_chunk)), grad);
+      case Kind::SendGradient:
+        send(grad_inputs, key, kGradient, previous_of(a.chunk));
         break;
-      }
     }
     result.spans.push_back({start, seconds(), a});
   }

@@ -111,10 +111,17 @@ class Trainer {
 // Samples `options.max_tokens` bytes after `options.prompt` (temperature, top-k, seeded):
 // `logits_of` maps tokens [1, T] to logits [1, T, padded_vocab]; windows of the last seq_len
 // tokens are padded at their end to a multiple of `window_multiple` (sequence parallelism).
-// No KV cache: each new token reruns its window.
+// No KV cache: each new token reruns its window (any layout: `logits_of` may be collective).
 std::string generate_text(const ModelConfig& model, const SampleOptions& options,
                           std::int64_t window_multiple,
                           const std::function<Tensor(const Tensor&)>& logits_of);
+// The same text as generate_text on `model`'s logits (the same sampling step and random
+// stream), through a KV cache (layers/kv_cache_decoder.h): while the tokens fit in seq_len,
+// each new token runs one position; past it, each token re-primes the cache with the window
+// of the last seq_len tokens, as the windowed path renumbers it. `model` is the whole
+// "transformer" model on one rank.
+std::string generate_text_cached(const ModelConfig& model_config, const GptModel& model,
+                                 const SampleOptions& options);
 
 // Opens a token file named by config key `key` and checks that it fits the model: tokens
 // below model.vocab_size, at least one window of seq_len + 1 tokens. DataError otherwise.
