@@ -170,8 +170,9 @@ TEST(DataParallel, NonFiniteGradientsOnOneRankSkipTheStepEverywhere) {
       ln->value.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
     const StepMetrics m = run.trainer->train_step(1);
     EXPECT_TRUE(m.skipped) << "zero_stage " << zero_stage;
-    if (testing_mpi::world().rank() != world - 1)
+    if (testing_mpi::world().rank() != world - 1) {
       EXPECT_EQ(run.trainer->parameters()[0]->value.to_vector(), before);
+    }
   }
 }
 
