@@ -11,6 +11,7 @@
 #include "data/builtin_corpus.h"
 #include "data/text_prepare.h"
 #include "mpi_gtest.h"
+#include "parallel_run_support.h"
 #include "parallel/process_groups.h"
 #include "training/checkpoint.h"
 #include "training/trainer.h"
@@ -41,13 +42,7 @@ const std::string& scratch() {
 }
 
 TrainConfig run_config(const Layout& l, const std::string& save_dir) {
-  TrainConfig c;
-  c.model.seq_len = 16;
-  c.model.n_layer = 4;
-  c.model.n_head = 4;
-  c.model.d_model = 32;
-  c.model.dropout = 0.1;
-  c.parallel.micro_batch_size = 2;
+  TrainConfig c = test::small_parallel_run(scratch() + "/data");
   c.parallel.data = l.data;
   c.parallel.tensor = l.tensor;
   c.parallel.pipeline = l.pipeline;
@@ -55,9 +50,7 @@ TrainConfig run_config(const Layout& l, const std::string& save_dir) {
   c.parallel.bucket_size_mb = 0.02;
   c.training.steps = 10;
   c.training.global_batch_size = 8;
-  c.optimizer.lr = 3e-3;
-  c.optimizer.warmup_steps = 2;
-  c.data.train = scratch() + "/data/train.bin";
+  c.data.val.clear();
   c.checkpoint.save_dir = save_dir;
   return c;
 }

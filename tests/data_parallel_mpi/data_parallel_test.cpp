@@ -8,9 +8,8 @@
 #include <limits>
 #include <unistd.h>
 
-#include "data/builtin_corpus.h"
-#include "data/text_prepare.h"
 #include "mpi_gtest.h"
+#include "parallel_run_support.h"
 #include "parallel/process_groups.h"
 #include "sharded_compare.h"
 #include "training/trainer.h"
@@ -24,23 +23,8 @@ struct Layout {
   bool overlap = true;
 };
 
-const std::string& data_dir() {
-  static const std::string dir = [] {
-    std::string d = "/tmp/ternion-dp-test-" + std::to_string(::getpid());
-    prepare_text(builtin_corpus_text(60000), d, 0.1);
-    return d;
-  }();
-  return dir;
-}
-
 TrainConfig run_config(const Layout& layout) {
-  TrainConfig c;
-  c.model.seq_len = 16;
-  c.model.n_layer = 4;
-  c.model.n_head = 4;
-  c.model.d_model = 32;
-  c.model.dropout = 0.1;
-  c.parallel.micro_batch_size = 2;
+  TrainConfig c = test::small_parallel_run(test::corpus_dir("dp-test"));
   c.parallel.data = layout.data;
   c.parallel.tensor = layout.tensor;
   c.parallel.pipeline = layout.pipeline;
@@ -49,14 +33,6 @@ TrainConfig run_config(const Layout& layout) {
   c.parallel.zero_stage = layout.zero_stage;
   c.parallel.overlap_grad_reduce = layout.overlap;
   c.parallel.bucket_size_mb = 0.02;  // several buckets even for this small model
-  c.training.steps = 20;
-  c.training.global_batch_size = 16;
-  c.training.eval_batches = 2;
-  c.optimizer.lr = 3e-3;
-  c.optimizer.warmup_steps = 2;
-  c.optimizer.grad_clip = 0.5;
-  c.data.train = data_dir() + "/train.bin";
-  c.data.val = data_dir() + "/val.bin";
   return c;
 }
 

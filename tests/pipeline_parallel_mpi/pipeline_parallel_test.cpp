@@ -7,9 +7,8 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "data/builtin_corpus.h"
-#include "data/text_prepare.h"
 #include "mpi_gtest.h"
+#include "parallel_run_support.h"
 #include "parallel/process_groups.h"
 #include "sharded_compare.h"
 #include "training/trainer.h"
@@ -23,37 +22,13 @@ struct Layout {
   bool sequence_parallel = false;
 };
 
-// A scratch directory with the built-in corpus, made once per test program and rank.
-const std::string& data_dir() {
-  static const std::string dir = [] {
-    std::string d = "/tmp/ternion-pp-test-" + std::to_string(::getpid());
-    prepare_text(builtin_corpus_text(60000), d, 0.1);
-    return d;
-  }();
-  return dir;
-}
-
 TrainConfig run_config(const Layout& layout) {
-  TrainConfig c;
-  c.model.seq_len = 16;
-  c.model.n_layer = 4;
-  c.model.n_head = 4;
-  c.model.d_model = 32;
-  c.model.dropout = 0.1;
-  c.parallel.micro_batch_size = 2;
+  TrainConfig c = test::small_parallel_run(test::corpus_dir("pp-test"));
   c.parallel.tensor = layout.tensor;
   c.parallel.pipeline = layout.pipeline;
   c.parallel.virtual_stages = layout.virtual_stages;
   c.parallel.schedule = layout.schedule;
   c.parallel.sequence_parallel = layout.sequence_parallel;
-  c.training.steps = 20;
-  c.training.global_batch_size = 16;  // 8 micro-batches
-  c.training.eval_batches = 2;
-  c.optimizer.lr = 3e-3;
-  c.optimizer.warmup_steps = 2;
-  c.optimizer.grad_clip = 0.5;  // clipping active: the global norm must be right
-  c.data.train = data_dir() + "/train.bin";
-  c.data.val = data_dir() + "/val.bin";
   return c;
 }
 
