@@ -1,0 +1,82 @@
+// generate_text_cached against generate_text on the model's own logits: the same text, for a
+// generation that stays inside seq_len, one that runs past it, and a prompt longer than it.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "training/trainer.h"
+
+namespace ternion {
+namespace {
+
+ModelConfig tiny_config() {
+  ModelConfig c;
+  c.vocab_size = 29;
+  c.vocab_pad_multiple = 32;
+  c.seq_len = 12;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.d_model = 16;
+  c.init_std = 0.2;
+  return c;
+}
+
+std::string windowed(GptModel& model, const SampleOptions& options) {
+  return generate_text(model.config(), options, 1, [&](const Tensor& tokens) {
+    MicroBatchInfo info;
+    info.training = false;
+    ActivationContext ctx(info);
+    return model.logits(tokens, ctx);
+  });
+}
+
+SampleOptions options_with(std::string prompt, std::int64_t max_tokens, std::int64_t top_k,
+                           std::uint64_t seed) {
+  SampleOptions o;
+  o.prompt = std::move(prompt);  // bytes below the vocabulary size of 29
+  o.max_tokens = max_tokens;
+  o.temperature = 1.0;
+  o.top_k = top_k;
+  o.seed = seed;
+  return o;
+}
+
+void expect_same_text(GptModel& model, const SampleOptions& options, const std::string& label) {
+  const std::string want = windowed(model, options);
+  const std::string got = generate_text_cached(model.config(), model, options);
+  EXPECT_EQ(got, want) << label;
+  EXPECT_EQ(got.size(), static_cast<std::size_t>(options.max_tokens)) << label;
+  // A sample of one repeated byte would hide a decoder that ignores its context.
+  EXPECT_GT(std::set<char>(got.begin(), got.end()).size(), 2u) << label;
+}
+
+class GenerateCached : public ::testing::Test {
+ protected:
+  GenerateCached() : model_(tiny_config()) { model_.initialize(11); }
+  GptModel model_;
+};
+
+TEST_F(GenerateCached, MatchesTheWindowedPathInsideTheContext) {
+  // 3 prompt tokens + 8 generated: the last draw sees 11 of the 12 positions.
+  expect_same_text(model_, options_with("\x03\x07\x01", 9, 0, 1), "inside seq_len, all tokens");
+  expect_same_text(model_, options_with("\x05\x0a", 10, 5, 2), "inside seq_len, top-5");
+}
+
+TEST_F(GenerateCached, MatchesTheWindowedPathPastTheContext) {
+  // 3 + 37 tokens: the window slides for the last 28 draws.
+  expect_same_text(model_, options_with("\x03\x07\x01", 37, 0, 3), "past seq_len, all tokens");
+  expect_same_text(model_, options_with("\x02", 30, 8, 4), "past seq_len, top-8");
+}
+
+TEST_F(GenerateCached, MatchesTheWindowedPathForAPromptLongerThanTheContext) {
+  const std::string prompt = "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0b\x0c\x0d\x0e\x0f\x10\x11";
+  expect_same_text(model_, options_with(prompt, 6, 0, 5), "prompt of 16 tokens");
+}
+
+TEST_F(GenerateCached, NoTokensGivesEmptyText) {
+  EXPECT_EQ(generate_text_cached(model_.config(), model_, options_with("\x01", 0, 0, 6)), "");
+}
+
+}  // namespace
+}  // namespace ternion
