@@ -6,7 +6,8 @@
 #    ternion-generate on the last checkpoint prints the trainer's own final sample;
 #    ternion-export writes GPT-2's names and layouts (checked by tests/cli/check_hf_export.py);
 # 3. starts a long run, sends it SIGTERM after step 3: it must save, say so, exit 0, and the
-#    checkpoint must resume.
+#    checkpoint must resume;
+# 4. a run saving every step is SIGKILLed: `latest` still loads.
 set -u
 mpirun=$1 train=$2 config=$3 data=$4 out=$5
 rm -rf "$out"
@@ -54,4 +55,18 @@ latest=$(cat "$out/term/latest") || fail "no latest after SIGTERM"
 "$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
   --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/term" --set checkpoint.load=latest \
   --dry-run > /dev/null 2>&1 || fail "the SIGTERM checkpoint does not load"
-echo "resumed on another layout with the same losses; SIGTERM saved $latest"
+
+# A save killed midway (SIGKILL at some moment of a run that saves every step): `latest`
+# always names a complete checkpoint.
+"$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
+  --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/kill" --set checkpoint.save_interval=1 \
+  > "$out/kill.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do grep -qE "^step +5/" "$out/kill.log" && break; sleep 0.02; done
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+"$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
+  --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/kill" --set checkpoint.load=latest \
+  --dry-run > "$out/kill-load.log" 2>&1 || { cat "$out/kill-load.log"; fail "latest does not load after SIGKILL"; }
+echo "resumed on another layout with the same losses; SIGTERM saved $latest; a killed save left"
+echo "the last good checkpoint loadable"
