@@ -31,6 +31,7 @@ GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<boo
   for (bool want_late : {false, true})
     for (std::size_t i = 0; i < params.size(); ++i)
       if (late[i] == want_late) params_.push_back(params[i]);
+  for (std::size_t i = 0; i < params_.size(); ++i) index_of_[params_[i]] = i;
   const std::size_t early = static_cast<std::size_t>(std::count(late.begin(), late.end(), false));
   std::vector<std::int64_t> numels;
   for (std::size_t i = 0; i < early; ++i) numels.push_back(params_[i]->value.numel());
@@ -97,15 +98,17 @@ void GradientReducer::begin_step() {
   for (const GradientBucket& bucket : buckets_)
     pending_in_bucket_.push_back(static_cast<int>(bucket.params.size()));
   work_.assign(buckets_.size(), nullptr);
+  ready_.assign(params_.size(), 0);
   stats_ = ReducerStats{};
   stats_.buckets = static_cast<int>(buckets_.size());
 }
 
 void GradientReducer::mark_ready(const std::vector<Parameter*>& params) {
   for (const Parameter* p : params) {
-    const auto it = std::find(params_.begin(), params_.end(), p);
-    if (it == params_.end()) continue;  // not this reducer's
-    const auto b = static_cast<std::size_t>(bucket_of_param_[static_cast<std::size_t>(it - params_.begin())]);
+    const auto it = index_of_.find(p);
+    if (it == index_of_.end() || ready_[it->second]) continue;  // not ours, or reported already
+    ready_[it->second] = 1;
+    const auto b = static_cast<std::size_t>(bucket_of_param_[it->second]);
     if (--pending_in_bucket_[b] == 0 && !work_[b] && !(has_late_bucket_ && b + 1 == buckets_.size())) {
       start(b);
       ++stats_.buckets_started_early;

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <chrono>
+#include <unordered_map>
 #include <cstdint>
 #include <vector>
 
@@ -78,6 +79,7 @@ class GradientReducer {
   void finish_reductions();
 
   std::vector<Parameter*> params_;
+  std::unordered_map<const Parameter*, std::size_t> index_of_;
   std::vector<std::int64_t> offsets_;  // each parameter's offset in the flat buffers
   Communicator& data_;
   bool zero1_;
@@ -86,6 +88,7 @@ class GradientReducer {
   std::vector<GradientBucket> buckets_;
   std::vector<int> bucket_of_param_;
   std::vector<int> pending_in_bucket_;
+  std::vector<char> ready_;  // this step, per parameter
   std::vector<WorkHandle> work_;
   std::vector<Tensor> shard_buffers_;  // ZeRO-1: the reduced chunk of each bucket
   std::vector<ParameterSegment> owned_;
