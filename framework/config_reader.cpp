@@ -84,9 +84,7 @@ YAML::Node ConfigDocument::value(const std::string& section, const std::string& 
   YAML::Node s = section_node(section);
   if (!s || !s.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
   const YAML::Node& const_section = s;
-  YAML::Node v = const_section[key];
-  if (v && v.IsNull()) return v;  // present without a value: reported by the reader
-  return v;
+  return const_section[key];  // may be null (present without a value): the reader reports it
 }
 
 void ConfigDocument::declare(const std::string& section, const std::string& key) {
@@ -100,8 +98,12 @@ void ConfigDocument::check_all_declared() const {
     if (known == declared_.end()) {
       std::string sections;
       for (const auto& [name, keys] : declared_) sections += (sections.empty() ? "" : ", ") + name;
-      TN_THROW(ConfigError, line_of(source_name_, entry.first), ": unknown section '", section,
-               "' (sections are: ", sections, ")");
+      // A section that only a --set override made is reported where the override is.
+      std::string where = line_of(source_name_, entry.first);
+      for (const auto& [key, origin] : override_origin_)
+        if (key.rfind(section + ".", 0) == 0 && entry.first.Mark().is_null()) where = origin;
+      TN_THROW(ConfigError, where, ": unknown section '", section, "' (sections are: ", sections,
+               ")");
     }
     if (!entry.second.IsMap()) continue;
     for (const auto& item : entry.second) {

@@ -1,6 +1,6 @@
 // AdamW with decoupled weight decay (applied only to parameters flagged weight_decay:
 // matrices and embeddings, never biases or LayerNorm). Moments are fp32, one pair per
-// parameter, allocated at construction.
+// segment, allocated at construction.
 #pragma once
 
 #include "optimizers/optimizer.h"

@@ -32,6 +32,7 @@ GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<boo
     for (std::size_t i = 0; i < params.size(); ++i)
       if (late[i] == want_late) params_.push_back(params[i]);
   for (std::size_t i = 0; i < params_.size(); ++i) index_of_[params_[i]] = i;
+  TN_CHECK(index_of_.size() == params_.size(), "a parameter listed twice");
   const std::size_t early = static_cast<std::size_t>(std::count(late.begin(), late.end(), false));
   std::vector<std::int64_t> numels;
   for (std::size_t i = 0; i < early; ++i) numels.push_back(params_[i]->value.numel());
@@ -99,11 +100,13 @@ void GradientReducer::begin_step() {
     pending_in_bucket_.push_back(static_cast<int>(bucket.params.size()));
   work_.assign(buckets_.size(), nullptr);
   ready_.assign(params_.size(), 0);
+  finished_ = false;
   stats_ = ReducerStats{};
   stats_.buckets = static_cast<int>(buckets_.size());
 }
 
 void GradientReducer::mark_ready(const std::vector<Parameter*>& params) {
+  TN_CHECK(!finished_, "mark_ready after finish: call begin_step first");
   for (const Parameter* p : params) {
     const auto it = index_of_.find(p);
     if (it == index_of_.end() || ready_[it->second]) continue;  // not ours, or reported already
@@ -123,6 +126,8 @@ void GradientReducer::start(std::size_t b) {
 }
 
 void GradientReducer::finish_reductions() {
+  TN_CHECK(!finished_, "finish twice in one step: call begin_step first");
+  finished_ = true;
   for (std::size_t b = 0; b < buckets_.size(); ++b)
     if (!work_[b]) start(b);
   const auto wait_start = std::chrono::steady_clock::now();

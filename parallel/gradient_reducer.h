@@ -19,7 +19,7 @@
 //
 // Parameters flagged `late` (the pipeline's tied embedding, whose two copies must first be
 // summed over the embedding group) are kept out of the early buckets: they form the last
-// bucket, reduced by finish(after_late_sums) once the caller has done those sums.
+// bucket, reduced by finish(late_sums) once the caller has done those sums.
 #pragma once
 
 #include <chrono>
@@ -38,7 +38,7 @@ struct GradientBucket {
 };
 
 // Buckets over parameters of `numels` elements, in order, each closed once it reaches
-// `bucket_elements` (a parameter is never split; one larger than a bucket gets its own).
+// `bucket_elements` (a parameter is never split: the bucket it completes may be larger).
 std::vector<GradientBucket> plan_gradient_buckets(const std::vector<std::int64_t>& numels,
                                                   std::int64_t bucket_elements);
 
@@ -89,6 +89,7 @@ class GradientReducer {
   std::vector<int> bucket_of_param_;
   std::vector<int> pending_in_bucket_;
   std::vector<char> ready_;  // this step, per parameter
+  bool finished_ = false;    // finish() ran this step
   std::vector<WorkHandle> work_;
   std::vector<Tensor> shard_buffers_;  // ZeRO-1: the reduced chunk of each bucket
   std::vector<ParameterSegment> owned_;

@@ -27,6 +27,9 @@ void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size
   if (pipeline < 1) config_fail(doc, kSection, "pipeline", "must be at least 1");
   if (data < 0) config_fail(doc, kSection, "data", "must be at least 1 (or 0 to derive it)");
   if (micro_batch_size < 1) config_fail(doc, kSection, "micro_batch_size", "must be at least 1");
+  if (!(bucket_size_mb > 0)) config_fail(doc, kSection, "bucket_size_mb", "must be positive");
+  if (zero_stage != 0 && zero_stage != 1)
+    config_fail(doc, kSection, "zero_stage", "must be 0 or 1, got " + std::to_string(zero_stage));
   try {
     make_rank_layout(world_size, tensor, pipeline, data);
   } catch (const ConfigError& e) {
@@ -75,11 +78,5 @@ void ParallelConfig::validate_model_fit(const ConfigDocument& doc,
                     std::to_string(model.n_layer));
 }
 
-void ParallelConfig::validate_trainable(const ConfigDocument& doc, std::int64_t world_size) const {
-  (void)world_size;  // every layout that validate() accepts trains
-  if (!(bucket_size_mb > 0)) config_fail(doc, kSection, "bucket_size_mb", "must be positive");
-  if (zero_stage != 0 && zero_stage != 1)
-    config_fail(doc, kSection, "zero_stage", "must be 0 or 1, got " + std::to_string(zero_stage));
-}
 
 }  // namespace ternion

@@ -58,8 +58,6 @@ struct ParallelConfig {
   // multiples of parallel.tensor, so is the padded vocabulary (else it suggests a
   // model.vocab_pad_multiple), and there is at least one block per pipeline stage.
   void validate_model_fit(const ConfigDocument& doc, const ModelShardingShape& model) const;
-  // The data-parallel options.
-  void validate_trainable(const ConfigDocument& doc, std::int64_t world_size) const;
   PipelineSchedule pipeline_schedule() const {
     if (virtual_stages > 1) return PipelineSchedule::Interleaved;
     return schedule == "gpipe" ? PipelineSchedule::GPipe : PipelineSchedule::OneFOneB;

@@ -199,7 +199,6 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
     return;
   }
   s.config = TrainConfig::from_document(s.doc, {}, world_size);
-  if (!s.options.dry_run) s.config->parallel.validate_trainable(s.doc, world_size);
 }
 
 std::string model_line(const ModelConfig& m, std::int64_t params) {
@@ -336,7 +335,7 @@ int run(Communicator& world, int argc, char** argv) {
     return run_training(world, setup);
   }
   if (setup.options.dry_run) return run_dry_run_on_ranks(world, setup);
-  return run_training(world, setup);  // a layout validate_trainable accepted
+  return run_training(world, setup);
 }
 
 }  // namespace

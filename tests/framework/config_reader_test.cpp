@@ -89,6 +89,8 @@ TEST(ConfigReader, OverrideErrorsNameTheOverride) {
   EXPECT_NE(msg.find("--set sec.count=abc"), std::string::npos) << msg;
   msg = config_error([] { read("", {"sec.nope=1"}); });
   EXPECT_NE(msg.find("--set sec.nope=1"), std::string::npos) << msg;
+  msg = config_error([] { read("sec:\n  count: 1\n", {"sce.count=4"}); });
+  EXPECT_NE(msg.find("--set sce.count=4: unknown section 'sce'"), std::string::npos) << msg;
   EXPECT_THROW(read("", {"nodot=1"}), UsageError);
   EXPECT_THROW(read("", {"sec.count"}), UsageError);
 }

@@ -57,7 +57,7 @@ std::string fit_error(const std::vector<std::string>& overrides) {
 std::string trainable_error(std::int64_t world, const std::vector<std::string>& overrides) {
   Read r = read(overrides);
   try {
-    r.parallel.validate_trainable(r.doc, world);
+    r.parallel.validate(r.doc, world);
   } catch (const ConfigError& e) {
     return e.what();
   }
