@@ -91,7 +91,17 @@ std::int64_t Tensor::size(std::int64_t d) const {
   return shape_[static_cast<std::size_t>(d)];
 }
 
-bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_) || numel() <= 1; }
+bool Tensor::is_contiguous() const {
+  // Row-major without gaps; a dimension of extent 1 may have any stride (nothing steps it).
+  std::int64_t expected = 1;
+  for (std::size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] == 1) continue;
+    if (shape_[i] == 0) return true;
+    if (strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
 
 std::string Tensor::str() const {
   if (!defined()) return "undefined tensor";

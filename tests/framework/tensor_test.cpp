@@ -55,6 +55,13 @@ TEST(Tensor, SliceAlongLastDimensionIsStridedAndCopiesCorrectly) {
   EXPECT_EQ(t.to_vector(), (std::vector<float>{0, -1, -1, 3, 4, -1, -1, 7, 8, -1, -1, 11}));
 }
 
+TEST(Tensor, ContiguityIgnoresDimensionsOfExtentOne) {
+  Tensor t = iota_tensor({1, 3, 4});
+  EXPECT_TRUE(t.slice(2, 0, 4).slice(1, 1, 1).is_contiguous());  // [1, 1, 4]: one gapless row
+  EXPECT_FALSE(iota_tensor({2, 3, 4}).slice(1, 1, 1).is_contiguous());  // two rows, a gap between
+  EXPECT_EQ(t.slice(1, 2, 1).view({4}).to_vector(), (std::vector<float>{8, 9, 10, 11}));
+}
+
 TEST(Tensor, SliceOfMiddleDimensionAndSelect) {
   Tensor t = iota_tensor({2, 3, 2});
   Tensor s = t.slice(1, 2, 1);  // [2, 1, 2]
