@@ -172,12 +172,17 @@ void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_
       write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml);
       write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), meta.str());
       fsync_directory(tmp_dir);
-      fs::remove_all(final_dir);
+      // Saving a step that exists already (after resuming from an older one): the old copy
+      // is moved aside, not deleted, until the new one and `latest` are in place.
+      const std::string old_dir = final_dir + ".old";
+      fs::remove_all(old_dir);
+      if (fs::exists(final_dir)) fs::rename(final_dir, old_dir);
       fs::rename(tmp_dir, final_dir);
       const std::string latest = (fs::path(save_dir) / "latest").string();
       write_text_file(latest + ".tmp", step_name(step) + "\n");
       fs::rename(latest + ".tmp", latest);
       fsync_directory(save_dir);
+      fs::remove_all(old_dir);
       std::vector<std::string> steps;
       for (const auto& entry : fs::directory_iterator(save_dir)) {
         const std::string name = entry.path().filename().string();
@@ -282,6 +287,8 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
       for (std::int64_t i = piece.begin; i < piece.end; ++i) {
         const auto g = static_cast<std::size_t>(
             global_index(piece.local_shape, strides, piece.shard_dim, piece.shard_offset, i));
+        TN_CHECK_AS(CheckpointError, !covered[g], "checkpoint '", dir, "': tensor '", target.name,
+                    "' has element ", g, " in two pieces");
         whole[g] = values[i - piece.begin];
         covered[g] = 1;
       }

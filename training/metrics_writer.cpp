@@ -34,13 +34,18 @@ std::string metrics_json(const StepMetrics& m) {
   return s + "}";
 }
 
-MetricsWriter::MetricsWriter(std::string path) : path_(std::move(path)) {
+MetricsWriter::MetricsWriter(std::string path, bool append) : path_(std::move(path)) {
   if (path_.empty()) return;
   std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   partial_path_ = path_ + ".partial";
-  file_ = std::fopen(partial_path_.c_str(), "w");
+  const char* mode = "w";
+  if (append && std::filesystem::exists(path_) &&
+      std::filesystem::copy_file(path_, partial_path_,
+                                 std::filesystem::copy_options::overwrite_existing, ec))
+    mode = "a";
+  file_ = std::fopen(partial_path_.c_str(), mode);
   TN_CHECK_AS(ConfigError, file_ != nullptr, "logging.metrics_file: cannot write '",
               partial_path_, "': ", std::strerror(errno));
 }

@@ -27,7 +27,9 @@ struct StepMetrics {
 
 class MetricsWriter {
  public:
-  explicit MetricsWriter(std::string path);  // empty path: writes nothing
+  // Empty path: writes nothing. `append`: a resumed run continues FILE's lines (they are
+  // copied into FILE.partial first).
+  explicit MetricsWriter(std::string path, bool append = false);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;

@@ -30,9 +30,9 @@ std::pair<int, int> PipelineExecutor::previous_of(int chunk) const {
 }
 
 int PipelineExecutor::tag(int kind, int micro_batch, int receiving_chunk) const {
-  // Unique per (kind, micro-batch, receiving chunk) between two ranks; well below the
-  // 32767 every MPI guarantees for micro-batch counts below 2048 and 8 chunks.
-  return (micro_batch * 8 + receiving_chunk) * 2 + kind;
+  // Unique per (kind, micro-batch, receiving chunk) between two ranks; below the 32767 every
+  // MPI guarantees (TrainConfig refuses micro-batch x chunk counts that would pass it).
+  return (micro_batch * static_cast<int>(chunks_.size()) + receiving_chunk) * 2 + kind;
 }
 
 Tensor PipelineExecutor::receive(int kind, int micro_batch, int chunk, int from_rank,

@@ -56,10 +56,6 @@ class PipelineExecutor {
   // undefined elsewhere.
   Tensor logits(const Tensor& tokens);
 
-  int virtual_stage(int chunk) const { return chunk * stages_ + stage_; }
-  int total_virtual_stages() const { return stages_ * static_cast<int>(chunks_.size()); }
-  bool holds_last_stage() const { return chunks_.back()->chunk().has_head; }
-
  private:
   // The pipeline rank and chunk of the virtual stages after and before (stage, chunk).
   std::pair<int, int> next_of(int chunk) const;

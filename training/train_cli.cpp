@@ -249,7 +249,7 @@ int run_training(Communicator& world, const Setup& s) {
     return 0;
   }
   trainer->run();
-  if (config.training.sample_tokens > 0) {
+  if (config.training.sample_tokens > 0 && !trainer->stopped_by_signal()) {
     SampleOptions sample;
     sample.prompt = config.training.sample_prompt;
     sample.max_tokens = config.training.sample_tokens;

@@ -2,6 +2,7 @@
 
 #include "layers/parameter_count.h"
 
+#include <algorithm>
 #include <ostream>
 #include <sstream>
 
@@ -59,6 +60,13 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
                     " model chunks (parallel.pipeline x parallel.virtual_stages) need at least as "
                     "many blocks, but model.n_layer is " + std::to_string(c.model.n_layer));
   if (p.pipeline > 1 || p.virtual_stages > 1) {
+    // Pipeline messages are tagged by (micro-batch, chunk, kind); MPI guarantees tags to 32767.
+    const std::int64_t batches = std::max(c.micro_batches_per_step(world_size), t.eval_batches);
+    if (2 * batches * p.virtual_stages > 32767)
+      config_fail(doc, "parallel", "virtual_stages",
+                  "too many micro-batches x model chunks per step for MPI's message tags (" +
+                      std::to_string(batches) + " x " + std::to_string(p.virtual_stages) +
+                      "; at most 16383)");
     try {
       validate_pipeline_schedule(p.pipeline_schedule(), static_cast<int>(p.pipeline),
                                  static_cast<int>(c.micro_batches_per_step(world_size)),

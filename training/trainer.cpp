@@ -44,7 +44,29 @@ double all_reduce_double(Communicator& group, double value) {
 
 // Set by SIGTERM / SIGINT during Trainer::run: save and stop after the current step.
 std::atomic<bool> g_stop_requested{false};
-extern "C" void request_stop(int) { g_stop_requested = true; }
+// A second signal gets the default action (the process ends), for a run that hangs.
+extern "C" void request_stop(int signal) {
+  g_stop_requested = true;
+  std::signal(signal, SIG_DFL);
+}
+
+// Installs request_stop for SIGTERM and SIGINT while a run lasts.
+class StopSignals {
+ public:
+  StopSignals() : term_(std::signal(SIGTERM, request_stop)), int_(std::signal(SIGINT, request_stop)) {
+    g_stop_requested = false;
+  }
+  ~StopSignals() {
+    std::signal(SIGTERM, term_);
+    std::signal(SIGINT, int_);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  void (*term_)(int);
+  void (*int_)(int);
+};
 
 std::int64_t count_valid(const Tensor& targets) {
   const std::int32_t* t = targets.data<std::int32_t>();
@@ -139,6 +161,10 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
   }
   segments_ = reducer_ ? reducer_->owned_segments() : whole_parameters(parameters_);
   optimizer_ = make_optimizer(config.optimizer, segments_);
+  if (!config.checkpoint.load.empty()) {
+    resumed_from_ = resolve_checkpoint(config.checkpoint.load, config.checkpoint.save_dir);
+    resumed_step_ = load_checkpoint(resumed_from_);
+  }
 }
 
 GptModel& Trainer::model() {
@@ -305,19 +331,19 @@ double Trainer::evaluate() {
 StepMetrics Trainer::run() {
   const TrainingConfig& t = config_.training;
   const CheckpointConfig& k = config_.checkpoint;
-  std::int64_t first_step = 1;
-  if (!k.load.empty()) {
-    const std::string dir = resolve_checkpoint(k.load, k.save_dir);
-    first_step = load_checkpoint(dir) + 1;
-    log_info("ternion: resumed from ", dir, " after step ", first_step - 1);
+  const std::int64_t first_step = resumed_step_ + 1;
+  if (resumed_step_ > 0) log_info("ternion: resumed from ", resumed_from_, " after step ", resumed_step_);
+  if (first_step > t.steps) {
+    log_info("ternion: nothing to train: the checkpoint is at step ", resumed_step_,
+             " and training.steps is ", t.steps);
+    return StepMetrics{};
   }
-  MetricsWriter metrics_writer(writes_output() ? config_.logging.metrics_file : "");
+  MetricsWriter metrics_writer(writes_output() ? config_.logging.metrics_file : "",
+                               /*append=*/resumed_step_ > 0);
   StepMetrics last;
   double peak_activation_mb = 0.0;
   const auto start = Clock::now();
-  g_stop_requested = false;
-  auto previous_term = std::signal(SIGTERM, request_stop);
-  auto previous_int = std::signal(SIGINT, request_stop);
+  const StopSignals signals;
   for (std::int64_t step = first_step; step <= t.steps; ++step) {
     StepMetrics m = train_step(step);
     const std::int64_t traced = config_.logging.trace_step > 0 ? config_.logging.trace_step : t.steps;
@@ -327,7 +353,8 @@ StepMetrics Trainer::run() {
     metrics_writer.write(m);
     if (step % config_.logging.log_interval == 0 || step == t.steps || m.val_loss || m.skipped) {
       const double elapsed = seconds_since(start);
-      const double eta = elapsed / static_cast<double>(step) * static_cast<double>(t.steps - step);
+      const double done = static_cast<double>(step - first_step + 1);
+      const double eta = elapsed / done * static_cast<double>(t.steps - step);
       char line[256];
       std::snprintf(line, sizeof line,
                     "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %7.4f | %8.0f tok/s | "
@@ -357,11 +384,10 @@ StepMetrics Trainer::run() {
     }
     if (stop > 0) {
       log_info("ternion: stopped by a signal after step ", step);
+      stopped_by_signal_ = true;
       break;
     }
   }
-  std::signal(SIGTERM, previous_term);
-  std::signal(SIGINT, previous_int);
   metrics_writer.finish();
   log_info("ternion: activations and temporaries peaked at ",
            detail::concat(static_cast<long long>(peak_activation_mb * 10 + 0.5) / 10.0),

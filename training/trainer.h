@@ -45,7 +45,8 @@ struct SampleOptions {
 
 class Trainer {
  public:
-  // Opens the data (DataError on bad files), builds and initialises the model. With
+  // Opens the data (DataError on bad files), builds and initialises the model (or loads
+  // checkpoint.load: CheckpointError for a bad one). With
   // `groups`, the model is sharded over their tensor-parallel group (every rank of it runs
   // the same steps on the same data) and split into pipeline stages over their pipeline
   // group, `parallel.virtual_stages` chunks per rank, run by the configured schedule.
@@ -55,8 +56,11 @@ class Trainer {
 
   StepMetrics train_step(std::int64_t step);
   double evaluate();  // mean loss over training.eval_batches micro-batches of data.val
-  // Trains all steps, logging each and writing metrics; returns the last step's metrics.
+  // Trains the steps after the loaded checkpoint's (all of them without one), logging each
+  // and writing metrics; returns the last step's metrics. SIGTERM / SIGINT stop it after the
+  // step in progress, with a checkpoint when checkpoint.save_dir is set.
   StepMetrics run();
+  bool stopped_by_signal() const { return stopped_by_signal_; }
   std::string generate(const SampleOptions& options);
 
   // Checkpoints (training/checkpoint.h): save the state after `step` (collective), or load it
@@ -103,6 +107,9 @@ class Trainer {
   std::vector<ParameterSegment> segments_;    // what this rank's optimizer updates
   std::vector<const Parameter*> tied_copies_; // the last stage's wte copy (pp > 1)
   std::int64_t last_micro_batch_ = 0;
+  std::string resumed_from_;        // checkpoint.load resolved
+  std::int64_t resumed_step_ = 0;   // the loaded checkpoint's step (0: a fresh run)
+  bool stopped_by_signal_ = false;
   std::vector<PipelineAction> schedule_;
   PipelineStepResult last_pipeline_step_;
   std::unique_ptr<Optimizer> optimizer_;
