@@ -22,7 +22,8 @@ namespace ternion {
 
 class LanguageModelHead {
  public:
-  // `tied_weight` is the token embedding's parameter (or shard), owned by the Embedding.
+  // `tied_weight` is the token embedding's parameter (or shard): the Embedding's, or on a last
+  // pipeline chunk without one, the chunk's own copy.
   LanguageModelHead(std::string name, const ModelConfig& config, Parameter& tied_weight,
                     const TensorParallel& tp = {});
 

@@ -45,14 +45,18 @@ int run(int argc, char** argv) {
   TN_CHECK_AS(CheckpointError, !ec, "cannot create '", output, "': ", ec.message());
   const std::string weights = (fs::path(output) / "model.safetensors").string();
   const std::string json = (fs::path(output) / "config.json").string();
-  write_safetensors(weights + ".tmp", hf, {{"format", "pt"}});
+  write_safetensors(weights + ".tmp", hf, {{"format", "pt"}});  // checked and fsynced
   {
     std::ofstream out(json + ".tmp", std::ios::binary);
     out << hf_gpt2_config_json(config.model);
-    TN_CHECK_AS(CheckpointError, out.good(), "cannot write '", json, ".tmp'");
+    out.close();
+    TN_CHECK_AS(CheckpointError, !out.fail(), "cannot write '", json, ".tmp'");
   }
-  fs::rename(weights + ".tmp", weights);
-  fs::rename(json + ".tmp", json);
+  for (const std::string& path : {weights, json}) {
+    fs::rename(path + ".tmp", path, ec);
+    TN_CHECK_AS(CheckpointError, !ec, "cannot rename '", path, ".tmp' to '", path, "': ",
+                ec.message());
+  }
   std::printf("wrote %s (%zu tensors) and %s\n", weights.c_str(), hf.size(), json.c_str());
   return 0;
 }

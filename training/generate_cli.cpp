@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "                        [--top-k K] [--seed S]\n";
 
 struct Options {
+  bool help = false;
   std::string checkpoint;
   SampleOptions sample;
 };
@@ -42,15 +43,26 @@ Options parse(int argc, char** argv) {
         TN_THROW(UsageError, arg, ": not a number: '", text, "'");
       }
     };
+    auto integer = [&](const std::string& text) -> std::int64_t {
+      try {
+        std::size_t used = 0;
+        const long long x = std::stoll(text, &used);
+        TN_CHECK_AS(UsageError, used == text.size(), arg, ": not an integer: '", text, "'");
+        return x;
+      } catch (const std::logic_error&) {
+        TN_THROW(UsageError, arg, ": not an integer: '", text, "'");
+      }
+    };
     if (arg == "--checkpoint") o.checkpoint = value();
     else if (arg == "--prompt") { o.sample.prompt = value(); have_prompt = true; }
-    else if (arg == "--max-tokens") o.sample.max_tokens = static_cast<std::int64_t>(number(value()));
+    else if (arg == "--max-tokens") o.sample.max_tokens = integer(value());
     else if (arg == "--temperature") o.sample.temperature = number(value());
-    else if (arg == "--top-k") o.sample.top_k = static_cast<std::int64_t>(number(value()));
-    else if (arg == "--seed") o.sample.seed = static_cast<std::uint64_t>(number(value()));
-    else if (arg == "--help" || arg == "-h") { std::cout << kUsage; std::exit(0); }
+    else if (arg == "--top-k") o.sample.top_k = integer(value());
+    else if (arg == "--seed") o.sample.seed = static_cast<std::uint64_t>(integer(value()));
+    else if (arg == "--help" || arg == "-h") o.help = true;
     else TN_THROW(UsageError, "unknown argument '", arg, "'");
   }
+  if (o.help) return o;
   TN_CHECK_AS(UsageError, !o.checkpoint.empty(), "--checkpoint DIR is required");
   TN_CHECK_AS(UsageError, have_prompt, "--prompt TEXT is required");
   TN_CHECK_AS(UsageError, o.sample.max_tokens >= 0, "--max-tokens must not be negative");
@@ -60,6 +72,10 @@ Options parse(int argc, char** argv) {
 }
 
 int run(const Options& o) {
+  if (o.help) {
+    std::cout << kUsage;
+    return 0;
+  }
   TrainConfig config;
   std::unique_ptr<GptModel> model = load_model_from_checkpoint(o.checkpoint, &config);
   // One rank: the KV cache for the built-in block; a registered custom block (whose keys and

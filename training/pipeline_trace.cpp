@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace ternion {
@@ -52,9 +53,9 @@ void event(std::ostream& out, bool& first, const std::string& name, const char* 
 double write_pipeline_trace(const std::string& path, const PipelineStepResult& mine,
                             const ProcessGroups& groups, std::int64_t step) {
   Communicator& world = groups.world();
-  // Spans travel as doubles split into two floats each would be exact; times relative to
-  // this rank's step start fit a float's 24 bits to the microsecond for steps of seconds,
-  // and the start itself goes separately as two floats.
+  // The spans travel as floats: times relative to this rank's step start keep microseconds
+  // for steps of seconds; the step start itself (seconds since the node booted) travels as
+  // two floats, a high and a low part.
   const auto n = static_cast<std::int64_t>(mine.spans.size());
   Tensor count = Tensor::from_vector({static_cast<float>(n)}, {1});
   Tensor counts = Tensor::empty({world.size()});
@@ -80,12 +81,20 @@ double write_pipeline_trace(const std::string& path, const PipelineStepResult& m
   world.all_gather(all, local);
   if (world.rank() != 0) return -1.0;
 
-  double origin = 1e300, finish = -1e300, busy = 0.0;
+  // Steady clocks are comparable within a node only: each node's timeline starts at the
+  // earliest step start of its ranks.
+  double finish = -1e300, busy = 0.0;
   std::vector<double> starts(static_cast<std::size_t>(world.size()));
+  std::map<int, double> node_origin;
+  const std::vector<int>& node_of = groups.node_of_rank();
   for (int r = 0; r < world.size(); ++r) {
     const float* f = all.data<float>() + r * local.numel();
     starts[static_cast<std::size_t>(r)] = static_cast<double>(f[0]) + f[1];
-    origin = std::min(origin, starts[static_cast<std::size_t>(r)]);
+    const int node = node_of[static_cast<std::size_t>(r)];
+    const auto it = node_origin.find(node);
+    node_origin[node] = it == node_origin.end()
+                            ? starts[static_cast<std::size_t>(r)]
+                            : std::min(it->second, starts[static_cast<std::size_t>(r)]);
   }
   std::ostringstream out;
   out.precision(10);
@@ -93,7 +102,8 @@ double write_pipeline_trace(const std::string& path, const PipelineStepResult& m
   bool first = true;
   for (int r = 0; r < world.size(); ++r) {
     const float* f = all.data<float>() + r * local.numel();
-    const double base = starts[static_cast<std::size_t>(r)] - origin;
+    const double base = starts[static_cast<std::size_t>(r)] -
+                        node_origin.at(node_of[static_cast<std::size_t>(r)]);
     out << (first ? "\n" : ",\n") << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " << r
         << ", \"args\": {\"name\": \"rank " << r << " (pp " << groups.layout().at(r).coords.pp_rank
         << ", tp " << groups.layout().at(r).coords.tp_rank << ")\"}}";

@@ -3,7 +3,8 @@
 //
 // Every rank contributes its spans — forward, backward, send, recv — and the gaps between
 // them, where it waited, become idle spans; time is steady-clock time, shared by the
-// processes of one node (on several nodes each node's clock starts its own timeline). Rank 0
+// processes of one node (on several nodes each node's timeline starts at its own earliest
+// step start, since their clocks are not comparable). Rank 0
 // writes the file (under a temporary name, then renamed) and computes the measured bubble
 // fraction: 1 - (forward + backward time) / (ranks x the step's span).
 #pragma once

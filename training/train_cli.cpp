@@ -35,7 +35,7 @@ constexpr const char* kUsage =
     "usage: ternion-train --config FILE [--set section.key=value ...] [--dry-run]\n"
     "       ternion-train --print-config\n"
     "  --config FILE     YAML config (sections model, parallel, training, optimizer, data, "
-    "logging)\n"
+    "logging, checkpoint)\n"
     "  --set S.K=V       override one key, e.g. --set training.steps=10 (repeatable)\n"
     "  --dry-run         validate the config and data, build the model, print its size, exit;\n"
     "                    under mpirun: check the parallel layout on the job's ranks and print\n"
