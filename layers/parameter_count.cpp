@@ -31,7 +31,8 @@ std::int64_t block_parameters(const ModelConfig& config, std::int64_t tp) {
 
 }  // namespace
 
-std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& layout, int rank) {
+std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& layout, int rank,
+                                std::int64_t virtual_stages) {
   TN_CHECK_AS(ConfigError, config.block == "transformer",
               "model.block: per-rank parameter "
               "counts know the sharding of the built-in 'transformer' block only, not '",
@@ -42,9 +43,13 @@ std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& lay
            "the model does not shard over tp = ", tp, " (ParallelConfig::validate_model_fit)");
   const RankPlacement& p = layout.at(rank);
   const std::int64_t token_embedding = config.padded_vocab_size() / tp * c;  // vocab-parallel
-  std::int64_t count =
-      pipeline_stage_blocks(config.n_layer, layout.pp_size, p.coords.pp_rank).size() *
-      block_parameters(config, tp);
+  // Chunk v of pipeline rank s is virtual stage v * pp + s (interleaving).
+  std::int64_t blocks = 0;
+  for (std::int64_t v = 0; v < virtual_stages; ++v)
+    blocks += pipeline_stage_blocks(config.n_layer, layout.pp_size * virtual_stages,
+                                    v * layout.pp_size + p.coords.pp_rank)
+                  .size();
+  std::int64_t count = blocks * block_parameters(config, tp);
   if (p.is_first_stage) count += token_embedding + config.seq_len * c;  // wte, wpe
   if (p.is_last_stage) {
     count += 2 * c;                                   // ln_f

@@ -36,7 +36,10 @@ struct StageBlocks {
 };
 StageBlocks pipeline_stage_blocks(std::int64_t n_layer, std::int64_t pp_size, std::int64_t pp_rank);
 
-std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& layout, int rank);
+// With `virtual_stages` chunks per pipeline rank (interleaving), rank s holds the blocks of
+// virtual stages s, pp + s, 2 pp + s, ...
+std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& layout, int rank,
+                                std::int64_t virtual_stages = 1);
 
 // The sizes ParallelConfig::validate_model_fit checks against the layout, so the counts above
 // are whole numbers.

@@ -264,12 +264,18 @@ int run_training(Communicator& world, const Setup& s) {
 }
 
 // "blocks 0-1, embeddings, ln_f": what one pipeline stage holds (n_layer >= pp: never none).
-std::string stage_contents(const ModelConfig& m, const RankLayout& layout, int rank) {
+std::string stage_contents(const ModelConfig& m, const RankLayout& layout, int rank,
+                           std::int64_t virtual_stages) {
   const RankPlacement& p = layout.at(rank);
-  const StageBlocks blocks = pipeline_stage_blocks(m.n_layer, layout.pp_size, p.coords.pp_rank);
-  std::string text = blocks.size() == 1 ? "block " + std::to_string(blocks.begin)
-                                        : "blocks " + std::to_string(blocks.begin) + "-" +
-                                              std::to_string(blocks.end - 1);
+  std::string text;
+  for (std::int64_t v = 0; v < virtual_stages; ++v) {
+    const StageBlocks blocks = pipeline_stage_blocks(m.n_layer, layout.pp_size * virtual_stages,
+                                                     v * layout.pp_size + p.coords.pp_rank);
+    if (!text.empty()) text += " + ";
+    text += blocks.size() == 1 ? "block " + std::to_string(blocks.begin)
+                               : "blocks " + std::to_string(blocks.begin) + "-" +
+                                     std::to_string(blocks.end - 1);
+  }
   if (p.is_first_stage) text += ", embeddings";
   if (p.is_last_stage) text += p.is_first_stage ? ", ln_f" : ", ln_f, LM head (tied wte copy)";
   return text;
@@ -289,7 +295,7 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
     layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);
     for (int r = 0; r < world.size(); ++r)
-      rank_params.push_back(parameters_on_rank(config.model, *layout, r));
+      rank_params.push_back(parameters_on_rank(config.model, *layout, r, parallel.virtual_stages));
   });
   if (const std::optional<int> status = agree_on_failure(world, local)) return *status;
 
@@ -306,7 +312,7 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
       const RankCoords& c = layout->at(r).coords;
       log_info("  rank ", r, " tp=", c.tp_rank, " pp=", c.pp_rank, ": ",
                human_count(static_cast<double>(rank_params[static_cast<std::size_t>(r)])), " (",
-               rank_params[static_cast<std::size_t>(r)], ") ", stage_contents(m, *layout, r));
+               rank_params[static_cast<std::size_t>(r)], ") ", stage_contents(m, *layout, r, parallel.virtual_stages));
     }
     log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
              " sequences (", config.micro_batches_per_step(world.size()), " micro-batches of ",

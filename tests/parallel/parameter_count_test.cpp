@@ -140,3 +140,24 @@ TEST(ParameterCount, UnknownBlockTypesAreRefused) {
 
 }  // namespace
 }  // namespace ternion
+
+namespace ternion {
+namespace {
+
+// Interleaving: rank s holds virtual stages s, pp + s, ...; the pipeline group still sums to
+// the whole model plus the LM head's copy of wte.
+TEST(ParameterCount, InterleavedChunksSumToTheModel) {
+  ModelConfig c;
+  c.n_layer = 8;
+  c.n_head = 4;
+  c.d_model = 32;
+  const std::int64_t total = parameters_on_rank(c, make_rank_layout(1, 1, 1, 1), 0);
+  const RankLayout layout = make_rank_layout(2, 1, 2, 1);
+  const std::int64_t sum = parameters_on_rank(c, layout, 0, 2) + parameters_on_rank(c, layout, 1, 2);
+  EXPECT_EQ(sum, total + c.padded_vocab_size() * c.d_model);
+  // 8 blocks over 4 virtual stages: each rank holds 4 blocks, as without interleaving here.
+  EXPECT_EQ(parameters_on_rank(c, layout, 0, 2), parameters_on_rank(c, layout, 0, 1));
+}
+
+}  // namespace
+}  // namespace ternion
