@@ -22,7 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Layout {
-  std::int64_t data = 1, tensor = 1, pipeline = 1, zero_stage = 0;
+  std::int64_t data = 1, tensor = 1, pipeline = 1, zero_stage = 0, virtual_stages = 1;
+  bool sequence_parallel = false;
 };
 
 // Shared by every rank (rank 0 makes it).
@@ -47,6 +48,8 @@ TrainConfig run_config(const Layout& l, const std::string& save_dir) {
   c.parallel.tensor = l.tensor;
   c.parallel.pipeline = l.pipeline;
   c.parallel.zero_stage = l.zero_stage;
+  c.parallel.virtual_stages = l.virtual_stages;
+  c.parallel.sequence_parallel = l.sequence_parallel;
   c.parallel.bucket_size_mb = 0.02;
   c.training.steps = 10;
   c.training.global_batch_size = 8;
@@ -122,6 +125,15 @@ TEST(Checkpoint, Data2Tensor2Zero1ToPipeline2Data2) {
 TEST(Checkpoint, Pipeline2Data2ToData4Zero1) {
   if (!four_ranks()) GTEST_SKIP();
   save_then_resume(Layout{2, 1, 2, 0}, Layout{4, 1, 1, 1}, "pp2dp2_to_dp4zero");
+}
+
+TEST(Checkpoint, InterleavedSequenceParallelToOneRank) {
+  if (!four_ranks()) GTEST_SKIP();
+  save_then_resume(Layout{1, 2, 2, 0, 2, true}, Layout{}, "tp2pp2v2sp_to_one");
+}
+TEST(Checkpoint, OneRankToInterleavedSequenceParallel) {
+  if (!four_ranks()) GTEST_SKIP();
+  save_then_resume(Layout{}, Layout{1, 2, 2, 0, 2, true}, "one_to_tp2pp2v2sp");
 }
 
 // The rest on rank 0 alone.
