@@ -308,12 +308,14 @@ bool Trainer::writes_output() const { return groups_ == nullptr || groups_->worl
 double Trainer::evaluate() {
   TN_CHECK(val_sampler_.has_value(), "evaluation without data.val");
   const std::int64_t micro = config_.parallel.micro_batch_size;
-  double loss_sum = 0.0;
-  std::int64_t valid_tokens = 0;
+  // The data-parallel replicas share the evaluation batches (b = dp_rank, dp_rank + dp, ...).
+  const std::int64_t dp = reducer_ ? groups_->dp_size() : 1;
+  const std::int64_t dp_rank = reducer_ ? groups_->dp_rank() : 0;
+  double loss_sum = 0.0, valid_tokens = 0.0;
   std::vector<TokenBatch> batches;
-  for (std::int64_t b = 0; b < config_.training.eval_batches; ++b) {
+  for (std::int64_t b = dp_rank; b < config_.training.eval_batches; b += dp) {
     batches.push_back(val_sampler_->sequential(b * micro, micro));
-    valid_tokens += count_valid(batches.back().targets);
+    valid_tokens += static_cast<double>(count_valid(batches.back().targets));
   }
   if (pipelined()) {
     loss_sum = sum_over_pipeline(pipeline_->evaluate(batches));
@@ -325,7 +327,11 @@ double Trainer::evaluate() {
       loss_sum += chunks_.front()->forward(batch.inputs, batch.targets, ctx);
     }
   }
-  return valid_tokens > 0 ? loss_sum / static_cast<double>(valid_tokens) : 0.0;
+  if (reducer_) {
+    loss_sum = all_reduce_double(groups_->data(), loss_sum);
+    valid_tokens = all_reduce_double(groups_->data(), valid_tokens);
+  }
+  return valid_tokens > 0 ? loss_sum / valid_tokens : 0.0;
 }
 
 StepMetrics Trainer::run() {
