@@ -239,7 +239,8 @@ int run_training(Communicator& world, const Setup& s) {
   const std::int64_t local_params = count_elements(trainer->parameters());
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (", config.micro_batches_per_step(world.size()), " micro-batches of ",
-           parallel.micro_batch_size, ")", layout, ", ", num_threads(), " threads",
+           parallel.micro_batch_size, ")", layout, ", ", num_threads(),
+           num_threads() == 1 ? " thread" : " threads",
            world.size() > 1 ? " per rank" : "", ", optimizer ", config.optimizer.type,
            ", parameters ", human_count(local_params * 4.0), "B",
            world.size() > 1 ? " per rank" : "", ", optimizer state ",
@@ -317,7 +318,8 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
     log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
              " sequences (", config.micro_batches_per_step(world.size()), " micro-batches of ",
              parallel.micro_batch_size, " on each of ", layout->dp_size,
-             " data-parallel ranks), ", num_threads(), " threads per rank");
+             " data-parallel ranks), ", num_threads(), num_threads() == 1 ? " thread" : " threads",
+             " per rank");
     log_info("ternion: dry run: config, data and layout are valid on ", world.size(), " ranks");
   }
   return 0;
