@@ -1,10 +1,12 @@
-// Element types. Only F32 has kernels on CPU; the others are declared so that mixed
-// precision (bf16/f16 compute) and token tensors (i32/u16) fit the same Tensor type.
+// Element types. F32 has kernels on both devices, BF16 (mixed-precision compute) on CUDA;
+// token tensors are I32 (or U16 on disk). F16 is declared for file formats only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+
+#include "framework/bfloat16.h"
 
 namespace ternion {
 
@@ -37,5 +39,6 @@ template <class T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::F32; }
 template <> constexpr DType dtype_of<std::int32_t>() { return DType::I32; }
 template <> constexpr DType dtype_of<std::uint16_t>() { return DType::U16; }
+template <> constexpr DType dtype_of<BFloat16>() { return DType::BF16; }
 
 }  // namespace ternion

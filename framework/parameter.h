@@ -21,6 +21,11 @@ struct Parameter {
   std::string name;
   Tensor value;
   Tensor grad;  // same shape; parameter gradients accumulate (+=) across micro-batches
+  // Under mixed precision, the copy layers compute with: `value` rounded to bf16 after every
+  // update (layers/mixed_precision.h). `value` stays the f32 master copy that the optimizer
+  // updates, the reducer shards and checkpoints store; `grad` stays f32. Undefined in f32
+  // training, where layers compute with `value` itself.
+  Tensor compute;
   Shape global_shape;
   std::int64_t shard_dim = -1;  // -1: this rank holds the whole (replicated) parameter
   std::int64_t shard_offset = 0;
@@ -33,6 +38,7 @@ struct Parameter {
   bool tensor_parallel_partial_grad = false;
 
   bool is_sharded() const { return shard_dim >= 0; }
+  const Tensor& compute_value() const { return compute.defined() ? compute : value; }
 };
 
 // A range of one parameter's elements (flattened): what an optimizer updates. Usually the

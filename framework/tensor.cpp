@@ -4,6 +4,13 @@
 #include <cstring>
 #include <sstream>
 
+#include "framework/bfloat16.h"
+#include "framework/features.h"
+
+#if TN_HAVE_CUDA
+#include "framework/cuda/cuda_runtime.h"
+#endif
+
 namespace ternion {
 
 std::int64_t shape_numel(const Shape& shape) {
@@ -189,11 +196,85 @@ void copy_strided(char* dst, const Shape& dst_strides, const char* src, const Sh
 }
 }  // namespace
 
+#if TN_HAVE_CUDA
+namespace {
+// The process has one CUDA device; storage labelled with another index would be a bug.
+void check_process_device(Device device) {
+  TN_CHECK_AS(CudaError, device.index == cuda::current_device(), device.str(),
+              ": this process is bound to cuda:", cuda::current_device());
+}
+
+// dst <- src where both are on the device, any strides.
+void copy_on_device(const Tensor& dst, const Tensor& src) {
+  const std::size_t elem = dtype_size(dst.dtype());
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    cuda::copy_bytes(dst.raw_data(), src.raw_data(), dst.nbytes(), cudaMemcpyDeviceToDevice);
+    return;
+  }
+  // std::int64_t is `long` here, not `long long`: copy rather than alias.
+  const std::vector<long long> shape(dst.shape().begin(), dst.shape().end());
+  const std::vector<long long> dst_strides(dst.strides().begin(), dst.strides().end());
+  const std::vector<long long> src_strides(src.strides().begin(), src.strides().end());
+  cuda::copy_strided(dst.raw_data(), dst_strides.data(), src.raw_data(), src_strides.data(),
+                     shape.data(), static_cast<int>(shape.size()), elem);
+}
+}  // namespace
+#endif
+
+namespace {
+// Copies involving a CUDA tensor. Out of line so the CPU path of copy_from stays as it was.
+void copy_across_devices(Tensor& dst, const Tensor& src) {
+#if TN_HAVE_CUDA
+  const Device dst_device = dst.device(), src_device = src.device();
+  if (!dst_device.is_cpu()) check_process_device(dst_device);
+  if (!src_device.is_cpu()) check_process_device(src_device);
+  if (!dst_device.is_cpu() && !src_device.is_cpu()) {
+    // cudaMemcpy and the strided kernel do not allow overlap (memmove's job on the CPU): copy
+    // from a private clone when the two share storage.
+    if (dst.shares_storage_with(src)) {
+      copy_on_device(dst, src.clone());
+      return;
+    }
+    copy_on_device(dst, src);
+    return;
+  }
+  if (dst_device.is_cpu()) {  // device -> host
+    const Tensor device_src = src.contiguous();
+    if (dst.is_contiguous()) {
+      cuda::copy_bytes(dst.raw_data(), device_src.raw_data(), dst.nbytes(),
+                       cudaMemcpyDeviceToHost);
+      return;
+    }
+    Tensor host = Tensor::empty(dst.shape(), dst.dtype(), Device::cpu());
+    cuda::copy_bytes(host.raw_data(), device_src.raw_data(), host.nbytes(), cudaMemcpyDeviceToHost);
+    dst.copy_from(host);
+    return;
+  }
+  // host -> device
+  const Tensor host_src = src.contiguous();
+  if (dst.is_contiguous()) {
+    cuda::copy_bytes(dst.raw_data(), host_src.raw_data(), dst.nbytes(), cudaMemcpyHostToDevice);
+    return;
+  }
+  // Staged through a contiguous device temporary. Freeing it right after enqueueing the
+  // strided copy is safe: its next user's work is queued behind this copy on the same stream.
+  Tensor staging = Tensor::empty(dst.shape(), dst.dtype(), dst_device);
+  cuda::copy_bytes(staging.raw_data(), host_src.raw_data(), staging.nbytes(),
+                   cudaMemcpyHostToDevice);
+  copy_on_device(dst, staging);
+#else
+  TN_THROW(CudaError, "copy from ", src.str(), " into ", dst.str(),
+           ": this build has no CUDA (configure with -DTERNION_CUDA=ON)");
+#endif
+}
+}  // namespace
+
 void Tensor::copy_from(const Tensor& src) {
   TN_CHECK(shape_ == src.shape_ && dtype_ == src.dtype_, "copy from ", src.str(), " into ", str());
-  TN_CHECK(device().is_cpu() && src.device().is_cpu(),
-           "copy between ", src.device().str(), " and ", device().str(),
-           " needs the device runtime");
+  if (!device().is_cpu() || !src.device().is_cpu()) {
+    if (numel() > 0) copy_across_devices(*this, src);
+    return;
+  }
   if (numel() == 0) return;
   std::size_t elem = dtype_size(dtype_);
   if (is_contiguous() && src.is_contiguous()) {
@@ -208,15 +289,40 @@ void Tensor::copy_from(const Tensor& src) {
                src.strides_, shape_, 0, elem);
 }
 
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return contiguous();
+  Tensor t = empty(shape_, dtype_, target);
+  t.copy_from(*this);
+  return t;
+}
+
 void Tensor::fill(float value) {
-  TN_CHECK(dtype_ == DType::F32 && is_contiguous() && device().is_cpu(), "fill of ", str());
+  TN_CHECK(dtype_ == DType::F32 && is_contiguous(), "fill of ", str());
+  if (!device().is_cpu()) {
+#if TN_HAVE_CUDA
+    check_process_device(device());
+    cuda::fill_f32(data<float>(), value, static_cast<std::size_t>(numel()));
+    return;
+#else
+    TN_THROW(CudaError, "fill of ", str(), ": this build has no CUDA (configure with -DTERNION_CUDA=ON)");
+#endif
+  }
   float* p = data<float>();
   std::int64_t n = numel();
   for (std::int64_t i = 0; i < n; ++i) p[i] = value;
 }
 
 void Tensor::zero() {
-  TN_CHECK(is_contiguous() && device().is_cpu(), "zero of ", str());
+  TN_CHECK(is_contiguous(), "zero of ", str());
+  if (!device().is_cpu()) {
+#if TN_HAVE_CUDA
+    check_process_device(device());
+    if (nbytes() > 0) cuda::zero_bytes(raw_data(), nbytes());
+    return;
+#else
+    TN_THROW(CudaError, "zero of ", str(), ": this build has no CUDA (configure with -DTERNION_CUDA=ON)");
+#endif
+  }
   const std::size_t bytes = nbytes();
   char* data = bytes > 0 ? static_cast<char*>(raw_data()) : nullptr;
   // One thread cannot saturate memory bandwidth: zeroing a 124M-parameter model's gradients
@@ -231,7 +337,14 @@ void Tensor::zero() {
 }
 
 std::vector<float> Tensor::to_vector() const {
+  if (!device().is_cpu()) return to(Device::cpu()).to_vector();
   Tensor c = contiguous();
+  if (dtype_ == DType::BF16) {
+    const BFloat16* p = c.data<BFloat16>();
+    std::vector<float> values(static_cast<std::size_t>(numel()));
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_float(p[i]);
+    return values;
+  }
   const float* p = c.data<float>();
   return std::vector<float>(p, p + numel());
 }

@@ -5,6 +5,12 @@
 // tensor stay contiguous, slices along later dimensions are strided views that `copy_from` and
 // `contiguous()` understand. Tensor-parallel shards are made exactly that way: the full
 // parameter's `slice(dim, rank * n, n)`.
+//
+// Tensors live on the CPU or on the process's CUDA device (Device::cuda(i), once
+// init_cuda_device has run). `copy_from`, `clone`, `contiguous`, `to`, `fill`, `zero` and
+// `to_vector` work on both; device work runs on the compute stream, and a copy that reads or
+// writes host memory waits for it, so host code may use the host tensor as soon as it returns.
+// A CPU-only build throws CudaError ("this build has no CUDA") for anything on a CUDA device.
 #pragma once
 
 #include <cstddef>
@@ -90,11 +96,15 @@ class Tensor {
   // Copies.
   Tensor contiguous() const;  // itself if already contiguous
   Tensor clone() const;
-  void copy_from(const Tensor& src);  // same shape and dtype; any strides
-  void fill(float value);
-  void zero();
+  void copy_from(const Tensor& src);  // same shape and dtype; any strides; any two devices
+  // A contiguous tensor on `device`: a copy when the devices differ; on the same device it is
+  // `contiguous()` (so itself, sharing storage, when already contiguous).
+  Tensor to(Device device) const;
+  void fill(float value);  // F32, contiguous
+  void zero();             // contiguous
 
-  std::vector<float> to_vector() const;  // f32 elements in row-major order (copies)
+  // Elements in row-major order as floats (copies; from the device if need be). F32 or BF16.
+  std::vector<float> to_vector() const;
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
 
  private:

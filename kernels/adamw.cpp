@@ -2,7 +2,11 @@
 
 #include <initializer_list>
 
+#include "framework/features.h"
 #include "kernels/cpu/cpu_kernels.h"
+#if TN_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace ternion {
 
@@ -26,7 +30,35 @@ void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const
                       param.numel(), h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.grad_scale,
                       h.step);
   } else {
+#if TN_HAVE_CUDA
+    cuda::adamw_update(param, grad, m, v, h);
+#else
     TN_THROW(CudaError, "adamw_update: no CUDA kernel in this build");
+#endif
+  }
+}
+
+void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h) {
+  if (tensors.empty()) return;
+  TN_CHECK(h.step >= 1, "adamw_update_many: step ", h.step, " is not 1-based");
+  const Device device = tensors.front().param.device();
+  for (const AdamWTensors& t : tensors) {
+    check_optimizer_operands("adamw_update_many", {&t.param, &t.grad, &t.m, &t.v});
+    TN_CHECK(t.param.device() == device, "adamw_update_many: ", t.param.str(), " is not on ",
+             device.str(), " with the first tensor");
+  }
+  if (device.is_cpu()) {
+    // Exactly adamw_update per tensor, with the tensor's own weight decay.
+    for (AdamWTensors& t : tensors)
+      cpu::adamw_update(t.param.data<float>(), t.grad.data<float>(), t.m.data<float>(),
+                        t.v.data<float>(), t.param.numel(), h.lr, h.beta1, h.beta2, h.eps,
+                        t.weight_decay, h.grad_scale, h.step);
+  } else {
+#if TN_HAVE_CUDA
+    cuda::adamw_update_many(tensors, h);
+#else
+    TN_THROW(CudaError, "adamw_update_many: no CUDA kernel in this build");
+#endif
   }
 }
 
@@ -36,7 +68,11 @@ void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, cons
     cpu::sgd_update(param.data<float>(), grad.data<float>(), momentum_buffer.data<float>(),
                     param.numel(), h.lr, h.momentum, h.weight_decay, h.grad_scale);
   } else {
+#if TN_HAVE_CUDA
+    cuda::sgd_update(param, grad, momentum_buffer, h);
+#else
     TN_THROW(CudaError, "sgd_update: no CUDA kernel in this build");
+#endif
   }
 }
 

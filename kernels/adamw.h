@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include <vector>
+
 #include "framework/tensor.h"
 
 namespace ternion {
@@ -31,6 +33,16 @@ struct SgdHyper {
 };
 
 void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWHyper& h);
+
+// One tensor of a multi-tensor AdamW step: its operands and its own weight decay (the
+// hyper-parameters' weight_decay is ignored by adamw_update_many).
+struct AdamWTensors {
+  Tensor param, grad, m, v;
+  float weight_decay = 0.0f;
+};
+// Every tensor's update with one set of hyper-parameters; on CUDA one launch for all
+// (multi-tensor apply), on CPU a loop of adamw_update. All on one device.
+void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h);
 void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h);
 
 }  // namespace ternion

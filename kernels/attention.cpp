@@ -2,7 +2,12 @@
 
 #include <initializer_list>
 
+#include "framework/features.h"
+#include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
+#if TN_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace ternion {
 
@@ -12,13 +17,16 @@ struct AttentionDims {
   std::int64_t batch, seq, n_head, head_size;
 };
 
-// qkv [B, T, H * 3 * hs]; out and dout [B, T, H * hs]; probs [B, H, T, T].
+// qkv [B, T, H * 3 * hs]; out and dout [B, T, H * hs]; probs [B, H, T, T]; all contiguous,
+// one device, and one dtype: F32, or BF16 (CUDA natively; on CPU staged through F32 copies).
 AttentionDims check_attention_operands(const char* op, std::initializer_list<const Tensor*> all,
                                        const Tensor& out, const Tensor& probs, const Tensor& qkv,
                                        std::int64_t n_head) {
+  TN_CHECK(qkv.dtype() == DType::F32 || qkv.dtype() == DType::BF16, op,
+           ": needs f32 or bf16 tensors, got qkv ", qkv.str());
   for (const Tensor* t : all) {
-    TN_CHECK(t->dtype() == DType::F32 && t->is_contiguous(), op,
-             ": needs contiguous f32 tensors, got ", t->str());
+    TN_CHECK(t->dtype() == qkv.dtype() && t->is_contiguous(), op,
+             ": needs contiguous tensors of qkv's dtype (", qkv.str(), "), got ", t->str());
     TN_CHECK(t->device() == qkv.device(), op, ": ", t->str(), " is not on qkv's device ",
              qkv.device().str());
   }
@@ -39,12 +47,21 @@ AttentionDims check_attention_operands(const char* op, std::initializer_list<con
 void attention_forward(Tensor& out, Tensor& probs, const Tensor& qkv, std::int64_t n_head) {
   const AttentionDims d =
       check_attention_operands("attention_forward", {&out, &probs, &qkv}, out, probs, qkv, n_head);
-  if (qkv.device().is_cpu()) {
-    cpu::attention_forward<float>(out.data<float>(), probs.data<float>(), qkv.data<float>(),
-                                  d.batch, d.seq, d.n_head, d.head_size);
-  } else {
+  if (!qkv.device().is_cpu()) {
+#if TN_HAVE_CUDA
+    cuda::attention_forward(out, probs, qkv, n_head);
+    return;
+#else
     TN_THROW(CudaError, "attention_forward: no CUDA kernel in this build");
+#endif
   }
+  // BF16 on CPU: F32 copies in, F32 stand-ins out (F32 tensors pass through untouched).
+  const Tensor qkv_f32 = as_f32(qkv);
+  F32Output out_f32(out), probs_f32(probs);
+  cpu::attention_forward<float>(out_f32.get().data<float>(), probs_f32.get().data<float>(),
+                                qkv_f32.data<float>(), d.batch, d.seq, d.n_head, d.head_size);
+  out_f32.store();
+  probs_f32.store();
 }
 
 void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& probs,
@@ -53,12 +70,20 @@ void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, con
       "attention_backward", {&dqkv, &dout, &qkv, &probs}, dout, probs, qkv, n_head);
   TN_CHECK(dqkv.shape() == qkv.shape(), "attention_backward: dqkv ", shape_str(dqkv.shape()),
            " for qkv ", shape_str(qkv.shape()));
-  if (qkv.device().is_cpu()) {
-    cpu::attention_backward<float>(dqkv.data<float>(), dout.data<float>(), qkv.data<float>(),
-                                   probs.data<float>(), d.batch, d.seq, d.n_head, d.head_size);
-  } else {
+  if (!qkv.device().is_cpu()) {
+#if TN_HAVE_CUDA
+    cuda::attention_backward(dqkv, dout, qkv, probs, n_head);
+    return;
+#else
     TN_THROW(CudaError, "attention_backward: no CUDA kernel in this build");
+#endif
   }
+  const Tensor dout_f32 = as_f32(dout), qkv_f32 = as_f32(qkv), probs_f32 = as_f32(probs);
+  F32Output dqkv_f32(dqkv);  // overwritten, so nothing to load
+  cpu::attention_backward<float>(dqkv_f32.get().data<float>(), dout_f32.data<float>(),
+                                 qkv_f32.data<float>(), probs_f32.data<float>(), d.batch, d.seq,
+                                 d.n_head, d.head_size);
+  dqkv_f32.store();
 }
 
 }  // namespace ternion

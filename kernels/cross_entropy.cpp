@@ -2,7 +2,12 @@
 
 #include <initializer_list>
 
+#include "framework/features.h"
+#include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
+#if TN_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace ternion {
 
@@ -25,11 +30,13 @@ void check_targets(const char* op, const Tensor& targets, std::int64_t rows, Dev
            device.str());
 }
 
-// logits [N, V_local] holding global columns from vocab_start, of a vocabulary of vocab_size.
+// logits [N, V_local] (f32 or bf16) holding global columns from vocab_start, of a vocabulary of
+// vocab_size.
 void check_shard_logits(const char* op, const Tensor& logits, std::int64_t vocab_start,
                         std::int64_t vocab_size) {
-  TN_CHECK(logits.dtype() == DType::F32 && logits.is_contiguous() && logits.dim() == 2, op,
-           ": logits must be contiguous 2-D f32, got ", logits.str());
+  TN_CHECK((logits.dtype() == DType::F32 || logits.dtype() == DType::BF16) &&
+               logits.is_contiguous() && logits.dim() == 2,
+           op, ": logits must be contiguous 2-D f32 or bf16, got ", logits.str());
   TN_CHECK(vocab_size > 0 && vocab_start >= 0, op, ": vocab_size ", vocab_size, ", vocab_start ",
            vocab_start, " for logits ", shape_str(logits.shape()));
 }
@@ -45,11 +52,16 @@ void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits, co
   check_targets(op, targets, logits.size(0), logits.device());
   check_per_row(op, {&losses, &lse}, logits.size(0), logits.device());
   if (logits.device().is_cpu()) {
-    cpu::cross_entropy_forward<float>(losses.data<float>(), lse.data<float>(), logits.data<float>(),
-                                      targets.data<std::int32_t>(), logits.size(0), logits.size(1),
-                                      vocab_size, ignore_index);
+    const Tensor logits32 = as_f32(logits);  // bf16 logits staged; f32 ones used as they are
+    cpu::cross_entropy_forward<float>(losses.data<float>(), lse.data<float>(),
+                                      logits32.data<float>(), targets.data<std::int32_t>(),
+                                      logits.size(0), logits.size(1), vocab_size, ignore_index);
   } else {
+#if TN_HAVE_CUDA
+    cuda::cross_entropy_forward(losses, lse, logits, targets, vocab_size, ignore_index);
+#else
     TN_THROW(CudaError, "cross_entropy_forward: no CUDA kernel in this build");
+#endif
   }
 }
 
@@ -60,16 +72,25 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor&
   check_shard_logits(op, logits, vocab_start, vocab_size);
   check_targets(op, targets, logits.size(0), logits.device());
   check_per_row(op, {&lse}, logits.size(0), logits.device());
-  TN_CHECK(dlogits.dtype() == DType::F32 && dlogits.is_contiguous() &&
+  TN_CHECK(dlogits.dtype() == logits.dtype() && dlogits.is_contiguous() &&
                dlogits.shape() == logits.shape() && dlogits.device() == logits.device(),
            op, ": dlogits ", dlogits.str(), " for logits ", logits.str());
   if (logits.device().is_cpu()) {
-    cpu::cross_entropy_backward<float>(dlogits.data<float>(), logits.data<float>(),
+    // With bf16, logits are copied before dlogits (which may alias them) is written.
+    const Tensor logits32 = as_f32(logits);
+    F32Output dlogits32(dlogits);
+    cpu::cross_entropy_backward<float>(dlogits32.get().data<float>(), logits32.data<float>(),
                                        lse.data<float>(), targets.data<std::int32_t>(), dloss,
                                        logits.size(0), logits.size(1), vocab_start, vocab_size,
                                        ignore_index);
+    dlogits32.store();
   } else {
+#if TN_HAVE_CUDA
+    cuda::cross_entropy_backward(dlogits, logits, lse, targets, dloss, vocab_size, ignore_index,
+                                 vocab_start);
+#else
     TN_THROW(CudaError, "cross_entropy_backward: no CUDA kernel in this build");
+#endif
   }
 }
 
@@ -79,10 +100,15 @@ void cross_entropy_row_max(Tensor& row_max, const Tensor& logits, std::int64_t v
   check_shard_logits(op, logits, vocab_start, vocab_size);
   check_per_row(op, {&row_max}, logits.size(0), logits.device());
   if (logits.device().is_cpu()) {
-    cpu::cross_entropy_row_max<float>(row_max.data<float>(), logits.data<float>(), logits.size(0),
-                                      logits.size(1), vocab_start, vocab_size);
+    const Tensor logits32 = as_f32(logits);
+    cpu::cross_entropy_row_max<float>(row_max.data<float>(), logits32.data<float>(),
+                                      logits.size(0), logits.size(1), vocab_start, vocab_size);
   } else {
+#if TN_HAVE_CUDA
+    cuda::cross_entropy_row_max(row_max, logits, vocab_start, vocab_size);
+#else
     TN_THROW(CudaError, "cross_entropy_row_max: no CUDA kernel in this build");
+#endif
   }
 }
 
@@ -92,11 +118,16 @@ void cross_entropy_row_sum_exp(Tensor& sum_exp, const Tensor& logits, const Tens
   check_shard_logits(op, logits, vocab_start, vocab_size);
   check_per_row(op, {&sum_exp, &global_max}, logits.size(0), logits.device());
   if (logits.device().is_cpu()) {
-    cpu::cross_entropy_row_sum_exp<float>(sum_exp.data<float>(), logits.data<float>(),
+    const Tensor logits32 = as_f32(logits);
+    cpu::cross_entropy_row_sum_exp<float>(sum_exp.data<float>(), logits32.data<float>(),
                                           global_max.data<float>(), logits.size(0),
                                           logits.size(1), vocab_start, vocab_size);
   } else {
+#if TN_HAVE_CUDA
+    cuda::cross_entropy_row_sum_exp(sum_exp, logits, global_max, vocab_start, vocab_size);
+#else
     TN_THROW(CudaError, "cross_entropy_row_sum_exp: no CUDA kernel in this build");
+#endif
   }
 }
 
@@ -108,11 +139,17 @@ void cross_entropy_target_logit(Tensor& target_logit, const Tensor& logits,
   check_targets(op, targets, logits.size(0), logits.device());
   check_per_row(op, {&target_logit}, logits.size(0), logits.device());
   if (logits.device().is_cpu()) {
-    cpu::cross_entropy_target_logit<float>(target_logit.data<float>(), logits.data<float>(),
+    const Tensor logits32 = as_f32(logits);
+    cpu::cross_entropy_target_logit<float>(target_logit.data<float>(), logits32.data<float>(),
                                            targets.data<std::int32_t>(), logits.size(0),
                                            logits.size(1), vocab_start, vocab_size, ignore_index);
   } else {
+#if TN_HAVE_CUDA
+    cuda::cross_entropy_target_logit(target_logit, logits, targets, vocab_start, vocab_size,
+                                     ignore_index);
+#else
     TN_THROW(CudaError, "cross_entropy_target_logit: no CUDA kernel in this build");
+#endif
   }
 }
 
@@ -129,7 +166,12 @@ void cross_entropy_finish(Tensor& losses, Tensor& lse, const Tensor& global_max,
                                      target_logit.data<float>(), targets.data<std::int32_t>(),
                                      targets.numel(), ignore_index);
   } else {
+#if TN_HAVE_CUDA
+    cuda::cross_entropy_finish(losses, lse, global_max, global_sum_exp, target_logit, targets,
+                               ignore_index);
+#else
     TN_THROW(CudaError, "cross_entropy_finish: no CUDA kernel in this build");
+#endif
   }
 }
 

@@ -1,35 +1,57 @@
 #include "kernels/gelu.h"
 
+#include "framework/features.h"
+#include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
+#if TN_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace ternion {
 
 namespace {
-void check_same_f32(const char* op, const Tensor& a, const Tensor& b) {
-  TN_CHECK(
-      a.dtype() == DType::F32 && b.dtype() == DType::F32 && a.is_contiguous() && b.is_contiguous(),
-      op, ": needs contiguous f32 tensors, got ", a.str(), " and ", b.str());
+// Contiguous, one float dtype (f32 or bf16), one shape and device.
+void check_same_float(const char* op, const Tensor& a, const Tensor& b) {
+  TN_CHECK((a.dtype() == DType::F32 || a.dtype() == DType::BF16) && a.dtype() == b.dtype() &&
+               a.is_contiguous() && b.is_contiguous(),
+           op, ": needs contiguous tensors of one dtype (f32 or bf16), got ", a.str(), " and ",
+           b.str());
   TN_CHECK(a.shape() == b.shape() && a.device() == b.device(), op, ": ", a.str(), " and ", b.str(),
            " differ in shape or device");
 }
 }  // namespace
 
 void gelu_forward(Tensor& out, const Tensor& x) {
-  check_same_f32("gelu_forward", out, x);
+  check_same_float("gelu_forward", out, x);
   if (x.device().is_cpu()) {
-    cpu::gelu_forward<float>(out.data<float>(), x.data<float>(), x.numel());
+    const Tensor x32 = as_f32(x);
+    F32Output out32(out);
+    cpu::gelu_forward<float>(out32.get().data<float>(), x32.data<float>(), x.numel());
+    out32.store();
   } else {
+#if TN_HAVE_CUDA
+    cuda::gelu_forward(out, x);
+#else
     TN_THROW(CudaError, "gelu_forward: no CUDA kernel in this build");
+#endif
   }
 }
 
 void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout) {
-  check_same_f32("gelu_backward", dx, x);
-  check_same_f32("gelu_backward", dout, x);
+  check_same_float("gelu_backward", dx, x);
+  check_same_float("gelu_backward", dout, x);
   if (x.device().is_cpu()) {
-    cpu::gelu_backward<float>(dx.data<float>(), x.data<float>(), dout.data<float>(), x.numel());
+    const Tensor x32 = as_f32(x), dout32 = as_f32(dout);
+    F32Output dx32(dx);
+    cpu::gelu_backward<float>(dx32.get().data<float>(), x32.data<float>(), dout32.data<float>(),
+                              x.numel());
+    dx32.store();
   } else {
+#if TN_HAVE_CUDA
+    cuda::gelu_backward(dx, x, dout);
+#else
     TN_THROW(CudaError, "gelu_backward: no CUDA kernel in this build");
+#endif
   }
 }
 

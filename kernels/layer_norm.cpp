@@ -2,7 +2,12 @@
 
 #include <initializer_list>
 
+#include "framework/features.h"
+#include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
+#if TN_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace ternion {
 
@@ -13,15 +18,27 @@ struct RowsAndCols {
   std::int64_t rows, cols;
 };
 
-RowsAndCols check_layer_norm_operands(const char* op, std::initializer_list<const Tensor*> all,
-                                      const Tensor& x, const Tensor& weight, const Tensor& mean,
+// Every tensor contiguous on x's device; x's dtype F32 or BF16, `like_x` in that dtype (x,
+// out, dout, dx, weight, bias) and `f32` in F32 (mean, rstd, dweight, dbias).
+RowsAndCols check_layer_norm_operands(const char* op, std::initializer_list<const Tensor*> like_x,
+                                      std::initializer_list<const Tensor*> f32, const Tensor& x,
+                                      const Tensor& weight, const Tensor& mean,
                                       const Tensor& rstd) {
-  for (const Tensor* t : all) {
-    TN_CHECK(t->dtype() == DType::F32 && t->is_contiguous(), op,
-             ": needs contiguous f32 tensors, got ", t->str());
-    TN_CHECK(t->device() == x.device(), op, ": ", t->str(), " is not on x's device ",
-             x.device().str());
+  TN_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::BF16, op, ": x must be f32 or bf16, got ",
+           x.str());
+  for (std::initializer_list<const Tensor*> group : {like_x, f32}) {
+    for (const Tensor* t : group) {
+      TN_CHECK(t->is_contiguous(), op, ": needs contiguous tensors, got ", t->str());
+      TN_CHECK(t->device() == x.device(), op, ": ", t->str(), " is not on x's device ",
+               x.device().str());
+    }
   }
+  for (const Tensor* t : like_x)
+    TN_CHECK(t->dtype() == x.dtype(), op, ": ", t->str(), " is not in x's dtype ",
+             dtype_name(x.dtype()));
+  for (const Tensor* t : f32)
+    TN_CHECK(t->dtype() == DType::F32, op, ": statistics and parameter gradients are f32, got ",
+             t->str());
   TN_CHECK(x.dim() >= 1 && x.size(-1) > 0, op, ": x ", shape_str(x.shape()),
            " has no last dimension to normalise");
   const std::int64_t cols = x.size(-1), rows = x.numel() / cols;
@@ -37,17 +54,25 @@ RowsAndCols check_layer_norm_operands(const char* op, std::initializer_list<cons
 
 void layer_norm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
                         const Tensor& weight, const Tensor& bias, float eps) {
-  auto [rows, cols] = check_layer_norm_operands(
-      "layer_norm_forward", {&out, &mean, &rstd, &x, &weight, &bias}, x, weight, mean, rstd);
+  auto [rows, cols] = check_layer_norm_operands("layer_norm_forward", {&out, &x, &weight, &bias},
+                                                {&mean, &rstd}, x, weight, mean, rstd);
   TN_CHECK(out.shape() == x.shape() && bias.shape() == weight.shape(), "layer_norm_forward: out ",
            shape_str(out.shape()), " and bias ", shape_str(bias.shape()), " for x ",
            shape_str(x.shape()));
   if (x.device().is_cpu()) {
-    cpu::layer_norm_forward<float>(out.data<float>(), mean.data<float>(), rstd.data<float>(),
-                                   x.data<float>(), weight.data<float>(), bias.data<float>(), rows,
-                                   cols, eps);
+    // BF16 operands are staged through F32 copies; F32 ones are used as they are.
+    const Tensor x32 = as_f32(x), weight32 = as_f32(weight), bias32 = as_f32(bias);
+    F32Output out32(out);
+    cpu::layer_norm_forward<float>(out32.get().data<float>(), mean.data<float>(),
+                                   rstd.data<float>(), x32.data<float>(), weight32.data<float>(),
+                                   bias32.data<float>(), rows, cols, eps);
+    out32.store();
   } else {
+#if TN_HAVE_CUDA
+    cuda::layer_norm_forward(out, mean, rstd, x, weight, bias, eps);
+#else
     TN_THROW(CudaError, "layer_norm_forward: no CUDA kernel in this build");
+#endif
   }
 }
 
@@ -55,19 +80,27 @@ void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tenso
                          const Tensor& x, const Tensor& weight, const Tensor& mean,
                          const Tensor& rstd) {
   auto [rows, cols] = check_layer_norm_operands(
-      "layer_norm_backward", {&dx, &dweight, &dbias, &dout, &x, &weight, &mean, &rstd}, x, weight,
-      mean, rstd);
+      "layer_norm_backward", {&dx, &dout, &x, &weight}, {&dweight, &dbias, &mean, &rstd}, x,
+      weight, mean, rstd);
   TN_CHECK(dx.shape() == x.shape() && dout.shape() == x.shape() &&
                dweight.shape() == weight.shape() && dbias.shape() == weight.shape(),
            "layer_norm_backward: dx ", shape_str(dx.shape()), ", dout ", shape_str(dout.shape()),
            ", dweight ", shape_str(dweight.shape()), ", dbias ", shape_str(dbias.shape()),
            " for x ", shape_str(x.shape()));
   if (x.device().is_cpu()) {
-    cpu::layer_norm_backward<float>(dx.data<float>(), dweight.data<float>(), dbias.data<float>(),
-                                    dout.data<float>(), x.data<float>(), weight.data<float>(),
-                                    mean.data<float>(), rstd.data<float>(), rows, cols);
+    const Tensor dout32 = as_f32(dout), x32 = as_f32(x), weight32 = as_f32(weight);
+    F32Output dx32(dx);  // overwritten: nothing to load (dx may alias dout, staged above)
+    cpu::layer_norm_backward<float>(dx32.get().data<float>(), dweight.data<float>(),
+                                    dbias.data<float>(), dout32.data<float>(), x32.data<float>(),
+                                    weight32.data<float>(), mean.data<float>(),
+                                    rstd.data<float>(), rows, cols);
+    dx32.store();
   } else {
+#if TN_HAVE_CUDA
+    cuda::layer_norm_backward(dx, dweight, dbias, dout, x, weight, mean, rstd);
+#else
     TN_THROW(CudaError, "layer_norm_backward: no CUDA kernel in this build");
+#endif
   }
 }
 

@@ -22,8 +22,8 @@ CausalSelfAttention::CausalSelfAttention(std::string name, const ModelConfig& co
 Tensor CausalSelfAttention::forward(const Tensor& input, ActivationContext& ctx) {
   Tensor qkv = qkv_.forward(input, ctx);  // the whole sequence, even under sequence parallelism
   const std::int64_t batch = qkv.size(0), seq = qkv.size(1), channels = qkv.size(2) / 3;
-  Tensor attended = Tensor::empty({batch, seq, channels}, DType::F32, input.device());
-  Tensor probs = Tensor::empty({batch, local_heads_, seq, seq}, DType::F32, input.device());
+  Tensor attended = Tensor::empty({batch, seq, channels}, qkv.dtype(), input.device());
+  Tensor probs = Tensor::empty({batch, local_heads_, seq, seq}, qkv.dtype(), input.device());
   attention_forward(attended, probs, qkv, local_heads_);
   Saved& saved = ctx.save<Saved>(this);
   saved.qkv = qkv;
@@ -34,7 +34,7 @@ Tensor CausalSelfAttention::forward(const Tensor& input, ActivationContext& ctx)
 Tensor CausalSelfAttention::backward(const Tensor& grad_output, ActivationContext& ctx) {
   Tensor dattended = proj_.backward(dropout_.backward(grad_output, ctx), ctx);
   const Saved saved = ctx.take<Saved>(this);
-  Tensor dqkv = Tensor::empty(saved.qkv.shape(), DType::F32, grad_output.device());
+  Tensor dqkv = Tensor::empty(saved.qkv.shape(), dattended.dtype(), grad_output.device());
   attention_backward(dqkv, dattended, saved.qkv, saved.probs, local_heads_);
   return qkv_.backward(dqkv, ctx);
 }

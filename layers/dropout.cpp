@@ -16,7 +16,7 @@ Tensor Dropout::forward(const Tensor& input, ActivationContext& ctx) {
   ctx.save<Saved>(this).applied = apply;
   if (!apply) return input;
   TN_CHECK(input.dim() == 3, name(), ": dropout expects [batch, seq, C], got ", input.str());
-  Tensor out = Tensor::empty(input.shape(), DType::F32, input.device());
+  Tensor out = Tensor::empty(input.shape(), input.dtype(), input.device());
   dropout_forward(out, input, p_, dropout_stream(info.seed, info.step, name()),
                   position_of(input, info));
   return out;
@@ -26,7 +26,7 @@ Tensor Dropout::backward(const Tensor& grad_output, ActivationContext& ctx) {
   const Saved saved = ctx.take<Saved>(this);
   if (!saved.applied) return grad_output;
   const MicroBatchInfo& info = ctx.info();
-  Tensor dx = Tensor::empty(grad_output.shape(), DType::F32, grad_output.device());
+  Tensor dx = Tensor::empty(grad_output.shape(), grad_output.dtype(), grad_output.device());
   dropout_backward(dx, grad_output, p_, dropout_stream(info.seed, info.step, name()),
                    position_of(grad_output, info));
   return dx;

@@ -19,11 +19,11 @@ Embedding::Embedding(std::string name, const ModelConfig& config, const TensorPa
 }
 
 Tensor Embedding::forward(const Tensor& tokens, ActivationContext& ctx) {
-  TN_CHECK(tokens.dim() == 2 && tokens.size(1) <= wpe_.value.size(0), name(), ": tokens ",
-           tokens.str(), " longer than the ", wpe_.value.size(0), " learned positions");
-  Tensor looked_up = Tensor::empty({tokens.size(0), tokens.size(1), d_model_}, DType::F32,
+  TN_CHECK(tokens.dim() == 2 && tokens.size(1) <= wpe_.compute_value().size(0), name(), ": tokens ",
+           tokens.str(), " longer than the ", wpe_.compute_value().size(0), " learned positions");
+  Tensor looked_up = Tensor::empty({tokens.size(0), tokens.size(1), d_model_}, wte_.compute_value().dtype(),
                                    tokens.device());
-  token_embedding_forward(looked_up, tokens, wte_.value, wte_.shard_offset);
+  token_embedding_forward(looked_up, tokens, wte_.compute_value(), wte_.shard_offset);
   Tensor out;
   std::int64_t first_position = 0;
   if (tp_.sequence_parallel) {
@@ -33,7 +33,7 @@ Tensor Embedding::forward(const Tensor& tokens, ActivationContext& ctx) {
     reduce_from_tensor_region(looked_up, tp_);
     out = looked_up;
   }
-  position_embedding_forward(out, wpe_.value.slice(0, first_position, out.size(1)));
+  position_embedding_forward(out, wpe_.compute_value().slice(0, first_position, out.size(1)));
   Saved& saved = ctx.save<Saved>(this);
   saved.tokens = tokens;
   saved.first_position = first_position;

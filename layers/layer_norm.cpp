@@ -19,20 +19,20 @@ LayerNorm::LayerNorm(std::string name, std::int64_t features, const TensorParall
 Tensor LayerNorm::forward(const Tensor& input, ActivationContext& ctx) {
   const Tensor x = input.view({-1, features_});
   const Device device = input.device();
-  Tensor out = Tensor::empty(x.shape(), DType::F32, device);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
   Saved& saved = ctx.save<Saved>(this);
   saved.input = x;
   saved.mean = Tensor::empty({x.size(0)}, DType::F32, device);
   saved.rstd = Tensor::empty({x.size(0)}, DType::F32, device);
-  layer_norm_forward(out, saved.mean, saved.rstd, x, weight_.value, bias_.value);
+  layer_norm_forward(out, saved.mean, saved.rstd, x, weight_.compute_value(), bias_.compute_value());
   return out.view(input.shape());
 }
 
 Tensor LayerNorm::backward(const Tensor& grad_output, ActivationContext& ctx) {
   const Saved saved = ctx.take<Saved>(this);
   const Tensor dy = grad_output.view({-1, features_});
-  Tensor dx = Tensor::empty(dy.shape(), DType::F32, dy.device());
-  layer_norm_backward(dx, weight_.grad, bias_.grad, dy, saved.input, weight_.value, saved.mean,
+  Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
+  layer_norm_backward(dx, weight_.grad, bias_.grad, dy, saved.input, weight_.compute_value(), saved.mean,
                       saved.rstd);
   return dx.view(grad_output.shape());
 }

@@ -32,9 +32,9 @@ Tensor Linear::forward(const Tensor& input, ActivationContext& ctx) {
   TN_CHECK(input.size(-1) == in_features(), name(), ": input ", input.str(), ", expected ",
            in_features(), " features");
   const Tensor x = input.view({-1, in_features()});
-  Tensor y = Tensor::empty({x.size(0), out_features()}, DType::F32, input.device());
-  matmul(y, x, weight_.value, false, true);
-  if (has_bias_) bias_add_forward(y, bias_.value);
+  Tensor y = Tensor::empty({x.size(0), out_features()}, x.dtype(), input.device());
+  matmul(y, x, weight_.compute_value(), false, true);
+  if (has_bias_) bias_add_forward(y, bias_.compute_value());
   ctx.save<Saved>(this).input = x;
   return y.view(with_last(input.shape(), out_features()));
 }
@@ -44,8 +44,8 @@ Tensor Linear::backward(const Tensor& grad_output, ActivationContext& ctx) {
   const Tensor dy = grad_output.view({-1, out_features()});
   matmul(weight_.grad, dy, saved.input, true, false, 1.0f, 1.0f);
   if (has_bias_) bias_add_backward(bias_.grad, dy);
-  Tensor dx = Tensor::empty({dy.size(0), in_features()}, DType::F32, dy.device());
-  matmul(dx, dy, weight_.value, false, false);
+  Tensor dx = Tensor::empty({dy.size(0), in_features()}, dy.dtype(), dy.device());
+  matmul(dx, dy, weight_.compute_value(), false, false);
   return dx.view(with_last(grad_output.shape(), in_features()));
 }
 
@@ -97,7 +97,7 @@ Tensor RowParallelLinear::forward(const Tensor& input, ActivationContext& ctx) {
   }
   if (has_bias_) {
     Tensor rows = y.view({-1, y.size(-1)});
-    bias_add_forward(rows, bias_.value);
+    bias_add_forward(rows, bias_.compute_value());
   }
   return y;
 }

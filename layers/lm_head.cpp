@@ -22,8 +22,8 @@ double LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
   Tensor normed = normed_rows(hidden, ctx);
   const std::int64_t rows = normed.size(0);
   const Device device = hidden.device();
-  Tensor logits = Tensor::empty({rows, wte_.value.size(0)}, DType::F32, device);
-  matmul(logits, normed, wte_.value, false, true);
+  Tensor logits = Tensor::empty({rows, wte_.compute_value().size(0)}, normed.dtype(), device);
+  matmul(logits, normed, wte_.compute_value(), false, true);
 
   const std::int64_t vocab_start = wte_.shard_offset;
   const Tensor flat_targets = targets.view({rows});
@@ -57,8 +57,8 @@ Tensor LanguageModelHead::backward(float loss_weight, ActivationContext& ctx) {
   cross_entropy_backward(dlogits, saved.logits, saved.lse, saved.targets, loss_weight,
                          vocab_size_, kIgnoreIndex, wte_.shard_offset);
   matmul(wte_.grad, dlogits, saved.normed, true, false, 1.0f, 1.0f);
-  Tensor dnormed = Tensor::empty(saved.normed.shape(), DType::F32, dlogits.device());
-  matmul(dnormed, dlogits, wte_.value, false, false);
+  Tensor dnormed = Tensor::empty(saved.normed.shape(), dlogits.dtype(), dlogits.device());
+  matmul(dnormed, dlogits, wte_.compute_value(), false, false);
   Tensor dhidden = dnormed.view(saved.sequence_shape);
   if (tp_.sequence_parallel) {
     dhidden = gather_from_sequence_region_backward(dhidden, tp_);
@@ -70,8 +70,9 @@ Tensor LanguageModelHead::backward(float loss_weight, ActivationContext& ctx) {
 
 Tensor LanguageModelHead::logits(const Tensor& hidden, ActivationContext& ctx) {
   Tensor normed = normed_rows(hidden, ctx);
-  Tensor logits = Tensor::empty({normed.size(0), wte_.value.size(0)}, DType::F32, hidden.device());
-  matmul(logits, normed, wte_.value, false, true);
+  Tensor logits = Tensor::empty({normed.size(0), wte_.compute_value().size(0)}, normed.dtype(),
+                                hidden.device());
+  matmul(logits, normed, wte_.compute_value(), false, true);
   logits = gather_from_tensor_region(logits, tp_);
   return logits.view({hidden.size(0), -1, logits.size(1)});
 }

@@ -16,7 +16,7 @@ Mlp::Mlp(std::string name, const ModelConfig& config, const TensorParallel& tp)
 
 Tensor Mlp::forward(const Tensor& input, ActivationContext& ctx) {
   Tensor hidden = fc_.forward(input, ctx);
-  Tensor activated = Tensor::empty(hidden.shape(), DType::F32, hidden.device());
+  Tensor activated = Tensor::empty(hidden.shape(), hidden.dtype(), hidden.device());
   gelu_forward(activated, hidden);
   ctx.save<Saved>(this).pre_gelu = hidden;
   return dropout_.forward(proj_.forward(activated, ctx), ctx);

@@ -14,7 +14,7 @@ TransformerBlock::TransformerBlock(std::string name, const ModelConfig& config,
 
 Tensor TransformerBlock::forward(const Tensor& input, ActivationContext& ctx) {
   Tensor attn_out = attn_.forward(ln_1_.forward(input, ctx), ctx);
-  Tensor residual = Tensor::empty(input.shape(), DType::F32, input.device());
+  Tensor residual = Tensor::empty(input.shape(), input.dtype(), input.device());
   add(residual, input, attn_out);
   Tensor mlp_out = mlp_.forward(ln_2_.forward(residual, ctx), ctx);
   add(mlp_out, residual, mlp_out);  // in place: mlp_out is ours

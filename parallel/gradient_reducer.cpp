@@ -63,8 +63,10 @@ GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<boo
   }
 
   // The gradients (and under ZeRO-1 the values) become views of the flat buffers.
-  flat_grads_ = Tensor::zeros({offset});
-  if (zero1_) flat_values_ = Tensor::zeros({offset});
+  // f32 on the parameters' device (under mixed precision too: gradients accumulate in f32).
+  const Device device = params_.empty() ? Device::cpu() : params_.front()->value.device();
+  flat_grads_ = Tensor::zeros({offset}, DType::F32, device);
+  if (zero1_) flat_values_ = Tensor::zeros({offset}, DType::F32, device);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& p = *params_[i];
     const std::int64_t n = p.value.numel();
@@ -89,7 +91,7 @@ GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<boo
       const std::int64_t end = std::min(hi, offsets_[i] + params_[i]->value.numel());
       if (begin < end) owned_.push_back({params_[i], begin - offsets_[i], end - offsets_[i]});
     }
-    if (zero1_) shard_buffers_.push_back(Tensor::empty({chunk}));
+    if (zero1_) shard_buffers_.push_back(Tensor::empty({chunk}, DType::F32, device));
   }
   begin_step();
 }

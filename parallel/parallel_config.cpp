@@ -30,6 +30,8 @@ void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size
   if (!(bucket_size_mb > 0)) config_fail(doc, kSection, "bucket_size_mb", "must be positive");
   if (zero_stage != 0 && zero_stage != 1)
     config_fail(doc, kSection, "zero_stage", "must be 0 or 1, got " + std::to_string(zero_stage));
+  if (backend != "nccl" && backend != "mpi")
+    config_fail(doc, kSection, "backend", "must be nccl or mpi, got '" + backend + "'");
   try {
     make_rank_layout(world_size, tensor, pipeline, data);
   } catch (const ConfigError& e) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "framework/config_reader.h"
+#include "parallel/comm/comm_backend.h"
 #include "parallel/pipeline_schedule.h"
 
 namespace ternion {
@@ -34,6 +35,10 @@ struct ParallelConfig {
   double bucket_size_mb = 25.0;       // data-parallel gradient buckets
   bool overlap_grad_reduce = true;    // start a bucket's reduction as soon as it is ready
   std::int64_t zero_stage = 0;        // 1: ZeRO-1, optimizer state sharded over data ranks
+  // How CUDA tensors travel: nccl (default), or mpi staged through host memory (for several
+  // ranks sharing one GPU, which NCCL refuses). CPU runs always use MPI, whatever this says,
+  // so the default keeps every CPU run working. See parallel/comm/comm_backend.h.
+  std::string backend = "nccl";
 
   template <class V>
   void visit(V& v) {
@@ -49,6 +54,9 @@ struct ParallelConfig {
     v("overlap_grad_reduce", overlap_grad_reduce,
       "reduce each gradient bucket during backward, as soon as it is complete");
     v("zero_stage", zero_stage, "0, or 1 for ZeRO-1 (optimizer state sharded over data ranks)");
+    v("backend", backend,
+      "communication of GPU tensors: nccl | mpi (staged through host memory, for several ranks "
+      "per GPU); CPU runs always use mpi");
   }
 
   // Checks the values and that tensor x pipeline x data is the job's `world_size` ranks (see
@@ -61,6 +69,10 @@ struct ParallelConfig {
   PipelineSchedule pipeline_schedule() const {
     if (virtual_stages > 1) return PipelineSchedule::Interleaved;
     return schedule == "gpipe" ? PipelineSchedule::GPipe : PipelineSchedule::OneFOneB;
+  }
+  // The backend for a run whose tensors are on a CUDA device (`cuda_tensors`) or the CPU.
+  CommBackend comm_backend(bool cuda_tensors) const {
+    return cuda_tensors ? parse_comm_backend(backend) : CommBackend::Mpi;
   }
   std::int64_t data_size(std::int64_t world_size) const {
     return data > 0 ? data : world_size / (tensor * pipeline);

@@ -132,7 +132,7 @@ void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_
     index << "{\"rank\": " << rank << ", \"pieces\": [";
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const ShardedTensor& t = mine[i];
-      const Tensor data = t.data.contiguous();
+      const Tensor data = t.data.contiguous().to(Device::cpu());  // written from the host
       const std::string key = "p" + std::to_string(i);
       tensors.emplace_back(key, data);
       index << (i ? ",\n  " : "\n  ") << "{\"tensor\": \"" << t.name << "\", \"key\": \"" << key

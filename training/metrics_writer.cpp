@@ -25,7 +25,9 @@ std::string metrics_json(const StepMetrics& m) {
                   ", \"lr\": " + json_number(m.lr) + ", \"grad_norm\": " +
                   json_number(m.grad_norm) + ", \"tokens_per_s\": " + json_number(m.tokens_per_s) +
                   ", \"ms_per_step\": " + json_number(m.ms_per_step) +
-                  ", \"activation_mb\": " + json_number(m.activation_mb);
+                  ", \"activation_mb\": " + json_number(m.activation_mb) +
+                  ", \"peak_memory_mb\": " + json_number(m.peak_memory_mb) +
+                  ", \"reserved_memory_mb\": " + json_number(m.reserved_memory_mb);
   if (m.grad_reduce_wait_ms > 0 || m.buckets_reduced_early > 0)
     s += ", \"grad_reduce_wait_ms\": " + json_number(m.grad_reduce_wait_ms) +
          ", \"buckets_reduced_early\": " + std::to_string(m.buckets_reduced_early);

@@ -19,6 +19,8 @@ struct StepMetrics {
   double tokens_per_s = 0.0;
   double ms_per_step = 0.0;
   double activation_mb = 0.0;  // peak memory the step allocated beyond what it started with
+  double peak_memory_mb = 0.0;      // the device's peak allocated memory during the step
+  double reserved_memory_mb = 0.0;  // the device's caching allocator: in use plus cached
   double grad_reduce_wait_ms = 0.0;  // data parallelism: waiting for gradient reductions
   int buckets_reduced_early = 0;     // gradient buckets whose reduction started in backward
   bool skipped = false;  // non-finite gradients: the update was not applied

@@ -37,7 +37,8 @@ int PipelineExecutor::tag(int kind, int micro_batch, int receiving_chunk) const 
 
 Tensor PipelineExecutor::receive(int kind, int micro_batch, int chunk, int from_rank,
                                  const Tensor& tokens) {
-  Tensor buffer = Tensor::empty({tokens.size(0), tokens.size(1) / sequence_parts_, d_model_});
+  Tensor buffer = Tensor::empty({tokens.size(0), tokens.size(1) / sequence_parts_, d_model_},
+                                activation_dtype_, device_);
   pipeline_.recv(buffer, from_rank, tag(kind, micro_batch, chunk));
   return buffer;
 }

@@ -42,6 +42,12 @@ class PipelineExecutor {
   // parallelism, else 1).
   PipelineExecutor(std::vector<GptModel*> chunks, Communicator& pipeline, std::int64_t d_model,
                    std::int64_t sequence_parts);
+  // The dtype and device of the activations and gradients that cross stages (default: f32 on
+  // the CPU); every stage of a run uses the same.
+  void set_activation_format(DType dtype, Device device) {
+    activation_dtype_ = dtype;
+    device_ = device;
+  }
 
   // One training step: forward and backward of every micro-batch; parameter gradients
   // accumulate. `info` is the step's MicroBatchInfo template (step, seed, and the sample
@@ -66,6 +72,8 @@ class PipelineExecutor {
   std::vector<GptModel*> chunks_;
   Communicator& pipeline_;
   std::int64_t d_model_;
+  DType activation_dtype_ = DType::F32;
+  Device device_ = Device::cpu();
   std::int64_t sequence_parts_;
   int stages_;
   int stage_;

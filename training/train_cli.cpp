@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "framework/device_runtime.h"
 #include "framework/logging.h"
 #include "kernels/threads.h"
 #include "layers/parameter_count.h"
+#include "parallel/comm/comm_backend.h"
 #include "parallel/comm/mpi_runtime.h"
 #include "parallel/process_groups.h"
 #include "training/trainer.h"
@@ -214,10 +216,28 @@ std::string model_line(const ModelConfig& m, std::int64_t params) {
 int run_training(Communicator& world, const Setup& s) {
   const TrainConfig& config = *s.config;
   const ParallelConfig& parallel = config.parallel;
+  // CUDA ranks bind their GPU (node-local rank % GPUs) before any NCCL communicator exists;
+  // with parallel.backend nccl the process groups split a world that sends CUDA tensors
+  // through NCCL and CPU tensors through MPI. Each phase ends with the ranks agreeing, so a
+  // rank without a GPU fails the job instead of leaving the others in a collective.
+  std::unique_ptr<Communicator> device_world;
+  if (config.training.device == "cuda") {
+    const std::unique_ptr<Communicator> node = world.split_node_local("node");  // collective
+    const std::optional<Failure> bound = capture([&] { init_cuda_device(node->rank()); });
+    if (const std::optional<int> status = agree_on_failure(world, bound)) return *status;
+    const CommBackend backend = parallel.comm_backend(/*cuda_tensors=*/true);
+    if (world.size() > 1 && backend != CommBackend::Mpi) {
+      const std::optional<Failure> made =
+          capture([&] { device_world = make_world_communicator(backend); });
+      if (const std::optional<int> status = agree_on_failure(world, made)) return *status;
+    }
+  }
+  Communicator& group_world = device_world != nullptr ? *device_world : world;
   std::unique_ptr<ProcessGroups> groups;
   if (world.size() > 1)
     groups = std::make_unique<ProcessGroups>(
-        world, make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data));
+        group_world,
+        make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data));
   std::unique_ptr<Trainer> trainer;
   const std::optional<Failure> built =
       capture([&] { trainer = std::make_unique<Trainer>(config, groups.get()); });
@@ -244,7 +264,11 @@ int run_training(Communicator& world, const Setup& s) {
            world.size() > 1 ? " per rank" : "", ", optimizer ", config.optimizer.type,
            ", parameters ", human_count(local_params * 4.0), "B",
            world.size() > 1 ? " per rank" : "", ", optimizer state ",
-           human_count(static_cast<double>(trainer->optimizer_state_bytes())), "B");
+           human_count(static_cast<double>(trainer->optimizer_state_bytes())), "B",
+           config.training.device == "cuda"
+               ? detail::concat(", on CUDA in ", config.training.precision, " (backend ",
+                                comm_backend_name(parallel.comm_backend(true)), ")")
+               : std::string(config.training.precision == "bf16" ? ", bf16 compute" : ""));
   if (s.options.dry_run) {
     log_info("ternion: dry run: config and data are valid");
     return 0;

@@ -28,6 +28,10 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (!(t.sample_temperature > 0))
     config_fail(doc, kSection, "sample_temperature", "must be positive");
   if (t.sample_top_k < 0) config_fail(doc, kSection, "sample_top_k", "must not be negative");
+  if (t.device != "cpu" && t.device != "cuda")
+    config_fail(doc, kSection, "device", "must be cpu or cuda, got '" + t.device + "'");
+  if (t.precision != "fp32" && t.precision != "bf16")
+    config_fail(doc, kSection, "precision", "must be fp32 or bf16, got '" + t.precision + "'");
   if (t.eval_interval > 0 && c.data.val.empty())
     config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
   if (c.data.train.empty())

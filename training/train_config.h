@@ -30,6 +30,8 @@ struct TrainingConfig {
   double sample_temperature = 0.8;
   std::int64_t sample_top_k = 40;       // 0 = the whole vocabulary
   std::string sample_prompt = "The ";
+  std::string device = "cpu";     // cpu | cuda (one GPU per rank, from the node-local rank)
+  std::string precision = "fp32";  // fp32 | bf16 (bf16 compute, f32 master weights and state)
 
   template <class V>
   void visit(V& v) {
@@ -43,6 +45,10 @@ struct TrainingConfig {
     v("sample_temperature", sample_temperature, "sampling temperature");
     v("sample_top_k", sample_top_k, "sample from the k most likely tokens (0 = all)");
     v("sample_prompt", sample_prompt, "text the generated sample starts from");
+    v("device", device, "cpu or cuda (each rank takes GPU node_local_rank % GPUs per node)");
+    v("precision", precision,
+      "fp32, or bf16: bf16 weights and activations for compute, f32 master weights, gradients "
+      "and optimizer state");
   }
 };
 

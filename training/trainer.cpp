@@ -11,8 +11,10 @@
 #include <numeric>
 
 #include "data/byte_tokenizer.h"
+#include "framework/device_runtime.h"
 #include "framework/logging.h"
 #include "framework/philox.h"
+#include "kernels/convert.h"
 #include "kernels/elementwise.h"
 #include "optimizers/grad_clip.h"
 #include "layers/kv_cache_decoder.h"
@@ -68,6 +70,13 @@ class StopSignals {
   void (*int_)(int);
 };
 
+// training.device: CUDA ranks take GPU node_local_rank % GPUs (several ranks may share one,
+// with parallel.backend: mpi).
+Device training_device(const TrainConfig& config, const ProcessGroups* groups) {
+  if (config.training.device != "cuda") return Device::cpu();
+  return init_cuda_device(groups != nullptr ? groups->node_local().rank() : 0);
+}
+
 std::int64_t count_valid(const Tensor& targets) {
   const std::int32_t* t = targets.data<std::int32_t>();
   return std::count_if(t, t + targets.numel(), [](std::int32_t x) { return x >= 0; });
@@ -89,6 +98,8 @@ TokenShard open_data_file(const std::string& key, const std::string& path,
 Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
     : config_(config),
       groups_(groups),
+      device_(training_device(config, groups)),
+      precision_(parse_precision(config.training.precision, "training.precision")),
       tp_{groups != nullptr && groups->tp_size() > 1 ? &groups->tensor() : nullptr,
           config.parallel.sequence_parallel},
       train_shard_(open_data_file("data.train", config.data.train, config.model)),
@@ -129,12 +140,17 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
     for (auto& chunk : chunks_) chunk_pointers.push_back(chunk.get());
     pipeline_ = std::make_unique<PipelineExecutor>(chunk_pointers, groups->pipeline(),
                                                    config.model.d_model, sequence_parts);
+    pipeline_->set_activation_format(compute_dtype(precision_), device_);
     const int micro_batches = static_cast<int>(config.micro_batches_per_step(groups->world().size()));
     schedule_ = pipeline_schedule(config.parallel.pipeline_schedule(), stages, micro_batches,
                                   virtual_stages, stage);
   }
   if (!config.model.init_from.empty() && config.checkpoint.load.empty())
     load_hf_weights(config.model.init_from);
+  // Built and initialised on the CPU (identically in every layout), then moved; the reducer
+  // and the optimizer below allocate their buffers where the parameters are.
+  place_parameters(parameters_, device_);
+  set_compute_precision(parameters_, precision_);
   // The tied embedding's copies when the pipeline splits them over two stages.
   std::vector<bool> late;
   std::vector<Parameter*> backward_order;
@@ -164,8 +180,15 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
   if (!config.checkpoint.load.empty()) {
     resumed_from_ = resolve_checkpoint(config.checkpoint.load, config.checkpoint.save_dir);
     resumed_step_ = load_checkpoint(resumed_from_);
+    after_master_update();
   }
 }
+
+TokenBatch Trainer::on_device(const TokenBatch& batch) const {
+  return {batch.inputs.to(device_), batch.targets.to(device_)};
+}
+
+void Trainer::after_master_update() { refresh_compute_copies(parameters_); }
 
 GptModel& Trainer::model() {
   TN_CHECK(chunks_.size() == 1 && !pipelined(), "model() of a pipelined run: use parameters()");
@@ -192,9 +215,8 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   const auto start = Clock::now();
   // Activations, their gradients and temporaries: what the step allocates beyond the
   // parameters, gradients and optimizer state it starts with.
-  CachingAllocator& memory = cpu_caching_allocator();
-  memory.reset_peak();
-  const std::size_t resident = memory.bytes_in_use();
+  reset_device_peak_memory(device_);
+  const std::size_t resident = device_memory_stats(device_).in_use;
   const std::int64_t micro = config_.parallel.micro_batch_size;
   const int world = groups_ != nullptr ? groups_->world().size() : 1;
   const std::int64_t n_micro = config_.micro_batches_per_step(world);
@@ -206,8 +228,9 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   std::vector<TokenBatch> batches;
   double valid_tokens = 0.0;
   for (std::int64_t m = 0; m < n_micro; ++m) {
-    batches.push_back(train_sampler_.sample(step, first + m * micro, micro));
-    valid_tokens += static_cast<double>(count_valid(batches.back().targets));
+    const TokenBatch batch = train_sampler_.sample(step, first + m * micro, micro);
+    valid_tokens += static_cast<double>(count_valid(batch.targets));
+    batches.push_back(on_device(batch));
   }
   if (reducer_) valid_tokens = all_reduce_double(groups_->data(), valid_tokens);
   const float loss_weight = valid_tokens > 0 ? static_cast<float>(1.0 / valid_tokens) : 0.0f;
@@ -239,7 +262,10 @@ StepMetrics Trainer::train_step(std::int64_t step) {
 
   StepMetrics metrics;
   metrics.step = step;
-  metrics.activation_mb = static_cast<double>(memory.peak_bytes_in_use() - resident) / 1e6;
+  const DeviceMemoryStats memory = device_memory_stats(device_);
+  metrics.activation_mb = static_cast<double>(memory.peak - resident) / 1e6;
+  metrics.peak_memory_mb = static_cast<double>(memory.peak) / 1e6;
+  metrics.reserved_memory_mb = static_cast<double>(memory.reserved) / 1e6;
   metrics.loss = valid_tokens > 0 ? loss_sum / static_cast<double>(valid_tokens) : 0.0;
   metrics.lr = learning_rate_at(config_.optimizer, step, config_.training.steps);
   reduce_partial_gradients();
@@ -249,11 +275,13 @@ StepMetrics Trainer::train_step(std::int64_t step) {
     optimizer_->step(static_cast<float>(metrics.lr),
                      clip_factor(metrics.grad_norm, config_.optimizer.grad_clip), step);
     if (reducer_ && reducer_->zero1()) reducer_->all_gather_parameters();
+    after_master_update();
   }
   if (reducer_) {
     metrics.grad_reduce_wait_ms = reducer_->stats().exposed_wait_s * 1e3;
     metrics.buckets_reduced_early = reducer_->stats().buckets_started_early;
   }
+  device_synchronize(device_);  // the step's time includes its queued GPU work
   const double seconds = seconds_since(start);
   metrics.ms_per_step = seconds * 1e3;
   metrics.tokens_per_s =
@@ -314,8 +342,9 @@ double Trainer::evaluate() {
   double loss_sum = 0.0, valid_tokens = 0.0;
   std::vector<TokenBatch> batches;
   for (std::int64_t b = dp_rank; b < config_.training.eval_batches; b += dp) {
-    batches.push_back(val_sampler_->sequential(b * micro, micro));
-    valid_tokens += static_cast<double>(count_valid(batches.back().targets));
+    const TokenBatch batch = val_sampler_->sequential(b * micro, micro);
+    valid_tokens += static_cast<double>(count_valid(batch.targets));
+    batches.push_back(on_device(batch));
   }
   if (pipelined()) {
     loss_sum = sum_over_pipeline(pipeline_->evaluate(batches));
@@ -395,6 +424,12 @@ StepMetrics Trainer::run() {
     }
   }
   metrics_writer.finish();
+  if (!device_.is_cpu()) {
+    const DeviceMemoryStats memory = device_memory_stats(device_);
+    log_info("ternion: ", device_.str(), " memory peaked at ",
+             static_cast<long long>(memory.peak / 1000000), " MB allocated, ",
+             static_cast<long long>(memory.reserved / 1000000), " MB reserved");
+  }
   log_info("ternion: activations and temporaries peaked at ",
            detail::concat(static_cast<long long>(peak_activation_mb * 10 + 0.5) / 10.0),
            " MB per step", groups_ != nullptr ? " per rank" : "");
@@ -573,16 +608,20 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
 }
 
 Tensor Trainer::full_logits(const Tensor& tokens) {
+  // Sampling reads the logits on the host, in f32.
+  auto on_host = [](const Tensor& logits) { return as_f32(logits).to(Device::cpu()); };
+  const Tensor device_tokens = tokens.to(device_);
   if (!pipelined()) {
     MicroBatchInfo info;
     info.training = false;
     ActivationContext ctx(info);
-    return chunks_.front()->logits(tokens, ctx);
+    return on_host(chunks_.front()->logits(device_tokens, ctx));
   }
   // The last stage computes them; every stage samples the same token from them.
-  Tensor logits = pipeline_->logits(tokens);
-  if (!logits.defined())
-    logits = Tensor::empty({tokens.size(0), tokens.size(1), config_.model.padded_vocab_size()});
+  Tensor logits = pipeline_->logits(device_tokens);
+  logits = logits.defined() ? on_host(logits)
+                            : Tensor::empty({tokens.size(0), tokens.size(1),
+                                             config_.model.padded_vocab_size()});
   groups_->pipeline().broadcast(logits, groups_->pp_size() - 1);
   return logits;
 }

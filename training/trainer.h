@@ -26,6 +26,7 @@
 #include "data/batch_sampler.h"
 #include "data/token_shard.h"
 #include "layers/gpt_model.h"
+#include "layers/mixed_precision.h"
 #include "optimizers/optimizer.h"
 #include "parallel/gradient_reducer.h"
 #include "parallel/process_groups.h"
@@ -93,8 +94,14 @@ class Trainer {
   void trace_last_step(std::int64_t step);    // logging.trace_file
   void load_hf_weights(const std::string& dir);  // model.init_from
 
+  // Token batches onto this rank's device (targets are counted on the host first).
+  TokenBatch on_device(const TokenBatch& batch) const;
+  void after_master_update();  // re-rounds the bf16 compute copies (mixed precision)
+
   TrainConfig config_;
   const ProcessGroups* groups_;
+  Device device_;         // training.device: where parameters, activations and gradients live
+  Precision precision_;   // training.precision
   TensorParallel tp_;
   TokenShard train_shard_;
   std::optional<TokenShard> val_shard_;

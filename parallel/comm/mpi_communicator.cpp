@@ -1,11 +1,14 @@
 #include "parallel/comm/mpi_communicator.h"
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <utility>
 
+#include "framework/bfloat16.h"
 #include "framework/error.h"
+#include "parallel/comm/host_staging.h"
 #include "parallel/comm/mpi_check.h"
 #include "parallel/comm/mpi_progress_engine.h"
 #include "parallel/comm/mpi_runtime.h"
@@ -26,7 +29,45 @@ MPI_Datatype mpi_datatype(DType dtype) {
   TN_THROW(InternalError, "no MPI datatype for dtype ", static_cast<int>(dtype));
 }
 
-MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Max ? MPI_MAX : MPI_SUM; }
+// MPI_User_function for bf16 Sum and Max: inout[i] = in[i] (op) inout[i], each pair widened to
+// f32 and the result rounded back to bf16. Called by MPI (on the progress thread) with the
+// 2-byte words the bf16 tensors travel as.
+template <class Combine>
+void combine_bf16(void* in, void* inout, int* count, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const BFloat16*>(in);
+  auto* b = static_cast<BFloat16*>(inout);
+  for (int i = 0; i < *count; ++i)
+    b[i] = float_to_bf16(Combine{}(bf16_to_float(a[i]), bf16_to_float(b[i])));
+}
+struct AddFloats {
+  float operator()(float x, float y) const { return x + y; }
+};
+struct MaxOfFloats {  // a NaN on either side wins, as in NCCL's max
+  float operator()(float x, float y) const { return x > y || std::isnan(x) ? x : y; }
+};
+
+// Created on first use; only the progress thread calls this (it is the one thread that calls
+// MPI). MPI_Finalize frees them. Commutative: the order MPI combines ranks in may differ.
+MPI_Op bf16_mpi_op(ReduceOp op) {
+  static const MPI_Op sum = [] {
+    MPI_Op created = MPI_OP_NULL;
+    TN_MPI_CHECK(MPI_Op_create(&combine_bf16<AddFloats>, /*commute=*/1, &created),
+                 "creating the bf16 sum MPI operation");
+    return created;
+  }();
+  static const MPI_Op max = [] {
+    MPI_Op created = MPI_OP_NULL;
+    TN_MPI_CHECK(MPI_Op_create(&combine_bf16<MaxOfFloats>, /*commute=*/1, &created),
+                 "creating the bf16 max MPI operation");
+    return created;
+  }();
+  return op == ReduceOp::Max ? max : sum;
+}
+
+MPI_Op mpi_op(ReduceOp op, DType dtype) {
+  if (dtype == DType::BF16) return bf16_mpi_op(op);
+  return op == ReduceOp::Max ? MPI_MAX : MPI_SUM;
+}
 
 int mpi_count(const Tensor& t) { return static_cast<int>(t.numel()); }
 
@@ -43,7 +84,12 @@ void divide_by_group_size(const Tensor& t, int size) {
     case DType::F32: divide_elements<float>(t, size); return;
     case DType::I32: divide_elements<std::int32_t>(t, size); return;
     case DType::U16: divide_elements<std::uint16_t>(t, size); return;
-    case DType::BF16:
+    case DType::BF16: {
+      auto* values = static_cast<BFloat16*>(t.raw_data());
+      for (std::int64_t i = 0; i < t.numel(); ++i)
+        values[i] = float_to_bf16(bf16_to_float(values[i]) / static_cast<float>(size));
+      return;
+    }
     case DType::F16: break;
   }
   TN_THROW(InternalError, "average of ", dtype_name(t.dtype()), " reached the progress thread");
@@ -75,7 +121,8 @@ class AllReduceOperation final : public CommOperation {
   void start(std::vector<MPI_Request>& requests) override {
     MPI_Request request;
     TN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, tensor_.raw_data(), mpi_count(tensor_),
-                                mpi_datatype(tensor_.dtype()), mpi_op(op_), comm_, &request),
+                                mpi_datatype(tensor_.dtype()), mpi_op(op_, tensor_.dtype()), comm_,
+                                &request),
                  context_);
     requests.push_back(request);
   }
@@ -125,7 +172,8 @@ class ReduceScatterOperation final : public CommOperation {
     // counts_ lives in this operation: MPI reads it until the request completes.
     MPI_Request request;
     TN_MPI_CHECK(MPI_Ireduce_scatter(in_.raw_data(), out_.raw_data(), counts_.data(),
-                                     mpi_datatype(in_.dtype()), mpi_op(op_), comm_, &request),
+                                     mpi_datatype(in_.dtype()), mpi_op(op_, in_.dtype()), comm_,
+                                     &request),
                  context_);
     requests.push_back(request);
   }
@@ -217,8 +265,11 @@ class PointToPointOperation final : public CommOperation {
 
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name)
-    : comm_(comm), name_(std::move(name)), world_rank_(MpiRuntime::world_rank()) {
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, Options options)
+    : comm_(comm),
+      name_(std::move(name)),
+      world_rank_(MpiRuntime::world_rank()),
+      options_(options) {
   TN_CHECK(comm_ != MPI_COMM_NULL, "an MpiCommunicator needs a communicator, not MPI_COMM_NULL");
   const std::string where =
       detail::concat("creating communicator '", name_, "' (world rank ", world_rank_, ")");
@@ -261,8 +312,6 @@ std::string MpiCommunicator::context(std::string_view operation) const {
 void MpiCommunicator::check_tensor(std::string_view operation, std::string_view role,
                                    const Tensor& t) const {
   TN_CHECK_AS(CommError, t.defined(), context(operation), ": ", role, " is an undefined tensor");
-  TN_CHECK_AS(CommError, t.device().is_cpu(), context(operation),
-              ": the MPI backend takes CPU tensors; ", role, " is ", t.str());
   TN_CHECK_AS(CommError, t.is_contiguous(), context(operation), ": ", role,
               " must be contiguous; it is a strided view ", t.str(), " (use .contiguous())");
   TN_CHECK_AS(CommError, t.numel() <= INT_MAX, context(operation), ": ", role, " has ", t.numel(),
@@ -270,9 +319,9 @@ void MpiCommunicator::check_tensor(std::string_view operation, std::string_view 
 }
 
 void MpiCommunicator::check_reducible(std::string_view operation, const Tensor& t) const {
-  TN_CHECK_AS(CommError, t.dtype() != DType::BF16 && t.dtype() != DType::F16, context(operation),
+  TN_CHECK_AS(CommError, t.dtype() != DType::F16, context(operation),
               ": the MPI backend cannot reduce ", dtype_name(t.dtype()),
-              " (MPI has no arithmetic for it); reduce an f32 copy");
+              " (MPI has no arithmetic for it); reduce an f32 or bf16 copy");
 }
 
 void MpiCommunicator::check_peer(std::string_view operation, std::string_view which, int peer,
@@ -287,8 +336,10 @@ WorkHandle MpiCommunicator::all_reduce_async(Tensor& tensor, ReduceOp op) {
   constexpr std::string_view kOperation = "all_reduce";
   check_tensor(kOperation, "tensor", tensor);
   check_reducible(kOperation, tensor);
-  return MpiProgressEngine::instance().submit(
-      std::make_unique<AllReduceOperation>(context(kOperation), comm_, tensor, op, size_));
+  HostStaging staging(options_.stage_cpu_tensors);
+  Tensor host = staging.stage(tensor, /*copy_in=*/true, /*copy_back=*/true);
+  return staging.wrap(MpiProgressEngine::instance().submit(
+      std::make_unique<AllReduceOperation>(context(kOperation), comm_, host, op, size_)));
 }
 
 WorkHandle MpiCommunicator::all_gather_async(Tensor& out, const Tensor& in) {
@@ -306,8 +357,19 @@ WorkHandle MpiCommunicator::all_gather_async(Tensor& out, const Tensor& in) {
                                              static_cast<std::size_t>(rank_) * in.nbytes();
   TN_CHECK_AS(CommError, in_place || !overlaps(out, in), context(kOperation),
               ": in overlaps out without being exactly out's chunk ", rank_);
-  return MpiProgressEngine::instance().submit(
-      std::make_unique<AllGatherOperation>(context(kOperation), comm_, out, in, in_place));
+  HostStaging staging(options_.stage_cpu_tensors);
+  Tensor host_out = out, host_in = in;
+  if (staging.needs_staging(out) || staging.needs_staging(in)) {
+    host_out = Tensor::empty(out.shape(), out.dtype(), Device::cpu());
+    staging.copy_back_later(out, host_out);
+    // In place stays in place: the host input is the host output's chunk `rank`.
+    host_in = in_place ? host_out.view({out.numel()}).slice(0, rank_ * in.numel(), in.numel())
+                             .view(in.shape())
+                       : Tensor::empty(in.shape(), in.dtype(), Device::cpu());
+    host_in.copy_from(in);
+  }
+  return staging.wrap(MpiProgressEngine::instance().submit(std::make_unique<AllGatherOperation>(
+      context(kOperation), comm_, host_out, host_in, in_place)));
 }
 
 WorkHandle MpiCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in, ReduceOp op) {
@@ -327,8 +389,11 @@ WorkHandle MpiCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in, 
               " ranks has ", expected);
   TN_CHECK_AS(CommError, !overlaps(out, in), context(kOperation),
               ": out overlaps in (reduce_scatter does not run in place)");
-  return MpiProgressEngine::instance().submit(std::make_unique<ReduceScatterOperation>(
-      context(kOperation), comm_, out, in, op, std::move(counts)));
+  HostStaging staging(options_.stage_cpu_tensors);
+  Tensor host_in = staging.stage(in, /*copy_in=*/true, /*copy_back=*/false);
+  Tensor host_out = staging.stage(out, /*copy_in=*/false, /*copy_back=*/true);
+  return staging.wrap(MpiProgressEngine::instance().submit(std::make_unique<ReduceScatterOperation>(
+      context(kOperation), comm_, host_out, host_in, op, std::move(counts))));
 }
 
 WorkHandle MpiCommunicator::broadcast_async(Tensor& tensor, int root) {
@@ -336,8 +401,11 @@ WorkHandle MpiCommunicator::broadcast_async(Tensor& tensor, int root) {
   check_tensor(kOperation, "tensor", tensor);
   TN_CHECK_AS(CommError, root >= 0 && root < size_, context(kOperation), ": root ", root,
               " is out of range for a group of ", size_, " ranks");
-  return MpiProgressEngine::instance().submit(
-      std::make_unique<BroadcastOperation>(context(kOperation), comm_, tensor, root));
+  HostStaging staging(options_.stage_cpu_tensors);
+  const bool is_root = rank_ == root;
+  Tensor host = staging.stage(tensor, /*copy_in=*/is_root, /*copy_back=*/!is_root);
+  return staging.wrap(MpiProgressEngine::instance().submit(
+      std::make_unique<BroadcastOperation>(context(kOperation), comm_, host, root)));
 }
 
 WorkHandle MpiCommunicator::send_async(const Tensor& tensor, int peer, int tag) {
@@ -361,8 +429,13 @@ WorkHandle MpiCommunicator::point_to_point(std::string_view operation, std::vect
     check_tensor(operation, batch ? detail::concat("ops[", i, "].tensor") : "tensor", op.tensor);
     check_peer(operation, which, op.peer, op.tag);
   }
-  return MpiProgressEngine::instance().submit(
-      std::make_unique<PointToPointOperation>(context(operation), comm_, std::move(ops)));
+  HostStaging staging(options_.stage_cpu_tensors);
+  for (P2POp& op : ops) {
+    const bool recv = op.kind == P2POp::Kind::Recv;
+    op.tensor = staging.stage(op.tensor, /*copy_in=*/!recv, /*copy_back=*/recv);
+  }
+  return staging.wrap(MpiProgressEngine::instance().submit(
+      std::make_unique<PointToPointOperation>(context(operation), comm_, std::move(ops))));
 }
 
 WorkHandle MpiCommunicator::barrier_async() {
@@ -377,7 +450,7 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const s
                  context(detail::concat("split into '", name, "'")));
   });
   if (sub == MPI_COMM_NULL) return nullptr;
-  return std::make_unique<MpiCommunicator>(sub, name);
+  return std::make_unique<MpiCommunicator>(sub, name, options_);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split_node_local(const std::string& name) {
@@ -387,7 +460,16 @@ std::unique_ptr<Communicator> MpiCommunicator::split_node_local(const std::strin
                  context(detail::concat("split_node_local into '", name, "'")));
   });
   TN_CHECK(sub != MPI_COMM_NULL, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gave no communicator");
-  return std::make_unique<MpiCommunicator>(sub, name);
+  return std::make_unique<MpiCommunicator>(sub, name, options_);
+}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::duplicate(const std::string& name,
+                                                            Options options) {
+  MPI_Comm copy = MPI_COMM_NULL;
+  MpiProgressEngine::instance().run([&] {
+    TN_MPI_CHECK(MPI_Comm_dup(comm_, &copy), context(detail::concat("duplicate as '", name, "'")));
+  });
+  return std::make_unique<MpiCommunicator>(copy, name, options);
 }
 
 }  // namespace ternion

@@ -1,0 +1,94 @@
+#include "framework/device_runtime.h"
+
+#include "framework/allocator.h"
+#include "framework/error.h"
+#include "framework/features.h"
+
+#if TN_HAVE_CUDA
+#include "framework/cuda/cuda_check.h"
+#include "framework/cuda/cuda_runtime.h"
+#endif
+
+namespace ternion {
+
+namespace {
+[[maybe_unused]] constexpr const char* kNoCudaBuild =
+    "this build has no CUDA (configure with -DTERNION_CUDA=ON)";
+
+#if TN_HAVE_CUDA
+// The process is bound to one device; a Device naming another one is a bug in the caller.
+void check_is_process_device(Device device) {
+  TN_CHECK_AS(CudaError, cuda::initialized(), device.str(),
+              ": the CUDA runtime is not initialised in this process (call init_cuda_device)");
+  TN_CHECK_AS(CudaError, device.index == cuda::current_device(), device.str(),
+              ": this process is bound to cuda:", cuda::current_device());
+}
+#endif
+}  // namespace
+
+int cuda_device_count() noexcept {
+#if TN_HAVE_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+std::string cuda_unavailable_reason() {
+#if TN_HAVE_CUDA
+  return cuda::unavailable_reason();
+#else
+  return kNoCudaBuild;
+#endif
+}
+
+Device init_cuda_device(int node_local_rank) {
+#if TN_HAVE_CUDA
+  if (cuda::device_count() == 0)
+    TN_THROW(CudaError, "cannot use a CUDA device: ", cuda::unavailable_reason());
+  return Device::cuda(cuda::initialize(node_local_rank));
+#else
+  (void)node_local_rank;
+  TN_THROW(CudaError, "cannot use a CUDA device: ", kNoCudaBuild);
+#endif
+}
+
+void device_synchronize(Device device) {
+  if (device.is_cpu()) return;
+#if TN_HAVE_CUDA
+  check_is_process_device(device);
+  TN_CUDA_CHECK(cudaStreamSynchronize(cuda::compute_stream()));
+  TN_CUDA_CHECK(cudaStreamSynchronize(cuda::comm_stream()));
+#else
+  TN_THROW(CudaError, device.str(), ": ", kNoCudaBuild);
+#endif
+}
+
+DeviceMemoryStats device_memory_stats(Device device) {
+  if (device.is_cpu()) {
+    const CachingAllocator& cpu = cpu_caching_allocator();
+    return DeviceMemoryStats{cpu.bytes_in_use(), cpu.peak_bytes_in_use(), cpu.bytes_reserved()};
+  }
+#if TN_HAVE_CUDA
+  check_is_process_device(device);
+  const cuda::MemoryStats stats = cuda::memory_stats();
+  return DeviceMemoryStats{stats.in_use, stats.peak, stats.reserved};
+#else
+  TN_THROW(CudaError, device.str(), ": ", kNoCudaBuild);
+#endif
+}
+
+void reset_device_peak_memory(Device device) {
+  if (device.is_cpu()) {
+    cpu_caching_allocator().reset_peak();
+    return;
+  }
+#if TN_HAVE_CUDA
+  check_is_process_device(device);
+  cuda::reset_peak_memory();
+#else
+  TN_THROW(CudaError, device.str(), ": ", kNoCudaBuild);
+#endif
+}
+
+}  // namespace ternion

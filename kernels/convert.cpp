@@ -1,0 +1,64 @@
+#include "kernels/convert.h"
+
+#include "framework/bfloat16.h"
+#include "framework/features.h"
+#if TN_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
+
+namespace ternion {
+
+void convert(Tensor& out, const Tensor& in) {
+  TN_CHECK(out.shape() == in.shape() && out.device() == in.device() && out.is_contiguous() &&
+               in.is_contiguous(),
+           "convert: ", in.str(), " into ", out.str(), " (contiguous, one shape and device)");
+  if (out.dtype() == in.dtype()) {
+    out.copy_from(in);
+    return;
+  }
+  const bool f32_to_bf16 = out.dtype() == DType::BF16 && in.dtype() == DType::F32;
+  const bool bf16_to_f32 = out.dtype() == DType::F32 && in.dtype() == DType::BF16;
+  TN_CHECK(f32_to_bf16 || bf16_to_f32, "convert: no conversion from ", in.str(), " to ",
+           out.str());
+  if (!out.device().is_cpu()) {
+#if TN_HAVE_CUDA
+    cuda::convert(out, in);
+    return;
+#else
+    TN_THROW(CudaError, "convert: no CUDA kernel in this build");
+#endif
+  }
+  const std::int64_t n = out.numel();
+  if (f32_to_bf16) {
+    const float* src = in.data<float>();
+    BFloat16* dst = out.data<BFloat16>();
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+  } else {
+    const BFloat16* src = in.data<BFloat16>();
+    float* dst = out.data<float>();
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
+  }
+}
+
+Tensor as_f32(const Tensor& t) {
+  if (t.dtype() == DType::F32) return t;
+  Tensor f32 = Tensor::empty(t.shape(), DType::F32, t.device());
+  convert(f32, t.contiguous());
+  return f32;
+}
+
+F32Output::F32Output(Tensor& target, bool load) : target_(target) {
+  if (target.dtype() == DType::F32) {
+    f32_ = target;
+  } else {
+    f32_ = load ? as_f32(target) : Tensor::empty(target.shape(), DType::F32, target.device());
+  }
+}
+
+void F32Output::store() {
+  if (!f32_.shares_storage_with(target_)) convert(target_, f32_);
+}
+
+}  // namespace ternion

@@ -1,0 +1,367 @@
+// Causal self-attention on CUDA, the portable path: batched cuBLAS GEMMs and two softmax
+// kernels, the CPU op's math step for step (kernels/cpu/attention.cpp, contract in
+// kernels/attention.h).
+//
+//   forward   heads = split(qkv)                  [3, B, H, T, hs]  (q, k, v contiguous per head)
+//             probs = q @ k^T                     [B, H, T, T]      (F32 scores)
+//             probs = causal_softmax(scale * probs)                 (exact 0 above the diagonal)
+//             y     = probs @ v                   [B, H, T, hs]
+//             out   = merge(y)                    [B, T, H * hs]
+//   backward  dprobs  = dout_h @ v^T              [B, H, T, T]      (F32)
+//             dv      = probs^T @ dout_h
+//             dscores = probs * (dprobs - rowsum(dprobs * probs)) * scale   (0 above the diagonal)
+//             dq = dscores @ k,  dk = dscores^T @ q
+//             dqkv    = merge(dq, dk, dv)         overwritten, every element
+//
+// dtypes: qkv, out, probs, dout, dqkv all F32 or all BF16. Scores and dprobs are F32 in both
+// cases (cuBLAS writes F32 from BF16 operands) and both softmaxes compute in F32; with BF16 the
+// GEMM operands (probs, dscores) are rounded to BF16, as the GEMMs need one operand dtype.
+// GEMMs accumulate in F32 (CUBLAS_COMPUTE_32F; no TF32, so F32 matches the CPU closely).
+//
+// Scratch buffers come from Tensor::empty on the device (the caching allocator); everything
+// runs on the compute stream, so a buffer freed here is reused only by later work on it.
+#include <cublas_v2.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "framework/bfloat16.h"
+#include "framework/cuda/cuda_check.h"
+#include "framework/cuda/cuda_runtime.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/element_access.cuh"
+#include "kernels/vector_math.h"
+
+namespace ternion::cuda {
+
+namespace {
+
+constexpr int kWarpSize = 32;
+constexpr int kThreadsPerBlock = 256;
+constexpr int kRowsPerBlock = kThreadsPerBlock / kWarpSize;  // softmax: one warp per row
+
+struct Dims {
+  int batch, seq, n_head, head_size;
+};
+
+Dims attention_dims(const Tensor& qkv, std::int64_t n_head) {
+  const std::int64_t batch = qkv.size(0), seq = qkv.size(1);
+  const std::int64_t head_size = qkv.size(2) / (3 * n_head);
+  constexpr std::int64_t kIntMax = 2147483647;
+  TN_CHECK(batch * n_head <= kIntMax && seq <= kIntMax && head_size <= kIntMax,
+           "attention (cuda): ", qkv.str(), " with ", n_head,
+           " heads exceeds cuBLAS's 32-bit sizes");
+  return {static_cast<int>(batch), static_cast<int>(seq), static_cast<int>(n_head),
+          static_cast<int>(head_size)};
+}
+
+// Element types: F32 or BF16 storage, F32 math (element_access.cuh).
+using detail::from_float;
+using detail::to_float;
+
+template <class Elem>
+constexpr cudaDataType cuda_dtype() {
+  return std::is_same_v<Elem, float> ? CUDA_R_32F : CUDA_R_16BF;
+}
+
+// --- Layout kernels ---------------------------------------------------------------------------
+//
+// rows  [B, T, H, P, hs]: qkv (P = 3, per-head [q|k|v]) or out / dout (P = 1)
+// heads [P, B, H, T, hs]: part p of head (b, h) is one contiguous [T, hs] matrix
+// Thread e handles heads element e = (((p * B + b) * H + h) * T + t) * hs + d, whose row-layout
+// index is (((b * T + t) * H + h) * P + p) * hs + d.
+
+struct LayoutIndex {
+  std::int64_t heads, rows;
+};
+
+__device__ inline LayoutIndex layout_index(std::int64_t e, int parts, Dims d) {
+  const std::int64_t dim = e % d.head_size;
+  std::int64_t rest = e / d.head_size;
+  const std::int64_t t = rest % d.seq;
+  rest /= d.seq;
+  const std::int64_t h = rest % d.n_head;
+  rest /= d.n_head;
+  const std::int64_t b = rest % d.batch;
+  const std::int64_t p = rest / d.batch;
+  return {e, (((b * d.seq + t) * d.n_head + h) * parts + p) * d.head_size + dim};
+}
+
+template <class Elem>
+__global__ void heads_from_rows_kernel(Elem* heads, const Elem* rows, std::int64_t n, int parts,
+                                       Dims d) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= n) return;
+  const LayoutIndex at = layout_index(e, parts, d);
+  heads[at.heads] = rows[at.rows];
+}
+
+template <class Elem>
+__global__ void rows_from_heads_kernel(Elem* rows, const Elem* heads, std::int64_t n, int parts,
+                                       Dims d) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= n) return;
+  const LayoutIndex at = layout_index(e, parts, d);
+  rows[at.rows] = heads[at.heads];
+}
+
+unsigned int blocks_for(std::int64_t n, int per_block) {
+  return static_cast<unsigned int>((n + per_block - 1) / per_block);
+}
+
+// `heads` is [P, B, H, T, hs]; P (3 or 1) says which row layout `rows` has.
+template <class Elem>
+void heads_from_rows(Tensor& heads, const Tensor& rows, Dims d) {
+  const std::int64_t n = heads.numel();
+  const int parts = static_cast<int>(heads.size(0));
+  heads_from_rows_kernel<Elem><<<blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0,
+                                 compute_stream()>>>(heads.data<Elem>(), rows.data<Elem>(), n,
+                                                     parts, d);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+template <class Elem>
+void rows_from_heads(Tensor& rows, const Tensor& heads, Dims d) {
+  const std::int64_t n = heads.numel();
+  const int parts = static_cast<int>(heads.size(0));
+  rows_from_heads_kernel<Elem><<<blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0,
+                                 compute_stream()>>>(rows.data<Elem>(), heads.data<Elem>(), n,
+                                                     parts, d);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+// --- Softmax kernels: one warp per row of [B * H * T, T]; row r is query i = r % T ------------
+//
+// The xor butterfly leaves every lane with the same bits (each step adds the same two values
+// in either order), so all lanes scale by the same sum.
+
+__device__ inline float warp_sum(float v) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+__device__ inline float warp_max(float v) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// probs[r, j] = softmax_{j<=i}(scale * scores[r, j]), 0 for j > i. For F32, probs and scores
+// may be one buffer: every read of the row happens before the warp's first reduction, and the
+// last loop reads each element in the lane that then writes it.
+template <class Out>
+__global__ void causal_softmax_kernel(Out* probs, const float* scores, std::int64_t n_rows,
+                                      int seq, float scale) {
+  const std::int64_t row =
+      static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= n_rows) return;  // the whole warp leaves: `row` is the same in every lane
+  const int lane = threadIdx.x % kWarpSize;
+  const int i = static_cast<int>(row % seq);
+  const float* s = scores + row * seq;
+  Out* p = probs + row * seq;
+
+  float max_score = -INFINITY;
+  for (int j = lane; j <= i; j += kWarpSize) max_score = fmaxf(max_score, s[j] * scale);
+  max_score = warp_max(max_score);
+  float sum = 0.0f;
+  for (int j = lane; j <= i; j += kWarpSize) sum += fast_exp(s[j] * scale - max_score);
+  const float inv_sum = 1.0f / warp_sum(sum);  // j = 0 is always in: sum >= 1
+  for (int j = lane; j < seq; j += kWarpSize)
+    p[j] = from_float<Out>(j <= i ? fast_exp(s[j] * scale - max_score) * inv_sum : 0.0f);
+}
+
+// dscores[r, j] = probs[r, j] * (dprobs[r, j] - sum_{k<=i} probs[r, k] dprobs[r, k]) * scale for
+// j <= i, 0 above. For F32, dscores and dprobs may be one buffer (as above).
+template <class Elem>
+__global__ void causal_softmax_backward_kernel(Elem* dscores, const float* dprobs,
+                                               const Elem* probs, std::int64_t n_rows, int seq,
+                                               float scale) {
+  const std::int64_t row =
+      static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= n_rows) return;
+  const int lane = threadIdx.x % kWarpSize;
+  const int i = static_cast<int>(row % seq);
+  const float* dp = dprobs + row * seq;
+  const Elem* p = probs + row * seq;
+  Elem* ds = dscores + row * seq;
+
+  float p_dot_dp = 0.0f;
+  for (int j = lane; j <= i; j += kWarpSize) p_dot_dp += to_float(p[j]) * dp[j];
+  p_dot_dp = warp_sum(p_dot_dp);
+  for (int j = lane; j < seq; j += kWarpSize)
+    ds[j] = from_float<Elem>(j <= i ? to_float(p[j]) * (dp[j] - p_dot_dp) * scale : 0.0f);
+}
+
+std::int64_t n_rows(Dims d) { return static_cast<std::int64_t>(d.batch) * d.n_head * d.seq; }
+
+template <class Out>
+void causal_softmax(Tensor& probs, const Tensor& scores, Dims d, float scale) {
+  causal_softmax_kernel<Out><<<blocks_for(n_rows(d), kRowsPerBlock), kThreadsPerBlock, 0,
+                               compute_stream()>>>(probs.data<Out>(), scores.data<float>(),
+                                                   n_rows(d), d.seq, scale);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+template <class Elem>
+void causal_softmax_backward(Tensor& dscores, const Tensor& dprobs, const Tensor& probs, Dims d,
+                             float scale) {
+  causal_softmax_backward_kernel<Elem><<<blocks_for(n_rows(d), kRowsPerBlock), kThreadsPerBlock,
+                                         0, compute_stream()>>>(
+      dscores.data<Elem>(), dprobs.data<float>(), probs.data<Elem>(), n_rows(d), d.seq, scale);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+// --- Batched GEMMs ----------------------------------------------------------------------------
+
+// One handle for the process, made on first use (after cuda::initialize chose the device) and
+// never destroyed: destroying it from a static destructor could run after the CUDA context is
+// gone. Re-bound to the compute stream on every call (cheap, and right if the stream changes).
+cublasHandle_t cublas_handle() {
+  static cublasHandle_t handle = [] {
+    cublasHandle_t created = nullptr;
+    TN_CUBLAS_CHECK(cublasCreate(&created));
+    return created;
+  }();
+  TN_CUBLAS_CHECK(cublasSetStream(handle, compute_stream()));
+  return handle;
+}
+
+// For each of `batch` matrices, row-major C [m, n] = op(A) @ op(B), where A is stored [m, k]
+// (or [k, m] when transpose_a) and B [k, n] (or [n, k] when transpose_b); matrix i of each
+// starts stride_* elements after matrix i - 1. A and B have dtype ab_type, C c_type (C is
+// overwritten: beta = 0).
+//
+// cuBLAS is column-major, and a row-major [r, c] matrix with row length ld is, to cuBLAS, the
+// column-major [c, r] matrix (its transpose) with leading dimension ld. So we ask cuBLAS for
+// C^T = op(B)^T @ op(A)^T, all three read as column-major transposes of what we store:
+//   cuBLAS's "A" is our B: transa = transpose_b, lda = B's row length = transpose_b ? k : n
+//   cuBLAS's "B" is our A: transb = transpose_a, ldb = A's row length = transpose_a ? m : k
+//   cuBLAS's m, n, k = n, m, k;   ldc = C's row length = n
+// (With no transposes: B read column-major is B^T [n, k], A is A^T [k, m], and their product
+// [n, m] is C^T. With transpose_b, B is stored [n, k]; read column-major it is [k, n] = op(B),
+// and cuBLAS's op T turns it into the op(B)^T [n, k] we need. Likewise for A.)
+void gemm_batched(cudaDataType ab_type, cudaDataType c_type, bool transpose_a, bool transpose_b,
+                  int m, int n, int k, const void* a, long long stride_a, const void* b,
+                  long long stride_b, void* c, long long stride_c, int batch) {
+  const float alpha = 1.0f, beta = 0.0f;
+  const int lda = transpose_b ? k : n;
+  const int ldb = transpose_a ? m : k;
+  TN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      cublas_handle(), transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+      transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ab_type, lda, stride_b, a,
+      ab_type, ldb, stride_a, &beta, c, c_type, n, stride_c, batch, CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
+}
+
+// Per (b, h), with q, k, v, y, dout_h, dq, dk, dv all [T, hs] and scores, probs, dprobs,
+// dscores [T, T] (row-major, batch strides T * hs and T * T):
+//   scores = q @ k^T         m = T,  n = T,  k = hs   B stored [T, hs] = [n, k]: transpose_b
+//   y      = probs @ v       m = T,  n = hs, k = T
+//   dprobs = dout_h @ v^T    m = T,  n = T,  k = hs   transpose_b
+//   dv     = probs^T @ dout_h  m = T (keys), n = hs, k = T (queries); A stored [k, m]: transpose_a
+//   dq     = dscores @ k     m = T,  n = hs, k = T
+//   dk     = dscores^T @ q   m = T,  n = hs, k = T   transpose_a
+struct HeadGemms {
+  Dims d;
+  cudaDataType elem;  // q, k, v, probs, dscores, y, dq, dk, dv
+  long long head_stride() const { return static_cast<long long>(d.seq) * d.head_size; }
+  long long square_stride() const { return static_cast<long long>(d.seq) * d.seq; }
+  int batch() const { return d.batch * d.n_head; }
+
+  // [T, T] (F32) = [T, hs] @ [T, hs]^T
+  void square_from_heads(void* out, const void* a, const void* b) const {
+    gemm_batched(elem, CUDA_R_32F, false, true, d.seq, d.seq, d.head_size, a, head_stride(), b,
+                 head_stride(), out, square_stride(), batch());
+  }
+  // [T, hs] = op([T, T]) @ [T, hs]
+  void heads_from_square(void* out, const void* square, bool transpose_square,
+                         const void* b) const {
+    gemm_batched(elem, elem, transpose_square, false, d.seq, d.head_size, d.seq, square,
+                 square_stride(), b, head_stride(), out, head_stride(), batch());
+  }
+};
+
+// Part p (q, k or v) of a [3, B, H, T, hs] tensor.
+template <class Elem>
+Elem* part(const Tensor& heads, int p) {
+  return heads.data<Elem>() + p * (heads.numel() / 3);
+}
+
+float softmax_scale(Dims d) { return 1.0f / std::sqrt(static_cast<float>(d.head_size)); }
+
+template <class Elem>
+void forward(Tensor& out, Tensor& probs, const Tensor& qkv, Dims d) {
+  const Device device = qkv.device();
+  const DType dtype = qkv.dtype();
+  const HeadGemms gemms{d, cuda_dtype<Elem>()};
+
+  Tensor heads = Tensor::empty({3, d.batch, d.n_head, d.seq, d.head_size}, dtype, device);
+  heads_from_rows<Elem>(heads, qkv, d);
+
+  // F32 scores: in probs itself for F32 (the softmax runs in place), a scratch buffer for BF16.
+  Tensor scores = std::is_same_v<Elem, float>
+                      ? probs
+                      : Tensor::empty({d.batch, d.n_head, d.seq, d.seq}, DType::F32, device);
+  gemms.square_from_heads(scores.data<float>(), part<Elem>(heads, 0), part<Elem>(heads, 1));
+  causal_softmax<Elem>(probs, scores, d, softmax_scale(d));
+
+  Tensor y = Tensor::empty({1, d.batch, d.n_head, d.seq, d.head_size}, dtype, device);
+  gemms.heads_from_square(y.data<Elem>(), probs.data<Elem>(), false, part<Elem>(heads, 2));
+  rows_from_heads<Elem>(out, y, d);
+}
+
+template <class Elem>
+void backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& probs, Dims d) {
+  const Device device = qkv.device();
+  const DType dtype = qkv.dtype();
+  const HeadGemms gemms{d, cuda_dtype<Elem>()};
+
+  Tensor heads = Tensor::empty({3, d.batch, d.n_head, d.seq, d.head_size}, dtype, device);
+  heads_from_rows<Elem>(heads, qkv, d);
+  Tensor dout_heads = Tensor::empty({1, d.batch, d.n_head, d.seq, d.head_size}, dtype, device);
+  heads_from_rows<Elem>(dout_heads, dout, d);
+  Tensor dheads = Tensor::empty({3, d.batch, d.n_head, d.seq, d.head_size}, dtype, device);
+
+  Tensor dprobs = Tensor::empty({d.batch, d.n_head, d.seq, d.seq}, DType::F32, device);
+  gemms.square_from_heads(dprobs.data<float>(), dout_heads.data<Elem>(), part<Elem>(heads, 2));
+  gemms.heads_from_square(part<Elem>(dheads, 2), probs.data<Elem>(), true,
+                          dout_heads.data<Elem>());
+
+  // dscores in the GEMM operand dtype: dprobs' own buffer for F32, a BF16 one otherwise.
+  Tensor dscores =
+      std::is_same_v<Elem, float> ? dprobs
+                                  : Tensor::empty({d.batch, d.n_head, d.seq, d.seq}, dtype, device);
+  causal_softmax_backward<Elem>(dscores, dprobs, probs, d, softmax_scale(d));
+  gemms.heads_from_square(part<Elem>(dheads, 0), dscores.data<Elem>(), false,
+                          part<Elem>(heads, 1));
+  gemms.heads_from_square(part<Elem>(dheads, 1), dscores.data<Elem>(), true,
+                          part<Elem>(heads, 0));
+  rows_from_heads<Elem>(dqkv, dheads, d);
+}
+
+}  // namespace
+
+void attention_forward(Tensor& out, Tensor& probs, const Tensor& qkv, std::int64_t n_head) {
+  const Dims d = attention_dims(qkv, n_head);
+  if (qkv.numel() == 0) return;
+  if (qkv.dtype() == DType::BF16) {
+    forward<BFloat16>(out, probs, qkv, d);
+  } else {
+    forward<float>(out, probs, qkv, d);
+  }
+}
+
+void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& probs,
+                        std::int64_t n_head) {
+  const Dims d = attention_dims(qkv, n_head);
+  if (qkv.numel() == 0) return;
+  if (qkv.dtype() == DType::BF16) {
+    backward<BFloat16>(dqkv, dout, qkv, probs, d);
+  } else {
+    backward<float>(dqkv, dout, qkv, probs, d);
+  }
+}
+
+}  // namespace ternion::cuda

@@ -1,0 +1,320 @@
+// Softmax cross-entropy on CUDA, whole or as the vocab-parallel pieces: the CPU op's math
+// (kernels/cpu/cross_entropy.cpp, contract in kernels/cross_entropy.h) with one block per row.
+//
+//   forward        lse[n] = max + log(sum_v exp(logit - max)) over the real columns
+//                  losses[n] = lse[n] - logits[n, target]   (0 where target == ignore_index)
+//   backward       dlogits[n, v] = (exp(logit - lse[n]) - [v == target]) * dloss on real
+//                  columns, 0 on padding columns and on every column of an ignored row
+//   row_max, row_sum_exp, target_logit, finish: the pieces, each as the CPU's
+//
+// dtypes: logits / dlogits F32 or BF16 (one dtype); everything per row F32; targets I32. All
+// math is F32, with fast_exp (kernels/vector_math.h) wherever the CPU uses it, so the results
+// agree with the CPU's to float rounding (the sums run in a different order).
+//
+// One difference from the CPU: a target that is neither ignore_index nor in [0, vocab_size) is
+// a DataError there, found by scanning the targets on the host. Here that would cost a device
+// synchronisation per call, so the kernels instead make that row's loss (and, in the backward,
+// its gradient; in target_logit, its value) NaN, which the trainer's non-finite check reports.
+#include <cmath>
+#include <cstdint>
+
+#include "framework/bfloat16.h"
+#include "framework/cuda/cuda_check.h"
+#include "framework/cuda/cuda_runtime.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/element_access.cuh"
+#include "kernels/vector_math.h"
+
+namespace ternion::cuda {
+
+namespace {
+
+using i64 = std::int64_t;
+
+constexpr int kWarpSize = 32;
+constexpr int kRowThreads = 512;  // one block per row: ~100 columns per thread at V = 50k
+constexpr int kRowWarps = kRowThreads / kWarpSize;
+constexpr int kElementThreads = 256;  // the per-row kernels: one thread per row
+
+using detail::from_float;
+using detail::to_float;
+
+struct MaxOp {  // fmaxf ignores a NaN operand, as the CPU's max loop does
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+// Reduces one value per thread over the block (blockDim.x == kRowThreads) in a fixed order and
+// returns the result to every thread. `scratch` holds kRowWarps floats; the leading barrier
+// lets a block call this several times with the same scratch.
+template <class Op>
+__device__ float block_reduce(float value, Op op, float* scratch) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    value = op(value, __shfl_xor_sync(0xFFFFFFFFu, value, offset));
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  float total = scratch[0];
+  for (int w = 1; w < kRowWarps; ++w) total = op(total, scratch[w]);
+  return total;
+}
+
+// The real columns of a shard are its first ones: global columns [vocab_start, vocab_size).
+__host__ __device__ inline i64 real_columns(i64 local_vocab, i64 vocab_start, i64 vocab_size) {
+  const i64 n = vocab_size - vocab_start;
+  return n < 0 ? 0 : (n > local_vocab ? local_vocab : n);
+}
+
+__device__ inline bool target_valid(std::int32_t target, std::int32_t ignore_index,
+                                    i64 vocab_size) {
+  return target == ignore_index || (target >= 0 && target < vocab_size);
+}
+
+template <class Elem>
+__device__ float max_of_row(const Elem* row, i64 n_real, float* scratch) {
+  float max_logit = -INFINITY;
+  for (i64 v = threadIdx.x; v < n_real; v += kRowThreads)
+    max_logit = fmaxf(max_logit, to_float(row[v]));
+  return block_reduce(max_logit, MaxOp{}, scratch);
+}
+
+template <class Elem>
+__device__ float sum_exp_of_row(const Elem* row, i64 n_real, float shift, float* scratch) {
+  float sum = 0.0f;
+  for (i64 v = threadIdx.x; v < n_real; v += kRowThreads) sum += fast_exp(to_float(row[v]) - shift);
+  return block_reduce(sum, SumOp{}, scratch);
+}
+
+// Row n of logits [rows, padded_vocab]; real columns [0, vocab_size).
+template <class Elem>
+__global__ void cross_entropy_forward_kernel(float* losses, float* lse, const Elem* logits,
+                                             const std::int32_t* targets, i64 padded_vocab,
+                                             i64 vocab_size, std::int32_t ignore_index) {
+  __shared__ float scratch[kRowWarps];
+  const i64 r = blockIdx.x;
+  const Elem* row = logits + r * padded_vocab;
+  const float max_logit = max_of_row(row, vocab_size, scratch);
+  const float sum_exp = sum_exp_of_row(row, vocab_size, max_logit, scratch);
+  if (threadIdx.x == 0) {
+    const float row_lse = max_logit + logf(sum_exp);
+    const std::int32_t t = targets[r];
+    lse[r] = row_lse;
+    if (!target_valid(t, ignore_index, vocab_size)) {
+      losses[r] = NAN;
+    } else {
+      losses[r] = t == ignore_index ? 0.0f : row_lse - to_float(row[t]);
+    }
+  }
+}
+
+// dlogits may alias logits: each element is read, then written, by the same thread.
+template <class Elem>
+__global__ void cross_entropy_backward_kernel(Elem* dlogits, const Elem* logits, const float* lse,
+                                              const std::int32_t* targets, float dloss,
+                                              i64 local_vocab, i64 vocab_start, i64 vocab_size,
+                                              std::int32_t ignore_index) {
+  const i64 r = blockIdx.x;
+  const Elem* row = logits + r * local_vocab;
+  Elem* drow = dlogits + r * local_vocab;
+  const std::int32_t t = targets[r];
+  const bool ignored = t == ignore_index;
+  const bool valid = target_valid(t, ignore_index, vocab_size);
+  // The target's local column, or -1 where it lies in another shard (or the row is ignored).
+  const i64 target_column =
+      !ignored && t >= vocab_start && t < vocab_start + local_vocab ? t - vocab_start : -1;
+  const i64 n_real = real_columns(local_vocab, vocab_start, vocab_size);
+  const float row_lse = lse[r];
+  for (i64 v = threadIdx.x; v < local_vocab; v += kRowThreads) {
+    float grad = 0.0f;
+    if (!ignored && v < n_real) {
+      // Rounded product, then the subtraction: the CPU's two steps, not one fused multiply-add.
+      grad = __fmul_rn(fast_exp(to_float(row[v]) - row_lse), dloss);
+      if (v == target_column) grad -= dloss;
+    }
+    drow[v] = from_float<Elem>(valid ? grad : NAN);
+  }
+}
+
+template <class Elem>
+__global__ void cross_entropy_row_max_kernel(float* row_max, const Elem* logits, i64 local_vocab,
+                                             i64 n_real) {
+  __shared__ float scratch[kRowWarps];
+  const i64 r = blockIdx.x;
+  const float max_logit = max_of_row(logits + r * local_vocab, n_real, scratch);
+  if (threadIdx.x == 0) row_max[r] = max_logit;
+}
+
+template <class Elem>
+__global__ void cross_entropy_row_sum_exp_kernel(float* sum_exp, const Elem* logits,
+                                                 const float* global_max, i64 local_vocab,
+                                                 i64 n_real) {
+  __shared__ float scratch[kRowWarps];
+  const i64 r = blockIdx.x;
+  const float sum = sum_exp_of_row(logits + r * local_vocab, n_real, global_max[r], scratch);
+  if (threadIdx.x == 0) sum_exp[r] = sum;
+}
+
+// One thread per row from here on.
+template <class Elem>
+__global__ void cross_entropy_target_logit_kernel(float* target_logit, const Elem* logits,
+                                                  const std::int32_t* targets, i64 rows,
+                                                  i64 local_vocab, i64 vocab_start,
+                                                  i64 vocab_size, std::int32_t ignore_index) {
+  const i64 r = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const std::int32_t t = targets[r];
+  const bool in_shard = t != ignore_index && t >= vocab_start && t < vocab_start + local_vocab;
+  float value = in_shard ? to_float(logits[r * local_vocab + (t - vocab_start)]) : 0.0f;
+  if (!target_valid(t, ignore_index, vocab_size)) value = NAN;
+  target_logit[r] = value;
+}
+
+__global__ void cross_entropy_finish_kernel(float* losses, float* lse, const float* global_max,
+                                            const float* global_sum_exp,
+                                            const float* target_logit,
+                                            const std::int32_t* targets, i64 rows,
+                                            std::int32_t ignore_index) {
+  const i64 r = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float row_lse = global_max[r] + logf(global_sum_exp[r]);
+  lse[r] = row_lse;
+  losses[r] = targets[r] == ignore_index ? 0.0f : row_lse - target_logit[r];
+}
+
+unsigned row_grid(i64 rows) {
+  TN_CHECK(rows <= 0x7FFFFFFF, "cross_entropy (cuda): ", rows, " rows exceed the grid");
+  return static_cast<unsigned>(rows);
+}
+
+unsigned element_grid(i64 rows) {
+  return static_cast<unsigned>((rows + kElementThreads - 1) / kElementThreads);
+}
+
+bool is_bf16(const Tensor& t) { return t.dtype() == DType::BF16; }
+
+template <class Elem>
+void forward(Tensor& losses, Tensor& lse, const Tensor& logits, const Tensor& targets,
+             i64 vocab_size, std::int32_t ignore_index) {
+  cross_entropy_forward_kernel<Elem>
+      <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+          losses.data<float>(), lse.data<float>(), logits.data<Elem>(),
+          targets.data<std::int32_t>(), logits.size(1), vocab_size, ignore_index);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+template <class Elem>
+void backward(Tensor& dlogits, const Tensor& logits, const Tensor& lse, const Tensor& targets,
+              float dloss, i64 vocab_size, std::int32_t ignore_index, i64 vocab_start) {
+  cross_entropy_backward_kernel<Elem>
+      <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+          dlogits.data<Elem>(), logits.data<Elem>(), lse.data<float>(),
+          targets.data<std::int32_t>(), dloss, logits.size(1), vocab_start, vocab_size,
+          ignore_index);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+template <class Elem>
+void row_max(Tensor& out, const Tensor& logits, i64 vocab_start, i64 vocab_size) {
+  const i64 n_real = real_columns(logits.size(1), vocab_start, vocab_size);
+  cross_entropy_row_max_kernel<Elem>
+      <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+          out.data<float>(), logits.data<Elem>(), logits.size(1), n_real);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+template <class Elem>
+void row_sum_exp(Tensor& out, const Tensor& logits, const Tensor& global_max, i64 vocab_start,
+                 i64 vocab_size) {
+  const i64 n_real = real_columns(logits.size(1), vocab_start, vocab_size);
+  cross_entropy_row_sum_exp_kernel<Elem>
+      <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+          out.data<float>(), logits.data<Elem>(), global_max.data<float>(), logits.size(1),
+          n_real);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+template <class Elem>
+void target_logit(Tensor& out, const Tensor& logits, const Tensor& targets, i64 vocab_start,
+                  i64 vocab_size, std::int32_t ignore_index) {
+  const i64 rows = logits.size(0);
+  cross_entropy_target_logit_kernel<Elem>
+      <<<element_grid(rows), kElementThreads, 0, compute_stream()>>>(
+          out.data<float>(), logits.data<Elem>(), targets.data<std::int32_t>(), rows,
+          logits.size(1), vocab_start, vocab_size, ignore_index);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits,
+                           const Tensor& targets, std::int64_t vocab_size,
+                           std::int32_t ignore_index) {
+  if (logits.size(0) == 0) return;
+  if (is_bf16(logits)) {
+    forward<BFloat16>(losses, lse, logits, targets, vocab_size, ignore_index);
+  } else {
+    forward<float>(losses, lse, logits, targets, vocab_size, ignore_index);
+  }
+}
+
+void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor& lse,
+                            const Tensor& targets, float dloss, std::int64_t vocab_size,
+                            std::int32_t ignore_index, std::int64_t vocab_start) {
+  if (logits.size(0) == 0) return;
+  if (is_bf16(logits)) {
+    backward<BFloat16>(dlogits, logits, lse, targets, dloss, vocab_size, ignore_index,
+                       vocab_start);
+  } else {
+    backward<float>(dlogits, logits, lse, targets, dloss, vocab_size, ignore_index, vocab_start);
+  }
+}
+
+void cross_entropy_row_max(Tensor& row_max_out, const Tensor& logits, std::int64_t vocab_start,
+                           std::int64_t vocab_size) {
+  if (logits.size(0) == 0) return;
+  if (is_bf16(logits)) {
+    row_max<BFloat16>(row_max_out, logits, vocab_start, vocab_size);
+  } else {
+    row_max<float>(row_max_out, logits, vocab_start, vocab_size);
+  }
+}
+
+void cross_entropy_row_sum_exp(Tensor& sum_exp, const Tensor& logits, const Tensor& global_max,
+                               std::int64_t vocab_start, std::int64_t vocab_size) {
+  if (logits.size(0) == 0) return;
+  if (is_bf16(logits)) {
+    row_sum_exp<BFloat16>(sum_exp, logits, global_max, vocab_start, vocab_size);
+  } else {
+    row_sum_exp<float>(sum_exp, logits, global_max, vocab_start, vocab_size);
+  }
+}
+
+void cross_entropy_target_logit(Tensor& target_logit_out, const Tensor& logits,
+                                const Tensor& targets, std::int64_t vocab_start,
+                                std::int64_t vocab_size, std::int32_t ignore_index) {
+  if (logits.size(0) == 0) return;
+  if (is_bf16(logits)) {
+    target_logit<BFloat16>(target_logit_out, logits, targets, vocab_start, vocab_size,
+                           ignore_index);
+  } else {
+    target_logit<float>(target_logit_out, logits, targets, vocab_start, vocab_size, ignore_index);
+  }
+}
+
+void cross_entropy_finish(Tensor& losses, Tensor& lse, const Tensor& global_max,
+                          const Tensor& global_sum_exp, const Tensor& target_logit,
+                          const Tensor& targets, std::int32_t ignore_index) {
+  const i64 rows = targets.numel();
+  if (rows == 0) return;
+  cross_entropy_finish_kernel<<<element_grid(rows), kElementThreads, 0, compute_stream()>>>(
+      losses.data<float>(), lse.data<float>(), global_max.data<float>(),
+      global_sum_exp.data<float>(), target_logit.data<float>(), targets.data<std::int32_t>(), rows,
+      ignore_index);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ternion::cuda

@@ -1,0 +1,98 @@
+// The CUDA side of every op: same names and arguments as the dispatch headers in kernels/,
+// which check shapes and devices once and then call the CPU template (kernels/cpu/) or the
+// function here. Each runs on cuda::compute_stream() and checks its launch.
+//
+// dtypes: F32 everywhere; BF16 where mixed precision needs it (each function's comment says
+// which tensors may be BF16). Statistics the backward pass needs (LayerNorm mean/rstd,
+// cross-entropy log-sum-exp) and every reduction stay F32; accumulation is always in F32.
+//
+// Only CUDA builds compile or include this header.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "framework/philox.h"
+#include "framework/tensor.h"
+#include "kernels/adamw.h"
+#include "kernels/dropout.h"
+
+namespace ternion::cuda {
+
+// out = alpha * op(a) @ op(b) + beta * out through cuBLASLt. a and b: both F32 or both BF16;
+// out: their dtype, or F32 with BF16 inputs (weight gradients accumulate in F32). Always
+// F32 accumulation (CUBLAS_COMPUTE_32F; TF32 is not used, so F32 matches the CPU).
+void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+            float alpha, float beta);
+
+// out [rows, n] += bias [n] (out F32/BF16, bias the same dtype); dbias (F32) += column sums.
+void bias_add_forward(Tensor& out, const Tensor& bias);
+void bias_add_backward(Tensor& dbias, const Tensor& dout);
+
+// out, x, dx, dout: all one dtype, F32 or BF16 (math in F32 via gelu_math.h).
+void gelu_forward(Tensor& out, const Tensor& x);
+void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout);
+
+// x/out/dx/dout F32 or BF16; weight/bias the same dtype as x; mean/rstd F32;
+// dweight/dbias F32 (accumulate +=).
+void layer_norm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
+                        const Tensor& weight, const Tensor& bias, float eps);
+void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout,
+                         const Tensor& x, const Tensor& weight, const Tensor& mean,
+                         const Tensor& rstd);
+
+// qkv [B, T, 3C] (per-head [q|k|v] layout, as kernels/attention.h), out [B, T, C], probs
+// [B, H, T, T]: all F32 or all BF16 (softmax in F32).
+void attention_forward(Tensor& out, Tensor& probs, const Tensor& qkv, std::int64_t n_head);
+void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& probs,
+                        std::int64_t n_head);
+
+// logits/dlogits F32 or BF16 (one dtype); losses, lse, maxima, sums: F32; targets I32.
+void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits,
+                           const Tensor& targets, std::int64_t vocab_size,
+                           std::int32_t ignore_index);
+void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor& lse,
+                            const Tensor& targets, float dloss, std::int64_t vocab_size,
+                            std::int32_t ignore_index, std::int64_t vocab_start);
+void cross_entropy_row_max(Tensor& row_max, const Tensor& logits, std::int64_t vocab_start,
+                           std::int64_t vocab_size);
+void cross_entropy_row_sum_exp(Tensor& sum_exp, const Tensor& logits, const Tensor& global_max,
+                               std::int64_t vocab_start, std::int64_t vocab_size);
+void cross_entropy_target_logit(Tensor& target_logit, const Tensor& logits,
+                                const Tensor& targets, std::int64_t vocab_start,
+                                std::int64_t vocab_size, std::int32_t ignore_index);
+void cross_entropy_finish(Tensor& losses, Tensor& lse, const Tensor& global_max,
+                          const Tensor& global_sum_exp, const Tensor& target_logit,
+                          const Tensor& targets, std::int32_t ignore_index);
+
+// x/out/dx/dout F32 or BF16 (one dtype); the mask is Philox's, bit for bit the CPU's.
+void dropout_forward(Tensor& out, const Tensor& x, float p, RngStream stream,
+                     const GlobalPosition& position);
+void dropout_backward(Tensor& dx, const Tensor& dout, float p, RngStream stream,
+                      const GlobalPosition& position);
+
+// out F32/BF16 = wte's dtype; tokens I32; dwte/dwpe F32 (accumulate +=). The token backward
+// is deterministic: no float atomics, so every run sums in the same order.
+void token_embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& wte,
+                             std::int64_t vocab_start);
+void token_embedding_backward(Tensor& dwte, const Tensor& dout, const Tensor& tokens,
+                              std::int64_t vocab_start);
+void position_embedding_forward(Tensor& out, const Tensor& wpe);
+void position_embedding_backward(Tensor& dwpe, const Tensor& dout);
+
+// Elementwise (one dtype per call, F32 or BF16; `accumulate` also takes F32 out += BF16 x).
+void add(Tensor& out, const Tensor& a, const Tensor& b);
+void accumulate(Tensor& out, const Tensor& x);
+void scale(Tensor& x, float factor);
+double sum_of_squares(const Tensor& x);  // synchronises: the result comes to the host
+bool all_finite(const Tensor& x);        // synchronises
+// out = in converted (F32 <-> BF16, or a plain copy for equal dtypes); same shape.
+void convert(Tensor& out, const Tensor& in);
+
+// Optimizer updates, all F32. The `_many` forms update every tensor in one launch
+// (multi-tensor apply): element i of each vector belongs together.
+void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWHyper& h);
+void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h);
+void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h);
+
+}  // namespace ternion::cuda

@@ -1,0 +1,222 @@
+// LayerNorm on CUDA: the CPU op's math (kernels/cpu/layer_norm.cpp, contract in
+// kernels/layer_norm.h) with one warp per row.
+//
+//   forward   mean = sum(x) / C, rstd = 1 / sqrt(sum((x - mean)^2) / C + eps)   (two passes, F32)
+//             out  = (x - mean) * rstd * weight + bias
+//   backward  dweight[c] += sum_r dout[r,c] xhat[r,c],  dbias[c] += sum_r dout[r,c]
+//             dx = rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)),  dnorm = dout * weight
+//             (dx overwritten; dweight and dbias accumulate)
+//
+// dtypes: x, out, dout, dx, weight, bias all F32 or all BF16; mean, rstd, dweight, dbias F32.
+// Every sum is F32.
+//
+// The parameter gradients are column sums over rows. They are deterministic without float
+// atomics: rows are cut into fixed chunks (a function of the shape only), one kernel writes each
+// chunk's column sums into a scratch buffer, a second adds the chunks in chunk order. They run
+// before the dx kernel, so dx may alias dout (each dout element is read before, or by the same
+// thread that, writes its dx element), as on the CPU.
+#include <cmath>
+#include <cstdint>
+
+#include "framework/bfloat16.h"
+#include "framework/cuda/cuda_check.h"
+#include "framework/cuda/cuda_runtime.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/element_access.cuh"
+
+namespace ternion::cuda {
+
+namespace {
+
+using i64 = std::int64_t;
+
+constexpr int kWarpSize = 32;
+constexpr int kThreadsPerBlock = 256;
+constexpr int kRowsPerBlock = kThreadsPerBlock / kWarpSize;  // one warp per row
+// Parameter gradients: at most this many row chunks, each of at least kMinRowsPerChunk rows.
+constexpr i64 kMaxRowChunks = 256;
+constexpr i64 kMinRowsPerChunk = 16;
+
+using detail::from_float;
+using detail::to_float;
+
+__device__ inline float warp_sum(float value) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xFFFFFFFFu, value, offset);
+  return value;
+}
+
+// Warp w of block b normalises row b * kRowsPerBlock + w; its lanes stride over the columns.
+// out may alias x: each element is read by the lane that later writes it.
+template <class Elem>
+__global__ void layer_norm_forward_kernel(Elem* out, float* mean, float* rstd, const Elem* x,
+                                          const Elem* weight, const Elem* bias, i64 rows, int cols,
+                                          float eps) {
+  const i64 row = static_cast<i64>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  if (row >= rows) return;  // the whole warp leaves together, so the shuffles stay full
+  const Elem* xr = x + row * cols;
+  float sum = 0.0f;
+  for (int c = lane; c < cols; c += kWarpSize) sum += to_float(xr[c]);
+  const float mu = warp_sum(sum) / static_cast<float>(cols);
+  float squares = 0.0f;
+  for (int c = lane; c < cols; c += kWarpSize) {
+    const float deviation = to_float(xr[c]) - mu;
+    squares += deviation * deviation;
+  }
+  const float s = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(cols) + eps);
+  Elem* outr = out + row * cols;
+  for (int c = lane; c < cols; c += kWarpSize)
+    outr[c] =
+        from_float<Elem>((to_float(xr[c]) - mu) * s * to_float(weight[c]) + to_float(bias[c]));
+  if (lane == 0) {
+    mean[row] = mu;
+    rstd[row] = s;
+  }
+}
+
+// Thread (column c, chunk k) sums rows [k * rows_per_chunk, ...) of column c in row order into
+// partial[k * cols + c]; neighbouring threads read neighbouring columns (coalesced).
+template <class Elem>
+__global__ void layer_norm_param_partials_kernel(float* dweight_partial, float* dbias_partial,
+                                                 const Elem* dout, const Elem* x,
+                                                 const float* mean, const float* rstd, i64 rows,
+                                                 int cols, i64 rows_per_chunk) {
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= cols) return;
+  const i64 chunk = blockIdx.y;
+  const i64 first = chunk * rows_per_chunk;
+  const i64 last = first + rows_per_chunk < rows ? first + rows_per_chunk : rows;
+  float dw = 0.0f, db = 0.0f;
+  for (i64 r = first; r < last; ++r) {
+    const float d = to_float(dout[r * cols + c]);
+    dw += d * ((to_float(x[r * cols + c]) - mean[r]) * rstd[r]);
+    db += d;
+  }
+  dweight_partial[chunk * cols + c] = dw;
+  dbias_partial[chunk * cols + c] = db;
+}
+
+// dweight[c] += the chunks' sums of column c, added in chunk order.
+__global__ void layer_norm_param_sum_kernel(float* dweight, float* dbias,
+                                            const float* dweight_partial,
+                                            const float* dbias_partial, int n_chunks, int cols) {
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= cols) return;
+  float dw = 0.0f, db = 0.0f;
+  for (int k = 0; k < n_chunks; ++k) {
+    dw += dweight_partial[static_cast<i64>(k) * cols + c];
+    db += dbias_partial[static_cast<i64>(k) * cols + c];
+  }
+  dweight[c] += dw;
+  dbias[c] += db;
+}
+
+// One warp per row, as the forward. dx may alias dout: the row's sums are complete before any
+// lane writes, and each lane writes only the elements it read.
+template <class Elem>
+__global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
+                                     const Elem* weight, const float* mean, const float* rstd,
+                                     i64 rows, int cols) {
+  const i64 row = static_cast<i64>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  if (row >= rows) return;
+  const Elem* xr = x + row * cols;
+  const Elem* dr = dout + row * cols;
+  const float mu = mean[row], s = rstd[row];
+  float sum_dnorm = 0.0f, sum_dnorm_xhat = 0.0f;
+  for (int c = lane; c < cols; c += kWarpSize) {
+    const float dnorm = to_float(dr[c]) * to_float(weight[c]);
+    sum_dnorm += dnorm;
+    sum_dnorm_xhat += dnorm * ((to_float(xr[c]) - mu) * s);
+  }
+  const float mean_dnorm = warp_sum(sum_dnorm) / static_cast<float>(cols);
+  const float mean_dnorm_xhat = warp_sum(sum_dnorm_xhat) / static_cast<float>(cols);
+  Elem* dxr = dx + row * cols;
+  for (int c = lane; c < cols; c += kWarpSize) {
+    const float xhat = (to_float(xr[c]) - mu) * s;
+    dxr[c] = from_float<Elem>(
+        (to_float(dr[c]) * to_float(weight[c]) - mean_dnorm - xhat * mean_dnorm_xhat) * s);
+  }
+}
+
+int checked_cols(const Tensor& x) {
+  TN_CHECK(x.size(-1) <= 0x7FFFFFFF, "layer_norm (cuda): ", x.size(-1),
+           " columns exceed 32-bit indexing");
+  return static_cast<int>(x.size(-1));
+}
+
+unsigned row_blocks(i64 rows) {
+  return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+}
+
+template <class Elem>
+void forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& weight,
+             const Tensor& bias, float eps) {
+  const int cols = checked_cols(x);
+  const i64 rows = x.numel() / cols;
+  if (rows == 0) return;
+  layer_norm_forward_kernel<Elem><<<row_blocks(rows), kThreadsPerBlock, 0, compute_stream()>>>(
+      out.data<Elem>(), mean.data<float>(), rstd.data<float>(), x.data<Elem>(),
+      weight.data<Elem>(), bias.data<Elem>(), rows, cols, eps);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+template <class Elem>
+void backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout, const Tensor& x,
+              const Tensor& weight, const Tensor& mean, const Tensor& rstd) {
+  const int cols = checked_cols(x);
+  const i64 rows = x.numel() / cols;
+  if (rows == 0) return;  // nothing to add to dweight, dbias; dx is empty
+  cudaStream_t stream = compute_stream();
+
+  // Chunks depend only on `rows`, so the summation order (hence every bit) is fixed per shape.
+  i64 n_chunks = (rows + kMinRowsPerChunk - 1) / kMinRowsPerChunk;
+  if (n_chunks > kMaxRowChunks) n_chunks = kMaxRowChunks;
+  const i64 rows_per_chunk = (rows + n_chunks - 1) / n_chunks;
+  n_chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;  // drop chunks left empty
+  Tensor partials = Tensor::empty({2, n_chunks, cols}, DType::F32, x.device());
+  float* dweight_partial = partials.data<float>();
+  float* dbias_partial = dweight_partial + n_chunks * cols;
+
+  const auto column_blocks =
+      static_cast<unsigned>((cols + kThreadsPerBlock - 1) / kThreadsPerBlock);
+  const dim3 partial_grid(column_blocks, static_cast<unsigned>(n_chunks));
+  layer_norm_param_partials_kernel<Elem><<<partial_grid, kThreadsPerBlock, 0, stream>>>(
+      dweight_partial, dbias_partial, dout.data<Elem>(), x.data<Elem>(), mean.data<float>(),
+      rstd.data<float>(), rows, cols, rows_per_chunk);
+  TN_CUDA_CHECK_LAUNCH();
+  layer_norm_param_sum_kernel<<<column_blocks, kThreadsPerBlock, 0, stream>>>(
+      dweight.data<float>(), dbias.data<float>(), dweight_partial, dbias_partial,
+      static_cast<int>(n_chunks), cols);
+  TN_CUDA_CHECK_LAUNCH();
+  layer_norm_dx_kernel<Elem><<<row_blocks(rows), kThreadsPerBlock, 0, stream>>>(
+      dx.data<Elem>(), dout.data<Elem>(), x.data<Elem>(), weight.data<Elem>(), mean.data<float>(),
+      rstd.data<float>(), rows, cols);
+  TN_CUDA_CHECK_LAUNCH();
+  // `partials` goes back to the caching allocator here; only later work on the compute stream
+  // can reuse it, and that runs after these kernels.
+}
+
+}  // namespace
+
+void layer_norm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
+                        const Tensor& weight, const Tensor& bias, float eps) {
+  if (x.dtype() == DType::BF16) {
+    forward<BFloat16>(out, mean, rstd, x, weight, bias, eps);
+  } else {
+    forward<float>(out, mean, rstd, x, weight, bias, eps);
+  }
+}
+
+void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout,
+                         const Tensor& x, const Tensor& weight, const Tensor& mean,
+                         const Tensor& rstd) {
+  if (x.dtype() == DType::BF16) {
+    backward<BFloat16>(dx, dweight, dbias, dout, x, weight, mean, rstd);
+  } else {
+    backward<float>(dx, dweight, dbias, dout, x, weight, mean, rstd);
+  }
+}
+
+}  // namespace ternion::cuda

@@ -1,0 +1,226 @@
+// out = alpha * op(a) @ op(b) + beta * out through cuBLASLt (contract in kernels/matmul.h).
+//
+// Row-major to column-major: a row-major [R, C] matrix is, read column-major, its transpose
+// [C, R] with leading dimension C. So the row-major product out [M, N] = op(a) [M, K] op(b) [K, N]
+// is the column-major product out^T [N, M] = op(b)^T [N, K] @ op(a)^T [K, M]: cuBLASLt's A is b's
+// storage, its B is a's, m' = N, n' = M, and each operand's transpose flag is its own (b's
+// storage read column-major already is b^T, so transpose_b = false needs no cuBLAS transpose).
+// Every leading dimension is the row-major width of the matrix as stored.
+//
+// dtypes: a and b both F32 or both BF16; out their dtype or F32 (BF16 inputs with F32 out is the
+// weight-gradient GEMM, beta = 1). Compute CUBLAS_COMPUTE_32F with F32 scale: F32 inputs use
+// true F32 (no TF32), so the GPU matches the CPU's sgemm to rounding.
+//
+// One cuBLASLt handle and one 32 MiB workspace per process (created on first use, on the
+// device, never freed: the CUDA runtime may be gone by static destruction). The heuristic's
+// algorithm is cached per (shape, transposes, dtypes, pointer alignments), so a training step
+// asks cuBLASLt once per distinct GEMM, not once per call.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "framework/cuda/cuda_check.h"
+#include "framework/cuda/cuda_runtime.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace ternion::cuda {
+
+namespace {
+
+constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+
+cudaDataType_t cuda_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::BF16:
+      return CUDA_R_16BF;
+    default:
+      TN_THROW(InternalError, "matmul (cuda): no GEMM for ", dtype_name(dtype));
+  }
+}
+
+// The largest power of two up to 256 that divides the address. cuBLASLt's heuristics assume
+// 256-byte aligned operands unless told otherwise, and views (slices along dimension 0) start
+// anywhere.
+std::uint32_t alignment_of(const void* pointer) {
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  std::uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+// Owned cuBLASLt descriptors (destroyed without throwing).
+class MatmulDesc {
+ public:
+  MatmulDesc() {
+    TN_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  }
+  ~MatmulDesc() { (void)cublasLtMatmulDescDestroy(desc_); }
+  MatmulDesc(const MatmulDesc&) = delete;
+  MatmulDesc& operator=(const MatmulDesc&) = delete;
+  void set_transposes(bool transpose_first, bool transpose_second) {
+    const std::int32_t first = transpose_first ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const std::int32_t second = transpose_second ? CUBLAS_OP_T : CUBLAS_OP_N;
+    TN_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &first, sizeof first));
+    TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &second,
+                                                   sizeof second));
+  }
+  cublasLtMatmulDesc_t get() const { return desc_; }
+
+ private:
+  cublasLtMatmulDesc_t desc_ = nullptr;
+};
+
+// A column-major matrix of `rows` x `cols` with leading dimension `rows` (a row-major
+// [cols, rows] tensor).
+class MatrixLayout {
+ public:
+  MatrixLayout(cudaDataType_t type, std::int64_t rows, std::int64_t cols) {
+    TN_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_, type, static_cast<std::uint64_t>(rows),
+                                               static_cast<std::uint64_t>(cols), rows));
+  }
+  ~MatrixLayout() { (void)cublasLtMatrixLayoutDestroy(layout_); }
+  MatrixLayout(const MatrixLayout&) = delete;
+  MatrixLayout& operator=(const MatrixLayout&) = delete;
+  cublasLtMatrixLayout_t get() const { return layout_; }
+
+ private:
+  cublasLtMatrixLayout_t layout_ = nullptr;
+};
+
+class MatmulPreference {
+ public:
+  MatmulPreference() { TN_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference_)); }
+  ~MatmulPreference() { (void)cublasLtMatmulPreferenceDestroy(preference_); }
+  MatmulPreference(const MatmulPreference&) = delete;
+  MatmulPreference& operator=(const MatmulPreference&) = delete;
+  void set_workspace(std::uint64_t bytes) {
+    TN_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        preference_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes, sizeof bytes));
+  }
+  void set_alignment(cublasLtMatmulPreferenceAttributes_t attribute, std::uint32_t bytes) {
+    TN_CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(preference_, attribute, &bytes, sizeof bytes));
+  }
+  cublasLtMatmulPreference_t get() const { return preference_; }
+
+ private:
+  cublasLtMatmulPreference_t preference_ = nullptr;
+};
+
+// Everything the heuristic's choice depends on.
+struct GemmKey {
+  std::int64_t m, n, k;
+  bool transpose_a, transpose_b;
+  DType input, output;
+  std::uint32_t align_a, align_b, align_out;
+  auto operator<=>(const GemmKey&) const = default;
+};
+
+struct LtContext {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  std::mutex mutex;  // guards algos
+  std::map<GemmKey, cublasLtMatmulAlgo_t> algos;
+};
+
+// Created on first use, after the runtime has bound this thread to its device.
+LtContext& lt_context() {
+  static LtContext* context = [] {
+    auto* created = new LtContext();
+    TN_CUBLAS_CHECK(cublasLtCreate(&created->handle));
+    const cudaError_t status = cudaMalloc(&created->workspace, kWorkspaceBytes);
+    if (status != cudaSuccess) {
+      (void)cublasLtDestroy(created->handle);
+      delete created;
+      TN_CUDA_CHECK(status);
+    }
+    return created;
+  }();
+  return *context;
+}
+
+std::string describe(const GemmKey& key) {
+  return ::ternion::detail::concat(
+      "out [", key.m, ", ", key.n, "] = op(a)", key.transpose_a ? "^T" : "", " @ op(b)",
+      key.transpose_b ? "^T" : "", " with K ", key.k, ", ", dtype_name(key.input), " inputs, ",
+      dtype_name(key.output), " output, alignments a ", key.align_a, " b ", key.align_b,
+      " out ", key.align_out, " bytes");
+}
+
+}  // namespace
+
+void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+            float alpha, float beta) {
+  cudaStream_t stream = compute_stream();
+  const std::int64_t m = a.size(transpose_a ? 1 : 0), k = a.size(transpose_a ? 0 : 1);
+  const std::int64_t n = b.size(transpose_b ? 0 : 1);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // op(a) @ op(b) is zero: out = beta * out, as BLAS does (beta 0 overwrites)
+    if (beta == 0.0f) {
+      out.zero();
+    } else if (beta != 1.0f) {
+      scale(out, beta);
+    }
+    return;
+  }
+  TN_CHECK(a.dtype() == b.dtype(), "matmul (cuda): a ", a.str(), " and b ", b.str(),
+           " differ in dtype");
+  const cudaDataType_t input_type = cuda_dtype(a.dtype());
+  const cudaDataType_t output_type = cuda_dtype(out.dtype());
+  const GemmKey key{m, n, k, transpose_a, transpose_b, a.dtype(), out.dtype(),
+                    alignment_of(a.raw_data()), alignment_of(b.raw_data()),
+                    alignment_of(out.raw_data())};
+
+  // out^T [N, M] = op(b)^T [N, K] @ op(a)^T [K, M], column-major (see the top of the file).
+  MatmulDesc desc;
+  desc.set_transposes(transpose_b, transpose_a);
+  const MatrixLayout b_layout(input_type, transpose_b ? k : n, transpose_b ? n : k);
+  const MatrixLayout a_layout(input_type, transpose_a ? m : k, transpose_a ? k : m);
+  const MatrixLayout out_layout(output_type, n, m);
+
+  LtContext& lt = lt_context();
+  cublasLtMatmulAlgo_t algo;
+  {
+    std::lock_guard<std::mutex> lock(lt.mutex);
+    auto cached = lt.algos.find(key);
+    if (cached == lt.algos.end()) {
+      MatmulPreference preference;
+      preference.set_workspace(kWorkspaceBytes);
+      preference.set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b);
+      preference.set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a);
+      preference.set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_out);
+      preference.set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_out);
+      cublasLtMatmulHeuristicResult_t result{};
+      int n_results = 0;
+      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+          lt.handle, desc.get(), b_layout.get(), a_layout.get(), out_layout.get(),
+          out_layout.get(), preference.get(), 1, &result, &n_results);
+      TN_CHECK_AS(CudaError,
+                  (status == CUBLAS_STATUS_SUCCESS || status == CUBLAS_STATUS_NOT_SUPPORTED),
+                  "matmul (cuda): cublasLtMatmulAlgoGetHeuristic failed: ",
+                  cublasGetStatusString(status), " for ", describe(key));
+      TN_CHECK_AS(CudaError,
+                  status == CUBLAS_STATUS_SUCCESS && n_results > 0 &&
+                      result.state == CUBLAS_STATUS_SUCCESS,
+                  "matmul (cuda): cuBLASLt has no algorithm for ", describe(key));
+      cached = lt.algos.emplace(key, result.algo).first;
+    }
+    algo = cached->second;
+  }
+  // C and D are both out: beta * out is read and the result written in place.
+  TN_CUBLAS_CHECK(cublasLtMatmul(lt.handle, desc.get(), &alpha, b.raw_data(), b_layout.get(),
+                                 a.raw_data(), a_layout.get(), &beta, out.raw_data(),
+                                 out_layout.get(), out.raw_data(), out_layout.get(), &algo,
+                                 lt.workspace, kWorkspaceBytes, stream));
+}
+
+}  // namespace ternion::cuda

@@ -1,0 +1,477 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # the step functions run through `step` (timeout bash -c)
+# scripts/gpu-check.sh: the one-shot check of the CUDA path on a lent GPU machine.
+#
+#   bash scripts/gpu-check.sh [--until deps|configure|build]
+#
+# Run from the repository root on the GPU machine, with .gpu-deps/ carried along (made here by
+# tools/prepare-gpu-deps.sh; the device tool: carry [".gpu-deps"], timeout_s 540). In order:
+#   1. unpack .gpu-deps/*.deb with dpkg -x into a private prefix (never into /) and point the
+#      build at it: OpenBLAS, yaml-cpp, GoogleTest, Open MPI (relocated with OPAL_PREFIX);
+#   2. configure (Ninja, Release, CUDA architecture 90) and build the programs the check runs;
+#   3. ctest -L gpu: every CUDA op, model and training test against the CPU; a skipped test
+#      fails the check (here they must run);
+#   4. 20 fp32 training steps on the GPU against the same 20 on the CPU: the same losses;
+#   5. the parallel layouts on the one GPU over the MPI backend (several ranks share it)
+#      against one GPU rank: tests/cli/compare_runs.sh on CI's layout config (pp_run.yaml),
+#      the same losses to 1e-5 and the same sample;
+#   6. benchmarks: bench_gemm (the bf16 GEMM peak, measured now), GPT-2 124M and a 1.3B model
+#      in bf16 on one GPU: tokens/s, MFU against that peak, peak memory.
+# Every step has a timeout and the whole check a budget (TN_GPU_CHECK_BUDGET_S, default 450 s:
+# under 8 minutes); a failed step is recorded and the next one runs. Writes to $OUT (the device
+# tool's output folder) or else runs/gpu-check: summary.md (the table), gpu-check.log (every
+# step's output), bench_gemm.txt, runs.tar.gz (each run's metrics and log). Exit status 0 only
+# if every step passed.
+#
+# TN_GPU_CMAKE_ARGS: more -D arguments for the configure (a CMake before 3.26 does not know
+# nvcc's C++20 flag: -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20
+# -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20).
+# --until STOP ends after the named step (deps, configure or build): on a machine without a GPU
+# this checks the unpacking and the relocated configure/build alone.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+repo=$PWD
+
+until_step=""
+if [ "${1:-}" = "--until" ]; then until_step=${2:-}; fi
+case "$until_step" in "" | deps | configure | build) ;;
+  *) echo "usage: bash scripts/gpu-check.sh [--until deps|configure|build]" >&2; exit 2 ;;
+esac
+
+export out=${OUT:-$repo/runs/gpu-check}
+export deps=${TN_DEPS_PREFIX:-/tmp/tn-deps}
+export build=${TN_GPU_BUILD_DIR:-$repo/build-gpu-check}
+# The runs' data, configs, metrics and logs: a fresh folder unless one is named.
+work=${TN_GPU_WORK_DIR:-$(mktemp -d /tmp/tn-gpu-check.XXXXXX)}
+export work
+export jobs=${TN_GPU_JOBS:-16}
+export cpu_gpu_rtol=${TN_GPU_CPU_RTOL:-1e-4}
+budget=${TN_GPU_CHECK_BUDGET_S:-450}
+deadline=$((SECONDS + budget))
+mkdir -p "$out" "$work"
+export log=$out/gpu-check.log
+: > "$log"
+rows=()       # the summary table's rows
+failed=0
+
+# ---- steps ---------------------------------------------------------------------------------
+
+# step NAME LIMIT_S FUNCTION [ARGS...]: runs the function under `timeout` (its whole process
+# group: mpirun's ranks too), output appended to the log, and records PASS / FAIL / TIMEOUT
+# with its time and the note it left (`note TEXT`). Returns the function's status.
+step() {
+  local name=$1 limit=$2 t0 rc result detail
+  shift 2
+  local left=$((deadline - SECONDS - 20))
+  if [ "$left" -lt 15 ]; then
+    record "$name" "NOT RUN" 0 "the check's time budget (${budget} s) is spent"
+    return 1
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  export note_file=$work/note.$$
+  : > "$note_file"
+  printf '\n==== %s (timeout %s s) ====\n' "$name" "$limit" >> "$log"
+  echo "gpu-check: $name ..."
+  t0=$SECONDS
+  timeout -k 10 "$limit" bash -o pipefail -c '"$@"' _ "$@" >> "$log" 2>&1
+  rc=$?
+  detail=$(tr '\n' ' ' < "$note_file" | sed 's/ *$//')
+  case $rc in
+    0) result=PASS ;;
+    124 | 137) result=TIMEOUT; detail="killed after ${limit} s. $detail" ;;
+    *) result="FAIL ($rc)" ;;
+  esac
+  record "$name" "$result" $((SECONDS - t0)) "$detail"
+  return "$rc"
+}
+record() {  # NAME RESULT SECONDS DETAIL
+  rows+=("| $1 | $2 | $3 s | ${4//|//} |")
+  [ "$2" = PASS ] || failed=1
+  printf 'gpu-check: %-34s %-10s %4s s  %s\n' "$1" "$2" "$3" "$4"
+  printf '==== %s: %s (%s s) %s\n' "$1" "$2" "$3" "$4" >> "$log"
+}
+note() { echo "$*" >> "$note_file"; echo "note: $*"; }
+export -f note
+
+# ---- 1. dependencies -----------------------------------------------------------------------
+
+# .gpu-deps/main/*.deb unpacked into $deps; .gpu-deps/fallback's libraries linked into
+# $deps/fallback-lib only for sonames this machine's ldconfig does not know.
+unpack_deps() {
+  set -e
+  [ -d .gpu-deps/main ] || {
+    note "no .gpu-deps: run tools/prepare-gpu-deps.sh on the dev machine and carry .gpu-deps"
+    return 1
+  }
+  rm -rf "$deps"
+  mkdir -p "$deps/fallback-root" "$deps/fallback-lib" "$deps/bin"
+  unpack() {  # DEB DIR
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$1" "$2"
+    else  # no dpkg: a .deb is an ar archive holding data.tar.{xz,zst,gz}
+      local member compression
+      member=$(ar t "$1" | grep '^data\.tar')
+      case $member in *.xz) compression=-J ;; *.zst) compression=--zstd ;; *) compression=-z ;; esac
+      ar p "$1" "$member" | tar -x "$compression" -C "$2" -f -
+    fi
+  }
+  local f n=0 so soname used=()
+  for f in .gpu-deps/main/*.deb; do unpack "$f" "$deps"; n=$((n + 1)); done
+  for f in .gpu-deps/fallback/*.deb; do unpack "$f" "$deps/fallback-root"; done
+  local known
+  known=$( (ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null) | awk '{print $1}')
+  for so in "$deps"/fallback-root/{usr/,}lib/x86_64-linux-gnu/*.so.*; do
+    if [ ! -f "$so" ] || [ -L "$so" ]; then continue; fi
+    soname=$(readelf -d "$so" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    [ -n "$soname" ] || continue
+    if ! grep -qxF "$soname" <<< "$known"; then
+      ln -sf "$so" "$deps/fallback-lib/$soname"
+      used+=("$soname")
+    fi
+  done
+  # What the packages' maintainer scripts would have made (dpkg -x runs none of them): the
+  # alternatives links libfabric and the Open MPI wrappers are reached through.
+  ln -sf ../libpsm1/libpsm_infinipath.so.1.16 "$deps/usr/lib/x86_64-linux-gnu/libpsm_infinipath.so.1"
+  ln -sf ../usr/bin/orterun "$deps/bin/mpirun"
+  ln -sf ../usr/bin/orterun "$deps/bin/mpiexec"
+  ln -sf ../usr/bin/opal_wrapper "$deps/bin/mpicxx"
+  ln -sf ../usr/bin/opal_wrapper "$deps/bin/mpicc"
+  # Open MPI reads its help files and components relative to OPAL_PREFIX (env, below).
+  "$deps/bin/mpicxx" --showme:version
+  "$deps/bin/mpicxx" --showme
+  "$deps/bin/mpirun" --version | head -1
+  note "$n packages unpacked into $deps; fallback libraries used: ${used[*]:-none}"
+}
+export -f unpack_deps
+
+# The environment every later step runs in (exported here, in the main shell).
+lib=$deps/usr/lib/x86_64-linux-gnu
+export OPAL_PREFIX=$deps/usr
+export PATH=$deps/bin:$PATH
+export LD_LIBRARY_PATH=$lib:$lib/openmpi/lib:$lib/openblas-openmp:$deps/fallback-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Open MPI as root, on one node, without ssh, without InfiniBand: shared memory only.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_mca_base_component_show_load_errors=0 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
+export mpirun_cmd="$deps/bin/mpirun --oversubscribe --allow-run-as-root"
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=$PATH:/usr/local/cuda/bin
+fi
+
+machine_facts() {
+  echo "--- machine"; uname -a; grep PRETTY_NAME /etc/os-release; nproc; free -g | head -2
+  echo "--- GPU"; nvidia-smi || note "nvidia-smi failed"
+  echo "--- tools"; command -v nvcc cmake ninja gcc g++ python3 dpkg-deb readelf
+  nvcc --version | tail -2; cmake --version | head -1; g++ --version | head -1
+  echo "--- cuDNN / NCCL / cuBLAS candidates"
+  find /usr/include /usr/local/cuda*/include /usr/local/cuda*/targets -maxdepth 3 \
+    \( -name cudnn.h -o -name nccl.h -o -name cublasLt.h \) 2>/dev/null
+  python3 -c 'import nvidia.cudnn, nvidia.nccl; print(list(nvidia.cudnn.__path__), list(nvidia.nccl.__path__))' 2>&1
+  note "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+  note "nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p'), $(g++ -dumpfullversion 2>/dev/null | sed 's/^/g++ /'), $(cmake --version | head -1)"
+  return 0
+}
+
+# ---- 2. configure and build ----------------------------------------------------------------
+
+# cuDNN and NCCL: the toolkit's (CMake finds them) or else the pip wheels beside PyTorch.
+cuda_extra_args() {
+  local where dir lib_file
+  for pkg in cudnn nccl; do
+    if find /usr/include /usr/local/cuda*/include /usr/local/cuda*/targets -maxdepth 3 \
+         -name "$pkg.h" 2>/dev/null | grep -q .; then continue; fi
+    where=$(python3 -c "import nvidia.$pkg as m; print(list(m.__path__)[0])" 2>/dev/null) || continue
+    dir=$where/lib
+    lib_file=$(find "$dir" -maxdepth 1 -name "lib$pkg.so*" | sort | head -1)
+    [ -n "$lib_file" ] || continue
+    local upper=${pkg^^}
+    echo "-D${upper}_INCLUDE_DIR=$where/include -D${upper}_LIBRARY=$lib_file"
+  done
+}
+
+configure() {
+  echo "cuDNN/NCCL arguments: ${cuda_extra:-none, the CUDA toolkit has both}"
+  # shellcheck disable=SC2086 # $cuda_extra and TN_GPU_CMAKE_ARGS: lists of -D arguments
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERNION_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCMAKE_PREFIX_PATH="$deps/usr;$lib/cmake" \
+    -Dyaml-cpp_DIR="$lib/cmake/yaml-cpp" -DGTest_DIR="$lib/cmake/GTest" \
+    -DMPI_CXX_COMPILER="$deps/bin/mpicxx" -DMPIEXEC_EXECUTABLE="$deps/bin/mpirun" \
+    -DOPENBLAS_LIBRARY="$lib/openblas-openmp/libopenblas.so" \
+    -DOPENBLAS_INCLUDE_DIR="$deps/usr/include/x86_64-linux-gnu/openblas-openmp" \
+    -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$lib:$lib/openmpi/lib:$deps/fallback-lib" \
+    $cuda_extra ${TN_GPU_CMAKE_ARGS:-} || return 1
+  # Every dependency must come from the unpacked prefix (or the CUDA toolkit): the proof that
+  # the relocation worked, and that nothing of the machine's own was picked up by accident.
+  grep -E '^(yaml-cpp_DIR|GTest_DIR|MPI_CXX_COMPILER|MPI_mpi_LIBRARY|MPI_mpi_cxx_LIBRARY|OPENBLAS_LIBRARY|OPENBLAS_INCLUDE_DIR|CUDNN_LIBRARY|NCCL_LIBRARY)[:=]' \
+    "$build/CMakeCache.txt"
+  local outside
+  outside=$(grep -E '^(yaml-cpp_DIR|GTest_DIR|MPI_CXX_COMPILER|MPI_mpi_LIBRARY|OPENBLAS_LIBRARY)[:=]' \
+    "$build/CMakeCache.txt" | grep -v "$deps") && {
+    note "found outside $deps: $outside"
+    return 1
+  }
+  note "OpenBLAS, yaml-cpp, GTest and Open MPI all from $deps"
+  return 0
+}
+
+build_targets() {
+  cmake --build "$build" -j"$jobs" --target ternion-train ternion-prepare test_gpu bench_gemm
+}
+
+# ---- 3. the gpu tests ----------------------------------------------------------------------
+
+gpu_tests() {
+  local result=$work/ctest-gpu.txt
+  ctest --test-dir "$build" -L '^gpu$' --output-on-failure --timeout 120 -j8 > "$result" 2>&1
+  local rc=$?
+  cat "$result"
+  local total skipped
+  total=$(sed -n 's/.*tests passed, [0-9]* tests failed out of \([0-9]*\).*/\1/p' "$result")
+  skipped=$(grep -c '\*\*\*Skipped' "$result")
+  note "$(grep -E 'tests passed' "$result"), $skipped skipped"
+  [ "${total:-0}" -gt 0 ] || { note "no gpu tests found"; return 1; }
+  [ "$skipped" -eq 0 ] || { note "gpu tests must run here, not skip"; return 1; }
+  return "$rc"
+}
+
+# ---- 4. and 5. training against the CPU and across layouts ---------------------------------
+
+# A small byte-level model (the quickstart's shape) on the built-in corpus, one rank, fp32.
+write_small_config() {
+  cat > "$work/small.yaml" <<'EOF'
+model:
+  vocab_size: 256
+  seq_len: 64
+  n_layer: 4
+  n_head: 4
+  d_model: 128
+  dropout: 0.0
+parallel:
+  micro_batch_size: 8
+  backend: mpi
+training:
+  steps: 20
+  global_batch_size: 32
+  seed: 1234
+  sample_tokens: 40
+  sample_prompt: "The "
+  device: cuda
+  precision: fp32
+optimizer:
+  type: adamw
+  lr: 1.0e-3
+  warmup_steps: 5
+  grad_clip: 1.0
+logging:
+  log_interval: 5
+EOF
+}
+
+# The layouts' run: the config CI's own layout comparisons use (tests/pipeline_parallel_mpi/
+# pp_run.yaml: 4 blocks, width 64, dropout 0.1, 10 steps), on the GPU over MPI.
+write_layout_config() {
+  sed -e 's/^parallel:$/parallel:\n  backend: mpi/' -e 's/^training:$/training:\n  device: cuda/' \
+    "$repo/tests/pipeline_parallel_mpi/pp_run.yaml" > "$work/layout.yaml"
+  grep -q 'device: cuda' "$work/layout.yaml" && grep -q 'backend: mpi' "$work/layout.yaml"
+}
+
+prepare_data() {
+  "$build/ternion-prepare" --builtin --output "$work/data"
+}
+
+# losses of two metrics files, step by step, within relative tolerance $3 (the parse of
+# tests/cli/compare_runs.sh).
+compare_losses() {
+  loss() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
+  [ "$(wc -l < "$1")" -eq "$(wc -l < "$2")" ] || { note "step counts differ"; return 1; }
+  local verdict
+  verdict=$(paste <(loss "$1") <(loss "$2") | awk -v rtol="$3" '
+    { n++; d = $1 - $2; if (d < 0) d = -d; a = $1 < 0 ? -$1 : $1; r = a > 0 ? d / a : d
+      if (r > worst) worst = r
+      printf "step %d: cpu %s, gpu %s, rel diff %.2e\n", n, $1, $2, r > "/dev/stderr"
+      if (r > rtol || $2 == "null") bad++ }
+    END { printf "%d steps, max rel loss diff %.2e (tolerance %s)%s", n, worst, rtol,
+                 bad ? ", " bad " over" : ""
+          exit (n == 0 || bad) ? 1 : 0 }')
+  local rc=$?
+  note "$verdict"
+  return "$rc"
+}
+
+gpu_vs_cpu() {
+  local dir=$work/gpu-vs-cpu
+  mkdir -p "$dir"
+  local common=(--config "$work/small.yaml" --set "data.train=$work/data/train.bin")
+  "$build/ternion-train" "${common[@]}" --set training.device=cpu \
+    --set "logging.metrics_file=$dir/cpu.jsonl" > "$dir/cpu.log" 2>&1 ||
+    { cat "$dir/cpu.log"; note "the CPU run failed"; return 1; }
+  "$build/ternion-train" "${common[@]}" --set training.device=cuda \
+    --set "logging.metrics_file=$dir/gpu.jsonl" > "$dir/gpu.log" 2>&1 ||
+    { cat "$dir/gpu.log"; note "the GPU run failed"; return 1; }
+  cat "$dir/gpu.log"
+  compare_losses "$dir/cpu.jsonl" "$dir/gpu.jsonl" "$cpu_gpu_rtol" || return 1
+  sample() { sed -n '/^ternion: sample/,$p' "$1"; }
+  if [ "$(sample "$dir/cpu.log")" = "$(sample "$dir/gpu.log")" ]; then
+    note "same sample"
+  else
+    note "the samples differ (information only: sampling amplifies rounding)"
+  fi
+}
+
+# One layout on RANKS ranks sharing the GPU over MPI against one GPU rank.
+layout_vs_one_rank() {
+  local name=$1 ranks=$2
+  shift 2
+  bash "$repo/tests/cli/compare_runs.sh" "$mpirun_cmd" "$build/ternion-train" "$work/layout.yaml" \
+    "$work/data/train.bin" "$work/layout-$name" "$ranks" --set parallel.backend=mpi "$@" > \
+    "$work/layout-$name.txt" 2>&1
+  local rc=$?
+  cat "$work/layout-$name.txt"
+  note "$(tail -1 "$work/layout-$name.txt")"
+  return "$rc"
+}
+
+# ---- 6. benchmarks -------------------------------------------------------------------------
+
+gemm_bench() {
+  "$build/bench/bench_gemm" | tee "$work/bench_gemm.txt"
+  local rc=$?
+  # Without a GPU bench_gemm says so and exits 0; here that is a failure.
+  grep -q '^peak bf16:' "$work/bench_gemm.txt" || { note "no bf16 peak measured"; return 1; }
+  note "$(grep -E '^peak|^step GEMMs' "$work/bench_gemm.txt" | tr '\n' ';')"
+  return "$rc"
+}
+
+# Trains CONFIG on one GPU for its steps; a row of the benchmark table from its metrics.
+train_bench() {
+  local name=$1 config=$2
+  shift 2
+  local dir=$work/bench-$name
+  mkdir -p "$dir"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 > "$dir/smi.txt" 2>/dev/null &
+  local smi=$!
+  "$build/ternion-train" --config "$config" --set "data.train=$work/data/train.bin" \
+    --set "logging.metrics_file=$dir/metrics.jsonl" --set training.sample_tokens=0 "$@" \
+    > "$dir/train.log" 2>&1
+  local rc=$?
+  kill "$smi" 2>/dev/null
+  cat "$dir/train.log"
+  [ "$rc" -eq 0 ] || { note "training failed ($rc)"; return 1; }
+  local peak
+  peak=$(sed -n 's/^peak bf16: \([0-9.]*\) .*/\1/p' "$work/bench_gemm.txt" 2>/dev/null)
+  python3 - "$name" "$config" "$dir" "${peak:-0}" >> "$work/bench_rows.md" <<'EOF' || return 1
+import json, re, statistics, sys
+name, config, run, peak = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+steps = [json.loads(line) for line in open(f"{run}/metrics.jsonl")]
+log = open(f"{run}/train.log").read()
+params = int(re.search(r"parameters \((\d+)\)", log).group(1))
+shape = re.search(r"GPT (\d+) layers x (\d+) wide, (\d+) heads.*context (\d+)", log)
+layers, width, seq = int(shape.group(1)), int(shape.group(2)), int(shape.group(4))
+warm = min(5, len(steps) // 3)            # the first steps: allocator growth, cuBLAS heuristics
+timed = steps[warm:]
+tok_s = statistics.median(s["tokens_per_s"] for s in timed)
+ms = statistics.median(s["ms_per_step"] for s in timed)
+# Training FLOPs per token: 6 N (forward 2 N, backward 4 N) plus attention's score and value
+# products, 12 * layers * seq * width (forward 4 T d per layer, causal mask not discounted).
+flops_token = 6 * params + 12 * layers * seq * width
+achieved = flops_token * tok_s / 1e12
+mfu = f"{100 * achieved / peak:.1f}%" if peak > 0 else "n/a"
+mem = max((s.get("peak_memory_mb") or s.get("device_peak_mb") or 0) for s in steps)
+reserved = max((s.get("reserved_memory_mb") or 0) for s in steps)
+try:
+    smi = max(int(x) for x in open(f"{run}/smi.txt").read().split() if x.isdigit())
+except ValueError:
+    smi = 0
+fmt = lambda mb: f"{mb / 1000:.1f} GB" if mb else "n/a"
+print(f"| {name} | {params / 1e6:.0f}M | {len(steps)} ({warm} warm-up) | {tok_s:,.0f} | {ms:.1f} "
+      f"| {achieved:.1f} | {mfu} | {100 * achieved / 989:.1f}% | {fmt(mem)} | {fmt(reserved)} "
+      f"| {fmt(smi)} |")
+with open(f"{run}/summary.txt", "w") as f:
+    f.write(f"{tok_s:.0f} tokens/s, MFU {mfu}\n")
+EOF
+  note "$(cat "$dir/summary.txt")"
+}
+
+export -f configure build_targets cuda_extra_args gpu_tests write_small_config prepare_data \
+  write_layout_config compare_losses gpu_vs_cpu layout_vs_one_rank gemm_bench train_bench machine_facts
+export repo lib budget
+
+# ---- the run -------------------------------------------------------------------------------
+
+echo "gpu-check: logging to $log (budget ${budget} s)"
+step "machine" 30 machine_facts
+step "unpack .gpu-deps" 120 unpack_deps
+deps_ok=$?
+finish_early() { [ "$until_step" = "$1" ]; }
+built=1
+if [ $deps_ok -eq 0 ] && ! finish_early deps; then
+  # cuDNN / NCCL from PyTorch's wheels where the toolkit has none: their folders join the
+  # library path of every later step.
+  cuda_extra=$(cuda_extra_args)
+  export cuda_extra
+  for d in $cuda_extra; do
+    case $d in -D*_LIBRARY=*) LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "${d#*=}") ;; esac
+  done
+  if step "configure (ninja, sm_90)" 120 configure && ! finish_early configure; then
+    step "build" 330 build_targets && built=0
+  fi
+fi
+
+if [ $built -eq 0 ] && [ -z "$until_step" ]; then
+  step "ctest -L gpu (none skipped)" 150 gpu_tests
+  step "test data and configs" 30 bash -c 'write_small_config && write_layout_config && prepare_data'
+  step "20 steps fp32: GPU = CPU" 90 gpu_vs_cpu
+  step "layout tp2 (2 ranks, mpi)" 60 layout_vs_one_rank tp2 2 --set parallel.tensor=2
+  step "layout pp2 (2 ranks, mpi)" 60 layout_vs_one_rank pp2 2 --set parallel.pipeline=2
+  step "layout dp2 zero1 (2 ranks, mpi)" 60 layout_vs_one_rank dp2 2 --set parallel.data=2 \
+    --set parallel.zero_stage=1
+  step "layout tp2 x pp2 x dp2 zero1 (8 ranks)" 90 layout_vs_one_rank tp2pp2dp2 8 \
+    --set parallel.tensor=2 --set parallel.pipeline=2 --set parallel.data=2 \
+    --set parallel.zero_stage=1
+  : > "$work/bench_rows.md"
+  step "bench_gemm" 90 gemm_bench
+  step "GPT-2 124M bf16, 1 GPU" 120 train_bench gpt2-124m "$repo/configs/gpu/gpt2-124m-bf16.yaml"
+  step "GPT 1.3B bf16, 1 GPU" 150 train_bench gpt-1.3b "$repo/configs/gpu/gpt-1.3b-bf16.yaml"
+elif [ -z "$until_step" ]; then
+  record "everything after the build" "NOT RUN" 0 "the build did not succeed"
+fi
+
+# ---- the summary ---------------------------------------------------------------------------
+
+summary=$out/summary.md
+{
+  echo "# GPU check $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)," \
+       "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?') (+ working tree)," \
+       "$((SECONDS)) s in all"
+  echo
+  echo "| step | result | time | details |"
+  echo "| --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+  if [ -s "$work/bench_rows.md" ]; then
+    echo
+    echo "Training throughput (bf16, one GPU; medians over the steps after the warm-up; MFU ="
+    echo "(6 N + 12 L T d) x tokens/s over the bf16 GEMM peak bench_gemm measured in this run, and"
+    echo "over the datasheet's 989 TFLOP/s dense bf16):"
+    echo
+    echo "| model | params | steps | tokens/s | ms/step | TFLOP/s | MFU (measured peak) | MFU (989) | peak allocated | reserved | nvidia-smi max |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    cat "$work/bench_rows.md"
+  fi
+  if grep -q '^peak' "$work/bench_gemm.txt" 2>/dev/null; then
+    echo
+    echo '```'
+    grep -E '^(peak|step GEMMs|square)' "$work/bench_gemm.txt"
+    echo '```'
+  fi
+} > "$summary"
+[ -s "$work/bench_gemm.txt" ] && cp "$work/bench_gemm.txt" "$out/bench_gemm.txt"
+(cd "$work" && tar -czf "$out/runs.tar.gz" --exclude='data' --exclude='*.bin' --exclude='note.*' \
+   --exclude='checkpoints' . 2>/dev/null)
+echo
+cat "$summary"
+[ $failed -eq 0 ] && [ -z "$until_step" ] && echo "gpu-check: all passed"
+exit $failed

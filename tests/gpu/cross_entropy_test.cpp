@@ -1,0 +1,210 @@
+// Cross-entropy on the GPU against the CPU op: forward, backward (in place too), ignored rows
+// and padding columns exactly zero, the vocab-parallel pieces on two shards (the second with
+// vocab_start > 0 and padding) combined by hand equal to the whole op, F32 and BF16 logits.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "gpu_test_util.h"
+#include "kernels/cross_entropy.h"
+
+namespace ternion::test {
+namespace {
+
+constexpr std::int64_t kRows = 37, kPadded = 1031, kVocab = 1000;
+constexpr std::int64_t kSplit = 520;  // shards: global columns [0, 520) and [520, 1031)
+constexpr float kDloss = 1.0f / 29.0f;
+
+// Targets in [0, kVocab), a few ignored, one in each shard's edge column.
+Tensor make_targets() {
+  std::vector<std::int32_t> t = random_ints(kRows, 21, 0, static_cast<std::int32_t>(kVocab));
+  t[2] = kIgnoreIndex;
+  t[9] = kIgnoreIndex;
+  t[30] = kIgnoreIndex;
+  t[4] = 0;
+  t[5] = static_cast<std::int32_t>(kSplit - 1);
+  t[6] = static_cast<std::int32_t>(kSplit);
+  t[7] = static_cast<std::int32_t>(kVocab - 1);
+  return i32_tensor(t, {kRows});
+}
+
+Tensor gpu_rows() { return Tensor::empty({kRows}, DType::F32, gpu()); }
+
+// Row r's values [r * cols, (r + 1) * cols) of a host vector.
+bool row_is_zero(const std::vector<float>& values, std::int64_t row, std::int64_t cols) {
+  return std::all_of(values.begin() + row * cols, values.begin() + (row + 1) * cols,
+                     [](float v) { return v == 0.0f; });
+}
+
+void check_against_cpu(DType dtype) {
+  const bool bf16 = dtype == DType::BF16;
+  SCOPED_TRACE(bf16 ? "bf16" : "f32");
+  Tensor logits = random_tensor({kRows, kPadded}, 20, -6.0f, 6.0f);
+  if (bf16) logits = round_to_bf16(logits);
+  const Tensor targets = make_targets();
+  const std::vector<std::int32_t> target_values = [&] {
+    std::vector<std::int32_t> v(kRows);
+    std::copy_n(targets.data<std::int32_t>(), kRows, v.begin());
+    return v;
+  }();
+
+  // CPU reference, F32 on the (rounded) logits.
+  Tensor want_losses = Tensor::empty({kRows}), want_lse = Tensor::empty({kRows});
+  cross_entropy_forward(want_losses, want_lse, logits, targets, kVocab);
+  Tensor want_dlogits = Tensor::empty({kRows, kPadded});
+  cross_entropy_backward(want_dlogits, logits, want_lse, targets, kDloss, kVocab);
+
+  const Tensor glogits = to_gpu(logits, dtype), gtargets = to_gpu(targets, DType::I32);
+  Tensor losses = gpu_rows(), lse = gpu_rows();
+  cross_entropy_forward(losses, lse, glogits, gtargets, kVocab);
+  const std::vector<float> got_losses = to_host_floats(losses);
+  expect_close("cross_entropy losses", got_losses, want_losses.to_vector(), 1e-5, 1e-5);
+  expect_close("cross_entropy lse", to_host_floats(lse), want_lse.to_vector(), 1e-5, 1e-6);
+  for (std::int64_t r = 0; r < kRows; ++r) {
+    if (target_values[r] == kIgnoreIndex) {
+      EXPECT_EQ(got_losses[r], 0.0f) << "ignored row " << r;
+    }
+  }
+
+  // Backward from the CPU's lse, so only the exponentials differ.
+  const Tensor glse = to_gpu(want_lse);
+  Tensor dlogits = Tensor::empty({kRows, kPadded}, dtype, gpu());
+  cross_entropy_backward(dlogits, glogits, glse, gtargets, kDloss, kVocab);
+  const std::vector<float> got_dlogits = to_host_floats(dlogits);
+  // F32: exp to a few ulps; BF16: the gradient rounded to bf16 (8 bits) once.
+  expect_close("cross_entropy dlogits", got_dlogits, want_dlogits.to_vector(), 1e-9,
+               bf16 ? 1e-2 : 1e-5);
+  for (std::int64_t r = 0; r < kRows; ++r) {
+    if (target_values[r] == kIgnoreIndex) {
+      EXPECT_TRUE(row_is_zero(got_dlogits, r, kPadded)) << "ignored row " << r;
+    }
+    for (std::int64_t v = kVocab; v < kPadded; ++v)
+      ASSERT_EQ(got_dlogits[r * kPadded + v], 0.0f) << "padding column " << v << " of row " << r;
+  }
+
+  // In place: dlogits over the logits.
+  Tensor in_place = to_gpu(logits, dtype);
+  cross_entropy_backward(in_place, in_place, glse, gtargets, kDloss, kVocab);
+  expect_bitwise_equal("cross_entropy dlogits in place", to_host_floats(in_place), got_dlogits);
+}
+
+TEST(GpuCrossEntropy, F32MatchesCpu) {
+  TN_REQUIRE_GPU();
+  check_against_cpu(DType::F32);
+}
+
+TEST(GpuCrossEntropy, Bf16LogitsMatchCpuToBf16Rounding) {
+  TN_REQUIRE_GPU();
+  check_against_cpu(DType::BF16);
+}
+
+// The pieces on two shards, reduced on the host as the collectives would, give the whole op;
+// each piece also matches the CPU's on the same shard; the shard backward is the column slice
+// of the whole backward.
+void check_vocab_parallel(DType dtype) {
+  const bool bf16 = dtype == DType::BF16;
+  SCOPED_TRACE(bf16 ? "bf16" : "f32");
+  Tensor logits = random_tensor({kRows, kPadded}, 30, -6.0f, 6.0f);
+  if (bf16) logits = round_to_bf16(logits);
+  const Tensor targets = make_targets(), gtargets = to_gpu(targets, DType::I32);
+  const std::int64_t starts[2] = {0, kSplit};
+  const std::int64_t widths[2] = {kSplit, kPadded - kSplit};
+  Tensor cpu_shards[2], gpu_shards[2];
+  for (int s = 0; s < 2; ++s) {
+    cpu_shards[s] = logits.slice(1, starts[s], widths[s]).contiguous();
+    gpu_shards[s] = to_gpu(cpu_shards[s], dtype);
+  }
+
+  // row_max, then the all-reduce max.
+  std::vector<float> global_max(kRows, -std::numeric_limits<float>::infinity());
+  for (int s = 0; s < 2; ++s) {
+    Tensor row_max = gpu_rows(), want = Tensor::empty({kRows});
+    cross_entropy_row_max(row_max, gpu_shards[s], starts[s], kVocab);
+    cross_entropy_row_max(want, cpu_shards[s], starts[s], kVocab);
+    const std::vector<float> got = to_host_floats(row_max);
+    expect_bitwise_equal("row_max of shard " + std::to_string(s), got, want.to_vector());
+    for (std::int64_t r = 0; r < kRows; ++r) global_max[r] = std::max(global_max[r], got[r]);
+  }
+  const Tensor global_max_cpu = Tensor::from_vector(global_max, {kRows});
+  const Tensor ggmax = to_gpu(global_max_cpu);
+
+  // row_sum_exp and target_logit, then the all-reduce sums.
+  std::vector<float> sum_exp(kRows, 0.0f), target_logit(kRows, 0.0f);
+  for (int s = 0; s < 2; ++s) {
+    Tensor piece = gpu_rows(), want = Tensor::empty({kRows});
+    cross_entropy_row_sum_exp(piece, gpu_shards[s], ggmax, starts[s], kVocab);
+    cross_entropy_row_sum_exp(want, cpu_shards[s], global_max_cpu, starts[s], kVocab);
+    const std::vector<float> got_sum = to_host_floats(piece);
+    expect_close("row_sum_exp of shard " + std::to_string(s), got_sum, want.to_vector(), 1e-6,
+                 1e-5);
+    Tensor tl = gpu_rows(), want_tl = Tensor::empty({kRows});
+    cross_entropy_target_logit(tl, gpu_shards[s], gtargets, starts[s], kVocab);
+    cross_entropy_target_logit(want_tl, cpu_shards[s], targets, starts[s], kVocab);
+    const std::vector<float> got_tl = to_host_floats(tl);
+    expect_bitwise_equal("target_logit of shard " + std::to_string(s), got_tl,
+                         want_tl.to_vector());
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      sum_exp[r] += got_sum[r];
+      target_logit[r] += got_tl[r];
+    }
+  }
+
+  Tensor losses = gpu_rows(), lse = gpu_rows();
+  cross_entropy_finish(losses, lse, ggmax, to_gpu(Tensor::from_vector(sum_exp, {kRows})),
+                       to_gpu(Tensor::from_vector(target_logit, {kRows})), gtargets);
+  Tensor whole_losses = gpu_rows(), whole_lse = gpu_rows();
+  const Tensor gwhole = to_gpu(logits, dtype);
+  cross_entropy_forward(whole_losses, whole_lse, gwhole, gtargets, kVocab);
+  expect_close("sharded losses vs whole", to_host_floats(losses), to_host_floats(whole_losses),
+               1e-5, 1e-5);
+  expect_close("sharded lse vs whole", to_host_floats(lse), to_host_floats(whole_lse), 1e-5,
+               1e-6);
+
+  // The shard backward (vocab_start 520, with padding) is the slice of the whole backward.
+  Tensor whole_dlogits = Tensor::empty({kRows, kPadded}, dtype, gpu());
+  cross_entropy_backward(whole_dlogits, gwhole, whole_lse, gtargets, kDloss, kVocab);
+  const Tensor whole_slice = whole_dlogits.slice(1, kSplit, kPadded - kSplit).contiguous();
+  Tensor shard_dlogits = Tensor::empty({kRows, kPadded - kSplit}, dtype, gpu());
+  cross_entropy_backward(shard_dlogits, gpu_shards[1], whole_lse, gtargets, kDloss, kVocab,
+                         kIgnoreIndex, kSplit);
+  expect_bitwise_equal("shard backward vs slice of whole backward", to_host_floats(shard_dlogits),
+                       to_host_floats(whole_slice));
+  // And the CPU's shard backward.
+  Tensor cpu_lse = Tensor::empty({kRows});
+  cpu_lse.copy_from(whole_lse);
+  Tensor want_shard = Tensor::empty({kRows, kPadded - kSplit});
+  cross_entropy_backward(want_shard, cpu_shards[1], cpu_lse, targets, kDloss, kVocab,
+                         kIgnoreIndex, kSplit);
+  expect_close("shard backward vs cpu", to_host_floats(shard_dlogits), want_shard.to_vector(),
+               1e-9, bf16 ? 1e-2 : 1e-5);
+}
+
+TEST(GpuCrossEntropy, VocabParallelPiecesEqualTheWholeOp) {
+  TN_REQUIRE_GPU();
+  check_vocab_parallel(DType::F32);
+}
+
+TEST(GpuCrossEntropy, VocabParallelPiecesOnBf16Logits) {
+  TN_REQUIRE_GPU();
+  check_vocab_parallel(DType::BF16);
+}
+
+// A shard holding padding only: max -inf, sum 0, gradient 0, as the CPU.
+TEST(GpuCrossEntropy, PaddingOnlyShard) {
+  TN_REQUIRE_GPU();
+  const Tensor shard = random_tensor({kRows, 31}, 40);
+  const Tensor gshard = to_gpu(shard), gtargets = to_gpu(make_targets(), DType::I32);
+  Tensor row_max = gpu_rows(), sum_exp = gpu_rows();
+  cross_entropy_row_max(row_max, gshard, kVocab, kVocab);
+  EXPECT_EQ(to_host_floats(row_max),
+            std::vector<float>(kRows, -std::numeric_limits<float>::infinity()));
+  cross_entropy_row_sum_exp(sum_exp, gshard, to_gpu(Tensor::zeros({kRows})), kVocab, kVocab);
+  EXPECT_EQ(to_host_floats(sum_exp), std::vector<float>(kRows, 0.0f));
+  Tensor dlogits = Tensor::empty({kRows, 31}, DType::F32, gpu());
+  cross_entropy_backward(dlogits, gshard, to_gpu(Tensor::zeros({kRows})), gtargets, kDloss,
+                         kVocab, kIgnoreIndex, kVocab);
+  EXPECT_EQ(to_host_floats(dlogits), std::vector<float>(kRows * 31, 0.0f));
+}
+
+}  // namespace
+}  // namespace ternion::test

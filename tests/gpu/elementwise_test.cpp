@@ -1,0 +1,179 @@
+// Bias add, GELU and the elementwise helpers on the GPU against the CPU ops, F32 and BF16.
+// Ops that are one F32 operation and one rounding per element (bias forward, add, accumulate,
+// scale) must match the CPU bit for bit; GELU to a few ulps (each compiler fuses multiply-adds
+// where it likes); the reductions (dbias, sum_of_squares) to their summation order, and
+// bit-for-bit between two GPU runs.
+#include <limits>
+
+#include "gpu_test_util.h"
+#include "kernels/bias_add.h"
+#include "kernels/elementwise.h"
+#include "kernels/gelu.h"
+
+namespace ternion::test {
+namespace {
+
+// A CPU tensor of `f32`'s values in `dtype` (the CPU ops stage BF16 through F32).
+Tensor on_cpu_as(const Tensor& f32, DType dtype) {
+  if (dtype == DType::F32) return f32.clone();
+  Tensor t = Tensor::empty(f32.shape(), dtype);
+  convert(t, f32);
+  return t;
+}
+
+std::vector<float> host_values(const Tensor& cpu_tensor) { return as_f32(cpu_tensor).to_vector(); }
+
+const char* name_of(DType dtype) { return dtype == DType::F32 ? "f32" : "bf16"; }
+
+TEST(GpuBiasAdd, ForwardIsTheCpuOpBitForBit) {
+  TN_REQUIRE_GPU();
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const Tensor rows = random_tensor({67, 771}, 1), bias = random_tensor({771}, 2);
+    Tensor want = on_cpu_as(rows, dtype);
+    bias_add_forward(want, on_cpu_as(bias, dtype));
+    Tensor out = to_gpu(rows, dtype);
+    bias_add_forward(out, to_gpu(bias, dtype));
+    expect_bitwise_equal(std::string("bias_add ") + name_of(dtype), to_host_floats(out),
+                         host_values(want));
+  }
+}
+
+TEST(GpuBiasAdd, BackwardAccumulatesColumnSumsDeterministically) {
+  TN_REQUIRE_GPU();
+  struct Case {
+    std::int64_t rows, cols;
+  };
+  // Many row chunks; columns not a multiple of 32; fewer rows than one chunk.
+  for (const auto& [rows, cols] : {Case{5000, 64}, Case{67, 771}, Case{3, 40}}) {
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const std::string label = std::string("dbias ") + name_of(dtype) + " [" +
+                                std::to_string(rows) + ", " + std::to_string(cols) + "]";
+      const Tensor dout = random_tensor({rows, cols}, 3), dbias0 = random_tensor({cols}, 4);
+      Tensor want = dbias0.clone();
+      bias_add_backward(want, on_cpu_as(dout, dtype));
+      const Tensor gdout = to_gpu(dout, dtype);
+      Tensor dbias = to_gpu(dbias0);
+      bias_add_backward(dbias, gdout);
+      expect_close(label, to_host_floats(dbias), want.to_vector(),
+                   1e-6 * static_cast<double>(rows), 1e-5);
+      Tensor again = to_gpu(dbias0);
+      bias_add_backward(again, gdout);
+      expect_bitwise_equal(label + ", two runs", to_host_floats(again), to_host_floats(dbias));
+    }
+  }
+}
+
+TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
+  TN_REQUIRE_GPU();
+  const Shape shape{333, 129};
+  const Tensor x = random_tensor(shape, 5, -6.0f, 6.0f), dout = random_tensor(shape, 6);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const std::string name = name_of(dtype);
+    // F32: a few ulps (fused multiply-adds differ). BF16: the same F32 math rounded once, so at
+    // most one bf16 ulp (2^-8 relative) apart where the F32 values straddle a rounding boundary.
+    const double atol = 1e-6;
+    const double rtol = dtype == DType::F32 ? 1e-5 : 1e-2;
+    const Tensor cx = on_cpu_as(x, dtype), cdout = on_cpu_as(dout, dtype);
+    Tensor want = Tensor::empty(shape, dtype), want_dx = Tensor::empty(shape, dtype);
+    gelu_forward(want, cx);
+    gelu_backward(want_dx, cx, cdout);
+
+    const Tensor gx = to_gpu(x, dtype), gdout = to_gpu(dout, dtype);
+    Tensor out = Tensor::empty(shape, dtype, gpu()), dx = Tensor::empty(shape, dtype, gpu());
+    gelu_forward(out, gx);
+    gelu_backward(dx, gx, gdout);
+    expect_close("gelu " + name, to_host_floats(out), host_values(want), atol, rtol);
+    expect_close("gelu' " + name, to_host_floats(dx), host_values(want_dx), atol, rtol);
+
+    // In place: out aliases x, dx aliases dout.
+    Tensor in_place = to_gpu(x, dtype);
+    gelu_forward(in_place, in_place);
+    expect_bitwise_equal("gelu in place " + name, to_host_floats(in_place), to_host_floats(out));
+    Tensor dx_in_place = to_gpu(dout, dtype);
+    gelu_backward(dx_in_place, gx, dx_in_place);
+    expect_bitwise_equal("gelu' in place " + name, to_host_floats(dx_in_place),
+                         to_host_floats(dx));
+  }
+}
+
+TEST(GpuElementwise, AddAccumulateScaleAreTheCpuOpsBitForBit) {
+  TN_REQUIRE_GPU();
+  const Shape shape{100003};
+  const Tensor a = random_tensor(shape, 7, -3.0f, 3.0f), b = random_tensor(shape, 8);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const std::string name = name_of(dtype);
+    const Tensor ca = on_cpu_as(a, dtype), cb = on_cpu_as(b, dtype);
+    const Tensor ga = to_gpu(a, dtype), gb = to_gpu(b, dtype);
+
+    Tensor want_sum = Tensor::empty(shape, dtype);
+    add(want_sum, ca, cb);
+    Tensor sum = Tensor::empty(shape, dtype, gpu());
+    add(sum, ga, gb);
+    expect_bitwise_equal("add " + name, to_host_floats(sum), host_values(want_sum));
+
+    Tensor want_acc = ca.clone();
+    accumulate(want_acc, cb);
+    Tensor acc = to_gpu(a, dtype);
+    accumulate(acc, gb);
+    expect_bitwise_equal("accumulate " + name, to_host_floats(acc), host_values(want_acc));
+
+    Tensor want_scaled = ca.clone();
+    scale(want_scaled, -0.37f);
+    Tensor scaled = to_gpu(a, dtype);
+    scale(scaled, -0.37f);
+    expect_bitwise_equal("scale " + name, to_host_floats(scaled), host_values(want_scaled));
+  }
+  // F32 out += BF16 x (bf16 gradients into f32 accumulators).
+  Tensor want_mixed = a.clone();
+  accumulate(want_mixed, on_cpu_as(b, DType::BF16));
+  Tensor mixed = to_gpu(a);
+  accumulate(mixed, to_gpu(b, DType::BF16));
+  ASSERT_EQ(mixed.dtype(), DType::F32);
+  expect_bitwise_equal("f32 += bf16", to_host_floats(mixed), want_mixed.to_vector());
+}
+
+TEST(GpuElementwise, SumOfSquaresIsDeterministicAndMatchesCpu) {
+  TN_REQUIRE_GPU();
+  // More elements than the 1024 blocks x 256 threads of one pass: every thread loops.
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{1000003}}) {
+    const Tensor x = random_tensor({n}, 9, -2.0f, 2.0f);
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const std::string label = std::string("sum_of_squares ") + name_of(dtype) + " n " +
+                                std::to_string(n);
+      const double want = sum_of_squares(on_cpu_as(x, dtype));
+      const Tensor gx = to_gpu(x, dtype);
+      const double got = sum_of_squares(gx);
+      EXPECT_NEAR(got, want, 1e-12 * want) << label;
+      EXPECT_EQ(sum_of_squares(gx), got) << label << ", two runs";
+    }
+  }
+  EXPECT_EQ(sum_of_squares(Tensor::empty({0}, DType::F32, gpu())), 0.0);
+}
+
+TEST(GpuElementwise, AllFiniteFindsNanAndInf) {
+  TN_REQUIRE_GPU();
+  const std::int64_t n = 300001;
+  const std::vector<float> clean = random_floats(static_cast<std::size_t>(n), 10);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const std::string name = name_of(dtype);
+    EXPECT_TRUE(all_finite(to_gpu(Tensor::from_vector(clean, {n}), dtype))) << name;
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                      std::numeric_limits<float>::infinity(),
+                      -std::numeric_limits<float>::infinity()}) {
+      for (std::int64_t at : {std::int64_t{0}, n - 1}) {
+        std::vector<float> with_bad = clean;
+        with_bad[static_cast<std::size_t>(at)] = bad;
+        EXPECT_FALSE(all_finite(to_gpu(Tensor::from_vector(with_bad, {n}), dtype)))
+            << name << ": " << bad << " at " << at;
+      }
+    }
+  }
+  // The largest finite float rounds to bf16 infinity; in f32 it is finite.
+  const Tensor huge = Tensor::full({3}, std::numeric_limits<float>::max());
+  EXPECT_TRUE(all_finite(to_gpu(huge)));
+  EXPECT_EQ(all_finite(to_gpu(huge, DType::BF16)), all_finite(on_cpu_as(huge, DType::BF16)));
+  EXPECT_TRUE(all_finite(Tensor::empty({0}, DType::F32, gpu())));
+}
+
+}  // namespace
+}  // namespace ternion::test
