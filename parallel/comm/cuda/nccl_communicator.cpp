@@ -369,6 +369,10 @@ class DeferredSendWork final : public Work {
  private:
   void post() {
     if (!send_->issued) post_point_to_point(state_, send_->where, {});
+    // Still unposted: an earlier group took this send from the pending list and then failed
+    // (a CUDA error leaves the communicator usable, so the post above raised nothing).
+    TN_CHECK_AS(CommError, send_->issued != nullptr, send_->where,
+                ": the NCCL group that carried this send failed before posting it");
   }
   std::shared_ptr<NcclCommState> state_;
   std::shared_ptr<DeferredSend> send_;

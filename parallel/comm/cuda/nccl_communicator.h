@@ -32,6 +32,10 @@
 //     state) would block each other's streams; grouped with the receive, both pairs go out
 //     together, as Megatron's batched send/receive does. Collectives do not post pending
 //     sends. The cost: a send with no receive after it waits for its Work's wait().
+//     So, unlike MPI, a group's point-to-point and its collectives must not interleave
+//     across a step's sends and receives (a rank that sends, then joins a collective, while
+//     its peer first waits for that send, deadlocks): the pipeline group carries only
+//     point-to-point traffic of GPU tensors (its collectives are on CPU tensors, over MPI).
 //   - Tags are checked (non-negative) but not used: NCCL matches a pair's messages in order.
 //     A receive whose size differs from the send is not detected (the sizes must agree).
 //   - Average is ncclAvg (integers: the sum divided, truncated).
