@@ -2,6 +2,7 @@
 // exactly the F32 op on the same (bf16) inputs, rounded to bf16 once. Also: mixed dtypes are
 // refused.
 #include <gtest/gtest.h>
+#include "bf16_test_util.h"
 
 #include "kernels/attention.h"
 #include "kernels/convert.h"
@@ -10,14 +11,10 @@
 namespace ternion {
 namespace {
 
+using test::to_bf16;
+
 constexpr int kB = 2, kT = 9, kH = 3, kHs = 4;
 constexpr int kC = kH * kHs;
-
-Tensor to_bf16(const Tensor& f32) {
-  Tensor bf16 = Tensor::empty(f32.shape(), DType::BF16);
-  convert(bf16, f32);
-  return bf16;
-}
 
 // What storing an F32 result into a BF16 tensor gives, as F32 values.
 std::vector<float> rounded(const Tensor& f32) { return as_f32(to_bf16(f32)).to_vector(); }

@@ -3,6 +3,7 @@
 // with the outputs rounded to bf16 once, and leave F32 outputs (statistics, losses, parameter
 // gradients) in F32. Every comparison is bit for bit.
 #include <gtest/gtest.h>
+#include "bf16_test_util.h"
 
 #include <cstdint>
 #include <vector>
@@ -17,24 +18,15 @@
 namespace ternion {
 namespace {
 
-Tensor random_f32(const Shape& shape, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return Tensor::from_vector(
-      test::random_floats(static_cast<std::size_t>(shape_numel(shape)), seed, lo, hi), shape);
-}
-
-Tensor to_bf16(const Tensor& f32) {
-  Tensor bf16 = Tensor::empty(f32.shape(), DType::BF16);
-  convert(bf16, f32);
-  return bf16;
-}
+using test::random_f32;
+using test::rounded;
+using test::to_bf16;
 
 // The f32 values of a bf16 tensor, or of an f32 tensor rounded to bf16.
 std::vector<float> bf16_values(const Tensor& t) {
   return as_f32(t.dtype() == DType::BF16 ? t : to_bf16(t)).to_vector();
 }
 
-// The bf16-rounded copy of an f32 tensor, as f32 (what the bf16 op computes on).
-Tensor rounded(const Tensor& f32) { return as_f32(to_bf16(f32)); }
 
 TEST(Bf16Ops, LayerNormIsTheF32OpOnRoundedInputs) {
   constexpr int kRows = 6, kCols = 40;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 #include <vector>
+#include "bf16_test_util.h"
 
 #include "kernels/adamw.h"
 #include "kernels/bias_add.h"
@@ -18,19 +19,9 @@
 namespace ternion {
 namespace {
 
-Tensor random_f32(const Shape& shape, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return Tensor::from_vector(
-      test::random_floats(static_cast<std::size_t>(shape_numel(shape)), seed, lo, hi), shape);
-}
-
-Tensor to_bf16(const Tensor& f32) {
-  Tensor bf16 = Tensor::empty(f32.shape(), DType::BF16);
-  convert(bf16, f32);
-  return bf16;
-}
-
-// The values a BF16 op sees: f32 rounded to bf16, as an F32 tensor.
-Tensor rounded(const Tensor& f32) { return as_f32(to_bf16(f32)); }
+using test::random_f32;
+using test::rounded;
+using test::to_bf16;
 
 std::vector<float> values(const Tensor& t) { return as_f32(t).to_vector(); }
 
