@@ -105,11 +105,12 @@ int main(int argc, char** argv) {
                8.0 * rows * vocab);
 
   Tensor qkv = random({batch, seq, 3 * width}, 5), att = Tensor::empty({batch, seq, width});
-  Tensor probs = Tensor::empty({batch, heads, seq, seq}), dqkv = Tensor::empty(qkv.shape());
+  Tensor att_lse = Tensor::empty({batch, heads, seq}), dqkv = Tensor::empty(qkv.shape());
   Tensor datt = random({batch, seq, width}, 6);
   const double att_flops = 4.0 * batch * heads * seq * seq * (width / heads) / 2.0;
-  report_flops("attention forward", best_seconds([&] { attention_forward(att, probs, qkv, heads); }), att_flops);
-  report_flops("attention backward", best_seconds([&] { attention_backward(dqkv, datt, qkv, probs, heads); }),
+  report_flops("attention forward", best_seconds([&] { attention_forward(att, att_lse, qkv, heads); }), att_flops);
+  // Model FLOPs (twice the forward's), not executed ones: the backward also recomputes Q K^T.
+  report_flops("attention backward", best_seconds([&] { attention_backward(dqkv, datt, qkv, att, att_lse, heads); }),
                2.0 * att_flops);
 
   Tensor ln_out = Tensor::empty({rows, width}), mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});

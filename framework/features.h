@@ -6,6 +6,11 @@
 #define TN_HAVE_CUDA 0
 #endif
 
+// cudnn-frontend's headers were found (CMakeLists.txt; kernels/cuda/cudnn_attention.cpp only).
+#ifndef TN_HAVE_CUDNN_FRONTEND
+#define TN_HAVE_CUDNN_FRONTEND 0
+#endif
+
 #ifdef _OPENMP
 #define TN_HAVE_OPENMP 1
 #else

@@ -1,5 +1,6 @@
 #include "kernels/attention.h"
 
+#include <atomic>
 #include <initializer_list>
 
 #include "framework/features.h"
@@ -13,14 +14,16 @@ namespace ternion {
 
 namespace {
 
+std::atomic<AttentionKernel> g_attention_kernel{AttentionKernel::automatic};
+
 struct AttentionDims {
   std::int64_t batch, seq, n_head, head_size;
 };
 
-// qkv [B, T, H * 3 * hs]; out and dout [B, T, H * hs]; probs [B, H, T, T]; all contiguous,
-// one device, and one dtype: F32, or BF16 (CUDA natively; on CPU staged through F32 copies).
+// qkv [B, T, H * 3 * hs]; out and dout [B, T, H * hs], all contiguous, one device and one
+// dtype: F32, or BF16 (CUDA natively; on CPU staged through F32 copies). lse [B, H, T] F32.
 AttentionDims check_attention_operands(const char* op, std::initializer_list<const Tensor*> all,
-                                       const Tensor& out, const Tensor& probs, const Tensor& qkv,
+                                       const Tensor& out, const Tensor& lse, const Tensor& qkv,
                                        std::int64_t n_head) {
   TN_CHECK(qkv.dtype() == DType::F32 || qkv.dtype() == DType::BF16, op,
            ": needs f32 or bf16 tensors, got qkv ", qkv.str());
@@ -36,20 +39,46 @@ AttentionDims check_attention_operands(const char* op, std::initializer_list<con
   const std::int64_t head_size = qkv.size(2) / (3 * n_head);
   TN_CHECK((out.shape() == Shape{batch, seq, n_head * head_size}), op, ": out ",
            shape_str(out.shape()), " for qkv ", shape_str(qkv.shape()), " and ", n_head, " heads");
-  TN_CHECK((probs.shape() == Shape{batch, n_head, seq, seq}), op, ": probs ",
-           shape_str(probs.shape()), " is not [B, n_head, T, T] for qkv ", shape_str(qkv.shape()),
-           " and ", n_head, " heads");
+  TN_CHECK(lse.dtype() == DType::F32 && lse.is_contiguous() && lse.device() == qkv.device(), op,
+           ": lse must be a contiguous f32 tensor on qkv's device, got ", lse.str());
+  TN_CHECK((lse.shape() == Shape{batch, n_head, seq}), op, ": lse ", shape_str(lse.shape()),
+           " is not [B, n_head, T] for qkv ", shape_str(qkv.shape()), " and ", n_head, " heads");
   return {batch, seq, n_head, head_size};
 }
 
 }  // namespace
 
-void attention_forward(Tensor& out, Tensor& probs, const Tensor& qkv, std::int64_t n_head) {
+void set_attention_kernel(AttentionKernel kernel) { g_attention_kernel.store(kernel); }
+AttentionKernel attention_kernel() { return g_attention_kernel.load(); }
+
+bool parse_attention_kernel(std::string_view text, AttentionKernel& kernel) {
+  if (text == "auto") {
+    kernel = AttentionKernel::automatic;
+  } else if (text == "cudnn") {
+    kernel = AttentionKernel::cudnn;
+  } else if (text == "cublas") {
+    kernel = AttentionKernel::cublas;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string attention_kernel_name(AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::automatic: return "auto";
+    case AttentionKernel::cudnn: return "cudnn";
+    case AttentionKernel::cublas: return "cublas";
+  }
+  return "?";
+}
+
+void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t n_head) {
   const AttentionDims d =
-      check_attention_operands("attention_forward", {&out, &probs, &qkv}, out, probs, qkv, n_head);
+      check_attention_operands("attention_forward", {&out, &qkv}, out, lse, qkv, n_head);
   if (!qkv.device().is_cpu()) {
 #if TN_HAVE_CUDA
-    cuda::attention_forward(out, probs, qkv, n_head);
+    cuda::attention_forward(out, lse, qkv, n_head, attention_kernel());
     return;
 #else
     TN_THROW(CudaError, "attention_forward: no CUDA kernel in this build");
@@ -57,32 +86,33 @@ void attention_forward(Tensor& out, Tensor& probs, const Tensor& qkv, std::int64
   }
   // BF16 on CPU: F32 copies in, F32 stand-ins out (F32 tensors pass through untouched).
   const Tensor qkv_f32 = as_f32(qkv);
-  F32Output out_f32(out), probs_f32(probs);
-  cpu::attention_forward<float>(out_f32.get().data<float>(), probs_f32.get().data<float>(),
+  F32Output out_f32(out);
+  cpu::attention_forward<float>(out_f32.get().data<float>(), lse.data<float>(),
                                 qkv_f32.data<float>(), d.batch, d.seq, d.n_head, d.head_size);
   out_f32.store();
-  probs_f32.store();
 }
 
-void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& probs,
-                        std::int64_t n_head) {
+void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& out,
+                        const Tensor& lse, std::int64_t n_head) {
   const AttentionDims d = check_attention_operands(
-      "attention_backward", {&dqkv, &dout, &qkv, &probs}, dout, probs, qkv, n_head);
+      "attention_backward", {&dqkv, &dout, &qkv, &out}, dout, lse, qkv, n_head);
   TN_CHECK(dqkv.shape() == qkv.shape(), "attention_backward: dqkv ", shape_str(dqkv.shape()),
            " for qkv ", shape_str(qkv.shape()));
+  TN_CHECK(out.shape() == dout.shape(), "attention_backward: out ", shape_str(out.shape()),
+           " for dout ", shape_str(dout.shape()));
   if (!qkv.device().is_cpu()) {
 #if TN_HAVE_CUDA
-    cuda::attention_backward(dqkv, dout, qkv, probs, n_head);
+    cuda::attention_backward(dqkv, dout, qkv, out, lse, n_head, attention_kernel());
     return;
 #else
     TN_THROW(CudaError, "attention_backward: no CUDA kernel in this build");
 #endif
   }
-  const Tensor dout_f32 = as_f32(dout), qkv_f32 = as_f32(qkv), probs_f32 = as_f32(probs);
+  const Tensor dout_f32 = as_f32(dout), qkv_f32 = as_f32(qkv), out_f32 = as_f32(out);
   F32Output dqkv_f32(dqkv);  // overwritten, so nothing to load
   cpu::attention_backward<float>(dqkv_f32.get().data<float>(), dout_f32.data<float>(),
-                                 qkv_f32.data<float>(), probs_f32.data<float>(), d.batch, d.seq,
-                                 d.n_head, d.head_size);
+                                 qkv_f32.data<float>(), out_f32.data<float>(), lse.data<float>(),
+                                 d.batch, d.seq, d.n_head, d.head_size);
   dqkv_f32.store();
 }
 

@@ -1,21 +1,47 @@
-// Causal multi-head scaled-dot-product attention.
+// Causal multi-head scaled-dot-product attention, FlashAttention's contract: the forward saves
+// each query row's log-sum-exp instead of the [T, T] probabilities, and the backward recomputes
+// them. Memory O(B H T) instead of O(B H T^2); the cost is one more Q K^T product backward.
 //
 // qkv [B, T, H * 3 * hs] holds, for each head h, its query, key and value side by side:
 // q = qkv[..., h*3*hs : h*3*hs+hs], k = next hs, v = next hs. Grouping by head (Megatron's
 // layout) means a tensor-parallel rank's heads are one contiguous slice of the QKV projection.
-//   forward   probs[b,h,i,j] = softmax_j<=i(q_i . k_j / sqrt(hs)), 0 for j > i   [B, H, T, T]
-//             out[b,i,h*hs:(h+1)*hs] = sum_j probs[b,h,i,j] v_j                   [B, T, H*hs]
-//   backward  dqkv overwritten, from dout, qkv and the saved probs
+// With s_ij = q_i . k_j / sqrt(hs) (keys j <= i only):
+//   forward   lse[b,h,i] = log sum_j<=i exp(s_ij)                       [B, H, T]  F32
+//             out[b,i,h*hs:(h+1)*hs] = sum_j<=i exp(s_ij - lse_i) v_j    [B, T, H*hs]
+//   backward  p_ij = exp(s_ij - lse_i), D_i = dout_i . out_i,
+//             dv_j = sum_i p_ij dout_i,  ds_ij = p_ij (dout_i . v_j - D_i) / sqrt(hs),
+//             dq_i = sum_j ds_ij k_j,    dk_j = sum_i ds_ij q_i          dqkv overwritten
+// lse is the natural-log log-sum-exp of the scaled scores: cuDNN's SDPA "Stats", so every
+// implementation's saved state means the same thing.
+//
+// Implementations: CPU (kernels/cpu/attention.cpp); CUDA: cuDNN's fused flash attention
+// (bf16, where cuDNN supports the shape) or batched cuBLAS GEMMs with fused softmax kernels,
+// chosen per call by the process-wide setting below.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "framework/tensor.h"
 
 namespace ternion {
 
-void attention_forward(Tensor& out, Tensor& probs, const Tensor& qkv, std::int64_t n_head);
-void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& probs,
-                        std::int64_t n_head);
+void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t n_head);
+void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& out,
+                        const Tensor& lse, std::int64_t n_head);
+
+// Which CUDA implementation attention uses (CPU tensors have one). Like PyTorch's
+// torch.backends.cuda.enable_flash_sdp: a setting of the process, made once by the trainer.
+//   automatic  cuDNN's fused SDPA where it can run (bf16 on a cuDNN build that supports the
+//              shape), otherwise cuBLAS
+//   cudnn      cuDNN or an error naming why it cannot run
+//   cublas     always the batched-GEMM path
+enum class AttentionKernel { automatic, cudnn, cublas };
+void set_attention_kernel(AttentionKernel kernel);
+AttentionKernel attention_kernel();
+// "auto" | "cudnn" | "cublas"; parse returns false for anything else.
+bool parse_attention_kernel(std::string_view text, AttentionKernel& kernel);
+std::string attention_kernel_name(AttentionKernel kernel);
 
 }  // namespace ternion

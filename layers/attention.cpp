@@ -23,11 +23,12 @@ Tensor CausalSelfAttention::forward(const Tensor& input, ActivationContext& ctx)
   Tensor qkv = qkv_.forward(input, ctx);  // the whole sequence, even under sequence parallelism
   const std::int64_t batch = qkv.size(0), seq = qkv.size(1), channels = qkv.size(2) / 3;
   Tensor attended = Tensor::empty({batch, seq, channels}, qkv.dtype(), input.device());
-  Tensor probs = Tensor::empty({batch, local_heads_, seq, seq}, qkv.dtype(), input.device());
-  attention_forward(attended, probs, qkv, local_heads_);
+  Tensor lse = Tensor::empty({batch, local_heads_, seq}, DType::F32, input.device());
+  attention_forward(attended, lse, qkv, local_heads_);
   Saved& saved = ctx.save<Saved>(this);
   saved.qkv = qkv;
-  saved.probs = probs;
+  saved.attended = attended;  // shared with the output projection's saved input: no copy
+  saved.lse = lse;
   return dropout_.forward(proj_.forward(attended, ctx), ctx);
 }
 
@@ -35,7 +36,7 @@ Tensor CausalSelfAttention::backward(const Tensor& grad_output, ActivationContex
   Tensor dattended = proj_.backward(dropout_.backward(grad_output, ctx), ctx);
   const Saved saved = ctx.take<Saved>(this);
   Tensor dqkv = Tensor::empty(saved.qkv.shape(), dattended.dtype(), grad_output.device());
-  attention_backward(dqkv, dattended, saved.qkv, saved.probs, local_heads_);
+  attention_backward(dqkv, dattended, saved.qkv, saved.attended, saved.lse, local_heads_);
   return qkv_.backward(dqkv, ctx);
 }
 

@@ -26,7 +26,7 @@ class CausalSelfAttention : public Layer {
 
  private:
   struct Saved : SavedActivations {
-    Tensor qkv, probs;  // [B, T, 3C / tp], [B, H / tp, T, T]
+    Tensor qkv, attended, lse;  // [B, T, 3C / tp], [B, T, C / tp], [B, H / tp, T] (F32)
   };
   std::int64_t local_heads_;
   ColumnParallelLinear qkv_;

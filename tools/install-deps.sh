@@ -7,6 +7,15 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+
+# With a CUDA toolkit: cudnn-frontend's headers too (not a Debian package; see the script).
+# Without them the CUDA build still works, with attention on the cuBLAS path, so a machine
+# that cannot reach PyPI gets a warning, not a failure.
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  bash "$(dirname "$0")/fetch-cudnn-frontend.sh" ||
+    echo "ternion: warning: could not fetch cudnn-frontend; CUDA attention will use cuBLAS only" >&2
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -267,7 +267,8 @@ int run_training(Communicator& world, const Setup& s) {
            human_count(static_cast<double>(trainer->optimizer_state_bytes())), "B",
            config.training.device == "cuda"
                ? detail::concat(", on CUDA in ", config.training.precision, " (backend ",
-                                comm_backend_name(parallel.comm_backend(true)), ")")
+                                comm_backend_name(parallel.comm_backend(true)), ", attention ",
+                                config.training.attention, ")")
                : std::string(config.training.precision == "bf16" ? ", bf16 compute" : ""));
   if (s.options.dry_run) {
     log_info("ternion: dry run: config and data are valid");

@@ -1,5 +1,6 @@
 #include "training/train_config.h"
 
+#include "kernels/attention.h"
 #include "layers/parameter_count.h"
 
 #include <algorithm>
@@ -32,6 +33,14 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
     config_fail(doc, kSection, "device", "must be cpu or cuda, got '" + t.device + "'");
   if (t.precision != "fp32" && t.precision != "bf16")
     config_fail(doc, kSection, "precision", "must be fp32 or bf16, got '" + t.precision + "'");
+  AttentionKernel attention = AttentionKernel::automatic;
+  if (!parse_attention_kernel(t.attention, attention))
+    config_fail(doc, kSection, "attention", "must be auto, cudnn or cublas, got '" + t.attention + "'");
+  if (attention == AttentionKernel::cudnn && t.device != "cuda")
+    config_fail(doc, kSection, "attention", "cudnn is a CUDA kernel: it needs training.device: cuda");
+  if (attention == AttentionKernel::cudnn && t.precision != "bf16")
+    config_fail(doc, kSection, "attention",
+                "cuDNN's fused attention runs bf16 only: it needs training.precision: bf16");
   if (t.eval_interval > 0 && c.data.val.empty())
     config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
   if (c.data.train.empty())

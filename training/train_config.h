@@ -32,6 +32,7 @@ struct TrainingConfig {
   std::string sample_prompt = "The ";
   std::string device = "cpu";     // cpu | cuda (one GPU per rank, from the node-local rank)
   std::string precision = "fp32";  // fp32 | bf16 (bf16 compute, f32 master weights and state)
+  std::string attention = "auto";  // auto | cudnn | cublas: the CUDA attention kernel
 
   template <class V>
   void visit(V& v) {
@@ -49,6 +50,9 @@ struct TrainingConfig {
     v("precision", precision,
       "fp32, or bf16: bf16 weights and activations for compute, f32 master weights, gradients "
       "and optimizer state");
+    v("attention", attention,
+      "CUDA attention kernel: auto (cuDNN's fused flash attention where it runs: bf16 on a "
+      "build with cudnn-frontend; else cublas), cudnn (or fail), cublas (batched GEMMs)");
   }
 };
 

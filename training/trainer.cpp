@@ -14,6 +14,7 @@
 #include "framework/device_runtime.h"
 #include "framework/logging.h"
 #include "framework/philox.h"
+#include "kernels/attention.h"
 #include "kernels/convert.h"
 #include "kernels/elementwise.h"
 #include "optimizers/grad_clip.h"
@@ -110,6 +111,10 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
       train_sampler_(train_shard_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
       chunks_() {
+  // The config has checked the name (training/train_config.cpp).
+  AttentionKernel attention = AttentionKernel::automatic;
+  parse_attention_kernel(config.training.attention, attention);
+  set_attention_kernel(attention);
   if (groups != nullptr) {
     const std::vector<std::vector<int>> spanning =
         tensor_groups_spanning_nodes(groups->layout(), groups->node_of_rank());

@@ -1,6 +1,7 @@
 // Causal attention, one task per (batch, head): a head's query, key and value columns of qkv
 // and its output columns of out and dqkv belong to that task alone, so tasks never share a
-// write and every sum runs in a fixed order. Rows i only visit keys j <= i.
+// write and every sum runs in a fixed order. Rows i only visit keys j <= i. The backward
+// recomputes each probability from the saved log-sum-exp (kernels/attention.h).
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -39,8 +40,46 @@ HeadView head_view(i64 n_head, i64 head_size, i64 h) {
 }  // namespace
 
 template <class T>
-void attention_forward(T* out, T* probs, const T* qkv, i64 batch, i64 seq, i64 n_head,
+void attention_forward(T* out, T* lse, const T* qkv, i64 batch, i64 seq, i64 n_head,
                        i64 head_size) {
+  const T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(head_size));
+  const i64 channels = n_head * head_size;
+#pragma omp parallel
+  {
+    std::vector<T> p(static_cast<std::size_t>(seq));  // one query row's scores, then exp
+#pragma omp for collapse(2) schedule(static)
+    for (i64 b = 0; b < batch; ++b) {
+      for (i64 h = 0; h < n_head; ++h) {
+        const HeadView hv = head_view(n_head, head_size, h);
+        const T* base = qkv + b * seq * hv.row_stride;
+        for (i64 i = 0; i < seq; ++i) {
+          const T* q = base + i * hv.row_stride + hv.q;
+          T max_score = -std::numeric_limits<T>::infinity();
+          for (i64 j = 0; j <= i; ++j) {
+            p[j] = dot(q, base + j * hv.row_stride + hv.k, head_size) * scale;
+            max_score = p[j] > max_score ? p[j] : max_score;
+          }
+          T sum = 0;
+#pragma omp simd reduction(+ : sum)
+          for (i64 j = 0; j <= i; ++j) {
+            p[j] = fast_exp(p[j] - max_score);
+            sum += p[j];
+          }
+          lse[(b * n_head + h) * seq + i] = max_score + std::log(sum);
+          const T inv_sum = static_cast<T>(1) / sum;
+          T* o = out + (b * seq + i) * channels + h * head_size;
+          for (i64 d = 0; d < head_size; ++d) o[d] = 0;
+          for (i64 j = 0; j <= i; ++j)
+            axpy(o, p[j] * inv_sum, base + j * hv.row_stride + hv.v, head_size);
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out, const T* lse,
+                        i64 batch, i64 seq, i64 n_head, i64 head_size) {
   const T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(head_size));
   const i64 channels = n_head * head_size;
 #pragma omp parallel for collapse(2) schedule(static)
@@ -48,69 +87,27 @@ void attention_forward(T* out, T* probs, const T* qkv, i64 batch, i64 seq, i64 n
     for (i64 h = 0; h < n_head; ++h) {
       const HeadView hv = head_view(n_head, head_size, h);
       const T* base = qkv + b * seq * hv.row_stride;
-      for (i64 i = 0; i < seq; ++i) {
-        const T* q = base + i * hv.row_stride + hv.q;
-        T* p = probs + ((b * n_head + h) * seq + i) * seq;
-        // Scores into the probs row, then softmax in place.
-        T max_score = -std::numeric_limits<T>::infinity();
-        for (i64 j = 0; j <= i; ++j) {
-          p[j] = dot(q, base + j * hv.row_stride + hv.k, head_size) * scale;
-          max_score = p[j] > max_score ? p[j] : max_score;
-        }
-        T sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (i64 j = 0; j <= i; ++j) {
-          p[j] = fast_exp(p[j] - max_score);
-          sum += p[j];
-        }
-        const T inv_sum = static_cast<T>(1) / sum;
-        for (i64 j = 0; j <= i; ++j) p[j] *= inv_sum;
-        for (i64 j = i + 1; j < seq; ++j) p[j] = 0;
-
-        T* o = out + (b * seq + i) * channels + h * head_size;
-        for (i64 d = 0; d < head_size; ++d) o[d] = 0;
-        for (i64 j = 0; j <= i; ++j) axpy(o, p[j], base + j * hv.row_stride + hv.v, head_size);
+      T* dbase = dqkv + b * seq * hv.row_stride;
+      for (i64 t = 0; t < seq; ++t) {
+        T* row = dbase + t * hv.row_stride + hv.q;  // this head's dq, dk, dv: contiguous
+        for (i64 d = 0; d < 3 * head_size; ++d) row[d] = 0;
       }
-    }
-  }
-}
-
-template <class T>
-void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, i64 batch, i64 seq,
-                        i64 n_head, i64 head_size) {
-  const T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(head_size));
-  const i64 channels = n_head * head_size;
-#pragma omp parallel
-  {
-    std::vector<T> dp(static_cast<std::size_t>(seq));  // d loss / d probs of one row
-#pragma omp for collapse(2) schedule(static)
-    for (i64 b = 0; b < batch; ++b) {
-      for (i64 h = 0; h < n_head; ++h) {
-        const HeadView hv = head_view(n_head, head_size, h);
-        const T* base = qkv + b * seq * hv.row_stride;
-        T* dbase = dqkv + b * seq * hv.row_stride;
-        for (i64 t = 0; t < seq; ++t) {
-          T* row = dbase + t * hv.row_stride + hv.q;  // this head's dq, dk, dv: contiguous
-          for (i64 d = 0; d < 3 * head_size; ++d) row[d] = 0;
-        }
-        for (i64 i = 0; i < seq; ++i) {
-          const T* p = probs + ((b * n_head + h) * seq + i) * seq;
-          const T* dout_i = dout + (b * seq + i) * channels + h * head_size;
-          // out_i = sum_j p_ij v_j:  dv_j += p_ij dout_i,  dp_ij = dout_i . v_j
-          T p_dot_dp = 0;
-          for (i64 j = 0; j <= i; ++j) {
-            dp[j] = dot(dout_i, base + j * hv.row_stride + hv.v, head_size);
-            p_dot_dp += p[j] * dp[j];
-            axpy(dbase + j * hv.row_stride + hv.v, p[j], dout_i, head_size);
-          }
-          // Softmax backward, ds_ij = p_ij (dp_ij - sum_k p_ik dp_ik); s_ij = scale q_i . k_j.
-          const T* q_i = base + i * hv.row_stride + hv.q;
-          T* dq_i = dbase + i * hv.row_stride + hv.q;
-          for (i64 j = 0; j <= i; ++j) {
-            const T ds = p[j] * (dp[j] - p_dot_dp) * scale;
-            axpy(dq_i, ds, base + j * hv.row_stride + hv.k, head_size);
-            axpy(dbase + j * hv.row_stride + hv.k, ds, q_i, head_size);
-          }
+      for (i64 i = 0; i < seq; ++i) {
+        const T* q_i = base + i * hv.row_stride + hv.q;
+        T* dq_i = dbase + i * hv.row_stride + hv.q;
+        const T* dout_i = dout + (b * seq + i) * channels + h * head_size;
+        const T row_lse = lse[(b * n_head + h) * seq + i];
+        // D_i = sum_j p_ij dp_ij = dout_i . out_i, since out_i = sum_j p_ij v_j.
+        const T d_i = dot(dout_i, out + (b * seq + i) * channels + h * head_size, head_size);
+        for (i64 j = 0; j <= i; ++j) {
+          const T* k_j = base + j * hv.row_stride + hv.k;
+          const T p = fast_exp(dot(q_i, k_j, head_size) * scale - row_lse);
+          const T dp = dot(dout_i, base + j * hv.row_stride + hv.v, head_size);
+          axpy(dbase + j * hv.row_stride + hv.v, p, dout_i, head_size);  // dv_j += p_ij dout_i
+          // Softmax backward: ds_ij = p_ij (dp_ij - D_i) * scale, s_ij = scale q_i . k_j.
+          const T ds = p * (dp - d_i) * scale;
+          axpy(dq_i, ds, k_j, head_size);
+          axpy(dbase + j * hv.row_stride + hv.k, ds, q_i, head_size);
         }
       }
     }
@@ -119,9 +116,9 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, i6
 
 template void attention_forward<float>(float*, float*, const float*, i64, i64, i64, i64);
 template void attention_forward<double>(double*, double*, const double*, i64, i64, i64, i64);
-template void attention_backward<float>(float*, const float*, const float*, const float*, i64, i64,
-                                        i64, i64);
-template void attention_backward<double>(double*, const double*, const double*, const double*, i64,
-                                         i64, i64, i64);
+template void attention_backward<float>(float*, const float*, const float*, const float*,
+                                        const float*, i64, i64, i64, i64);
+template void attention_backward<double>(double*, const double*, const double*, const double*,
+                                         const double*, i64, i64, i64, i64);
 
 }  // namespace ternion::cpu

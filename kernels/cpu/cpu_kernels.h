@@ -32,12 +32,14 @@ template <class T>
 void layer_norm_backward(T* dx, T* dweight, T* dbias, const T* dout, const T* x,
                          const T* weight, const T* mean, const T* rstd, i64 rows, i64 cols);
 
+// Causal attention (kernels/attention.h): lse [B, H, T]; backward recomputes the
+// probabilities from lse.
 template <class T>
-void attention_forward(T* out, T* probs, const T* qkv, i64 batch, i64 seq, i64 n_head,
+void attention_forward(T* out, T* lse, const T* qkv, i64 batch, i64 seq, i64 n_head,
                        i64 head_size);
 template <class T>
-void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* probs, i64 batch, i64 seq,
-                        i64 n_head, i64 head_size);
+void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out, const T* lse,
+                        i64 batch, i64 seq, i64 n_head, i64 head_size);
 
 template <class T>
 void token_embedding_forward(T* out, const std::int32_t* tokens, const T* wte, i64 n_tokens,

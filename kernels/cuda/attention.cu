@@ -1,20 +1,23 @@
-// Causal self-attention on CUDA, the portable path: batched cuBLAS GEMMs and two softmax
-// kernels, the CPU op's math step for step (kernels/cpu/attention.cpp, contract in
-// kernels/attention.h).
+// Causal self-attention on CUDA (contract in kernels/attention.h). Two implementations:
+// cuDNN's fused flash attention (cudnn_attention.h; bf16, where cuDNN supports the shape) and
+// the portable path here, batched cuBLAS GEMMs with fused softmax kernels, the CPU op's math
+// step for step (kernels/cpu/attention.cpp). attention_forward/backward pick one per call.
 //
+// The cuBLAS path:
 //   forward   heads = split(qkv)                  [3, B, H, T, hs]  (q, k, v contiguous per head)
-//             probs = q @ k^T                     [B, H, T, T]      (F32 scores)
-//             probs = causal_softmax(scale * probs)                 (exact 0 above the diagonal)
+//             scores = q @ k^T                    [B, H, T, T]      (F32)
+//             probs, lse = causal_softmax(scale * scores)           (exact 0 above the diagonal)
 //             y     = probs @ v                   [B, H, T, hs]
 //             out   = merge(y)                    [B, T, H * hs]
-//   backward  dprobs  = dout_h @ v^T              [B, H, T, T]      (F32)
+//   backward  scores = q @ k^T;  probs = exp(scale * scores - lse)  (recomputed, 0 above)
+//             dprobs  = dout_h @ v^T              [B, H, T, T]      (F32)
 //             dv      = probs^T @ dout_h
-//             dscores = probs * (dprobs - rowsum(dprobs * probs)) * scale   (0 above the diagonal)
+//             dscores = probs * (dprobs - D) * scale,  D_i = dout_i . out_i   (0 above)
 //             dq = dscores @ k,  dk = dscores^T @ q
 //             dqkv    = merge(dq, dk, dv)         overwritten, every element
 //
-// dtypes: qkv, out, probs, dout, dqkv all F32 or all BF16. Scores and dprobs are F32 in both
-// cases (cuBLAS writes F32 from BF16 operands) and both softmaxes compute in F32; with BF16 the
+// dtypes: qkv, out, dout, dqkv all F32 or all BF16; lse F32. Scores and dprobs are F32 in both
+// cases (cuBLAS writes F32 from BF16 operands) and the softmaxes compute in F32; with BF16 the
 // GEMM operands (probs, dscores) are rounded to BF16, as the GEMMs need one operand dtype.
 // GEMMs accumulate in F32 (CUBLAS_COMPUTE_32F; no TF32, so F32 matches the CPU closely).
 //
@@ -30,6 +33,7 @@
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_runtime.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/element_access.cuh"
 #include "kernels/vector_math.h"
 
@@ -148,12 +152,12 @@ __device__ inline float warp_max(float v) {
   return v;
 }
 
-// probs[r, j] = softmax_{j<=i}(scale * scores[r, j]), 0 for j > i. For F32, probs and scores
-// may be one buffer: every read of the row happens before the warp's first reduction, and the
-// last loop reads each element in the lane that then writes it.
+// probs[r, j] = softmax_{j<=i}(scale * scores[r, j]), 0 for j > i; lse[r] = its log-sum-exp.
+// For F32, probs and scores may be one buffer: every read of the row happens before the warp's
+// first reduction, and the last loop reads each element in the lane that then writes it.
 template <class Out>
-__global__ void causal_softmax_kernel(Out* probs, const float* scores, std::int64_t n_rows,
-                                      int seq, float scale) {
+__global__ void causal_softmax_kernel(Out* probs, float* lse, const float* scores,
+                                      std::int64_t n_rows, int seq, float scale) {
   const std::int64_t row =
       static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (row >= n_rows) return;  // the whole warp leaves: `row` is the same in every lane
@@ -167,49 +171,85 @@ __global__ void causal_softmax_kernel(Out* probs, const float* scores, std::int6
   max_score = warp_max(max_score);
   float sum = 0.0f;
   for (int j = lane; j <= i; j += kWarpSize) sum += fast_exp(s[j] * scale - max_score);
-  const float inv_sum = 1.0f / warp_sum(sum);  // j = 0 is always in: sum >= 1
+  sum = warp_sum(sum);  // j = 0 is always in: sum >= 1
+  const float inv_sum = 1.0f / sum;
   for (int j = lane; j < seq; j += kWarpSize)
     p[j] = from_float<Out>(j <= i ? fast_exp(s[j] * scale - max_score) * inv_sum : 0.0f);
+  if (lane == 0) lse[row] = max_score + logf(sum);
 }
 
-// dscores[r, j] = probs[r, j] * (dprobs[r, j] - sum_{k<=i} probs[r, k] dprobs[r, k]) * scale for
-// j <= i, 0 above. For F32, dscores and dprobs may be one buffer (as above).
-template <class Elem>
-__global__ void causal_softmax_backward_kernel(Elem* dscores, const float* dprobs,
-                                               const Elem* probs, std::int64_t n_rows, int seq,
-                                               float scale) {
+// probs[r, j] = exp(scale * scores[r, j] - lse[r]) for j <= i, 0 above: the forward's
+// probabilities again, from its log-sum-exp. In place for F32 as above.
+template <class Out>
+__global__ void causal_probs_from_lse_kernel(Out* probs, const float* scores, const float* lse,
+                                             std::int64_t n_rows, int seq, float scale) {
   const std::int64_t row =
       static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   if (row >= n_rows) return;
   const int lane = threadIdx.x % kWarpSize;
   const int i = static_cast<int>(row % seq);
+  const float row_lse = lse[row];
+  const float* s = scores + row * seq;
+  Out* p = probs + row * seq;
+  for (int j = lane; j < seq; j += kWarpSize)
+    p[j] = from_float<Out>(j <= i ? fast_exp(s[j] * scale - row_lse) : 0.0f);
+}
+
+// dscores[r, j] = probs[r, j] * (dprobs[r, j] - D_r) * scale for j <= i, 0 above, with
+// D_r = dout_r . out_r (= sum_k probs[r, k] dprobs[r, k], as out_r = sum_k probs[r, k] v_k).
+// Row r = (b * H + h) * T + i: dout_heads row r is [B, H, T, hs]'s, out's is the rows layout
+// [B, T, H, hs]. For F32, dscores and dprobs may be one buffer (as above).
+template <class Elem>
+__global__ void causal_softmax_backward_kernel(Elem* dscores, const float* dprobs,
+                                               const Elem* probs, const Elem* dout_heads,
+                                               const Elem* out, std::int64_t n_rows, Dims d,
+                                               float scale) {
+  const std::int64_t row =
+      static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
+  if (row >= n_rows) return;
+  const int lane = threadIdx.x % kWarpSize;
+  const int seq = d.seq;
+  const int i = static_cast<int>(row % seq);
+  const std::int64_t bh = row / seq, h = bh % d.n_head, b = bh / d.n_head;
+  const Elem* dout_r = dout_heads + row * d.head_size;
+  const Elem* out_r = out + ((b * seq + i) * d.n_head + h) * d.head_size;
+  float d_r = 0.0f;
+  for (int k = lane; k < d.head_size; k += kWarpSize) d_r += to_float(dout_r[k]) * to_float(out_r[k]);
+  d_r = warp_sum(d_r);
+
   const float* dp = dprobs + row * seq;
   const Elem* p = probs + row * seq;
   Elem* ds = dscores + row * seq;
-
-  float p_dot_dp = 0.0f;
-  for (int j = lane; j <= i; j += kWarpSize) p_dot_dp += to_float(p[j]) * dp[j];
-  p_dot_dp = warp_sum(p_dot_dp);
   for (int j = lane; j < seq; j += kWarpSize)
-    ds[j] = from_float<Elem>(j <= i ? to_float(p[j]) * (dp[j] - p_dot_dp) * scale : 0.0f);
+    ds[j] = from_float<Elem>(j <= i ? to_float(p[j]) * (dp[j] - d_r) * scale : 0.0f);
 }
 
 std::int64_t n_rows(Dims d) { return static_cast<std::int64_t>(d.batch) * d.n_head * d.seq; }
 
 template <class Out>
-void causal_softmax(Tensor& probs, const Tensor& scores, Dims d, float scale) {
+void causal_softmax(Tensor& probs, Tensor& lse, const Tensor& scores, Dims d, float scale) {
   causal_softmax_kernel<Out><<<blocks_for(n_rows(d), kRowsPerBlock), kThreadsPerBlock, 0,
-                               compute_stream()>>>(probs.data<Out>(), scores.data<float>(),
-                                                   n_rows(d), d.seq, scale);
+                               compute_stream()>>>(probs.data<Out>(), lse.data<float>(),
+                                                   scores.data<float>(), n_rows(d), d.seq, scale);
+  TN_CUDA_CHECK_LAUNCH();
+}
+
+template <class Out>
+void causal_probs_from_lse(Tensor& probs, const Tensor& scores, const Tensor& lse, Dims d,
+                           float scale) {
+  causal_probs_from_lse_kernel<Out><<<blocks_for(n_rows(d), kRowsPerBlock), kThreadsPerBlock, 0,
+                                      compute_stream()>>>(
+      probs.data<Out>(), scores.data<float>(), lse.data<float>(), n_rows(d), d.seq, scale);
   TN_CUDA_CHECK_LAUNCH();
 }
 
 template <class Elem>
-void causal_softmax_backward(Tensor& dscores, const Tensor& dprobs, const Tensor& probs, Dims d,
-                             float scale) {
+void causal_softmax_backward(Tensor& dscores, const Tensor& dprobs, const Tensor& probs,
+                             const Tensor& dout_heads, const Tensor& out, Dims d, float scale) {
   causal_softmax_backward_kernel<Elem><<<blocks_for(n_rows(d), kRowsPerBlock), kThreadsPerBlock,
                                          0, compute_stream()>>>(
-      dscores.data<Elem>(), dprobs.data<float>(), probs.data<Elem>(), n_rows(d), d.seq, scale);
+      dscores.data<Elem>(), dprobs.data<float>(), probs.data<Elem>(), dout_heads.data<Elem>(),
+      out.data<Elem>(), n_rows(d), d, scale);
   TN_CUDA_CHECK_LAUNCH();
 }
 
@@ -291,29 +331,40 @@ Elem* part(const Tensor& heads, int p) {
 
 float softmax_scale(Dims d) { return 1.0f / std::sqrt(static_cast<float>(d.head_size)); }
 
+// The [B, H, T, T] F32 scores q @ k^T, and a buffer of the GEMM operand dtype for the
+// probabilities: the scores' own for F32 (the softmax runs in place), a new one for BF16.
+struct SquareBuffers {
+  Tensor scores, probs;
+};
+
 template <class Elem>
-void forward(Tensor& out, Tensor& probs, const Tensor& qkv, Dims d) {
-  const Device device = qkv.device();
-  const DType dtype = qkv.dtype();
-  const HeadGemms gemms{d, cuda_dtype<Elem>()};
-
-  Tensor heads = Tensor::empty({3, d.batch, d.n_head, d.seq, d.head_size}, dtype, device);
-  heads_from_rows<Elem>(heads, qkv, d);
-
-  // F32 scores: in probs itself for F32 (the softmax runs in place), a scratch buffer for BF16.
-  Tensor scores = std::is_same_v<Elem, float>
-                      ? probs
-                      : Tensor::empty({d.batch, d.n_head, d.seq, d.seq}, DType::F32, device);
+SquareBuffers scores_of(const Tensor& heads, const HeadGemms& gemms, Dims d) {
+  const Device device = heads.device();
+  Tensor scores = Tensor::empty({d.batch, d.n_head, d.seq, d.seq}, DType::F32, device);
   gemms.square_from_heads(scores.data<float>(), part<Elem>(heads, 0), part<Elem>(heads, 1));
-  causal_softmax<Elem>(probs, scores, d, softmax_scale(d));
+  Tensor probs = std::is_same_v<Elem, float>
+                     ? scores
+                     : Tensor::empty({d.batch, d.n_head, d.seq, d.seq}, heads.dtype(), device);
+  return {scores, probs};
+}
 
-  Tensor y = Tensor::empty({1, d.batch, d.n_head, d.seq, d.head_size}, dtype, device);
-  gemms.heads_from_square(y.data<Elem>(), probs.data<Elem>(), false, part<Elem>(heads, 2));
+template <class Elem>
+void forward(Tensor& out, Tensor& lse, const Tensor& qkv, Dims d) {
+  const HeadGemms gemms{d, cuda_dtype<Elem>()};
+  Tensor heads = Tensor::empty({3, d.batch, d.n_head, d.seq, d.head_size}, qkv.dtype(),
+                               qkv.device());
+  heads_from_rows<Elem>(heads, qkv, d);
+  SquareBuffers square = scores_of<Elem>(heads, gemms, d);
+  causal_softmax<Elem>(square.probs, lse, square.scores, d, softmax_scale(d));
+
+  Tensor y = Tensor::empty({1, d.batch, d.n_head, d.seq, d.head_size}, qkv.dtype(), qkv.device());
+  gemms.heads_from_square(y.data<Elem>(), square.probs.data<Elem>(), false, part<Elem>(heads, 2));
   rows_from_heads<Elem>(out, y, d);
 }
 
 template <class Elem>
-void backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& probs, Dims d) {
+void backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& out,
+              const Tensor& lse, Dims d) {
   const Device device = qkv.device();
   const DType dtype = qkv.dtype();
   const HeadGemms gemms{d, cuda_dtype<Elem>()};
@@ -324,16 +375,22 @@ void backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor&
   heads_from_rows<Elem>(dout_heads, dout, d);
   Tensor dheads = Tensor::empty({3, d.batch, d.n_head, d.seq, d.head_size}, dtype, device);
 
-  Tensor dprobs = Tensor::empty({d.batch, d.n_head, d.seq, d.seq}, DType::F32, device);
+  SquareBuffers square = scores_of<Elem>(heads, gemms, d);
+  causal_probs_from_lse<Elem>(square.probs, square.scores, lse, d, softmax_scale(d));
+  const Tensor& probs = square.probs;
+
+  // dprobs reuses the F32 scores buffer when the probabilities live elsewhere (BF16).
+  Tensor dprobs = std::is_same_v<Elem, float>
+                      ? Tensor::empty({d.batch, d.n_head, d.seq, d.seq}, DType::F32, device)
+                      : square.scores;
   gemms.square_from_heads(dprobs.data<float>(), dout_heads.data<Elem>(), part<Elem>(heads, 2));
   gemms.heads_from_square(part<Elem>(dheads, 2), probs.data<Elem>(), true,
                           dout_heads.data<Elem>());
 
-  // dscores in the GEMM operand dtype: dprobs' own buffer for F32, a BF16 one otherwise.
-  Tensor dscores =
-      std::is_same_v<Elem, float> ? dprobs
-                                  : Tensor::empty({d.batch, d.n_head, d.seq, d.seq}, dtype, device);
-  causal_softmax_backward<Elem>(dscores, dprobs, probs, d, softmax_scale(d));
+  // dscores in the GEMM operand dtype: dprobs' own buffer for F32; for BF16 the probabilities'
+  // buffer (each lane reads p[j] before writing ds[j] at the same j, nothing else reads it).
+  Tensor dscores = std::is_same_v<Elem, float> ? dprobs : square.probs;
+  causal_softmax_backward<Elem>(dscores, dprobs, probs, dout_heads, out, d, softmax_scale(d));
   gemms.heads_from_square(part<Elem>(dheads, 0), dscores.data<Elem>(), false,
                           part<Elem>(heads, 1));
   gemms.heads_from_square(part<Elem>(dheads, 1), dscores.data<Elem>(), true,
@@ -341,26 +398,45 @@ void backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor&
   rows_from_heads<Elem>(dqkv, dheads, d);
 }
 
+// cuDNN's fused SDPA for this call? `cublas` never; `cudnn` always (or an error saying why it
+// cannot); `automatic` when cuDNN supports the problem and its `operands` are aligned for it.
+// Forward and backward ask about the same shapes, so they normally agree; where they do not (an
+// unaligned view in one of them) mixing is still right: both read and write the same lse.
+bool use_cudnn(const Tensor& qkv, std::int64_t n_head, AttentionKernel kernel,
+               std::initializer_list<const Tensor*> operands) {
+  if (kernel == AttentionKernel::cublas) return false;
+  const std::string why_not = cudnn_attention_unsupported_reason(qkv, n_head, operands);
+  TN_CHECK(why_not.empty() || kernel != AttentionKernel::cudnn,
+           "attention: cuDNN's fused attention was asked for (training.attention: cudnn) but ",
+           why_not);
+  return why_not.empty();
+}
+
 }  // namespace
 
-void attention_forward(Tensor& out, Tensor& probs, const Tensor& qkv, std::int64_t n_head) {
+void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t n_head,
+                       AttentionKernel kernel) {
   const Dims d = attention_dims(qkv, n_head);
   if (qkv.numel() == 0) return;
-  if (qkv.dtype() == DType::BF16) {
-    forward<BFloat16>(out, probs, qkv, d);
+  if (use_cudnn(qkv, n_head, kernel, {&out, &lse})) {
+    cudnn_attention_forward(out, lse, qkv, n_head);
+  } else if (qkv.dtype() == DType::BF16) {
+    forward<BFloat16>(out, lse, qkv, d);
   } else {
-    forward<float>(out, probs, qkv, d);
+    forward<float>(out, lse, qkv, d);
   }
 }
 
-void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& probs,
-                        std::int64_t n_head) {
+void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& out,
+                        const Tensor& lse, std::int64_t n_head, AttentionKernel kernel) {
   const Dims d = attention_dims(qkv, n_head);
   if (qkv.numel() == 0) return;
-  if (qkv.dtype() == DType::BF16) {
-    backward<BFloat16>(dqkv, dout, qkv, probs, d);
+  if (use_cudnn(qkv, n_head, kernel, {&dqkv, &dout, &out, &lse})) {
+    cudnn_attention_backward(dqkv, dout, qkv, out, lse, n_head);
+  } else if (qkv.dtype() == DType::BF16) {
+    backward<BFloat16>(dqkv, dout, qkv, out, lse, d);
   } else {
-    backward<float>(dqkv, dout, qkv, probs, d);
+    backward<float>(dqkv, dout, qkv, out, lse, d);
   }
 }
 

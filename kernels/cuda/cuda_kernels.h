@@ -15,6 +15,7 @@
 #include "framework/philox.h"
 #include "framework/tensor.h"
 #include "kernels/adamw.h"
+#include "kernels/attention.h"
 #include "kernels/dropout.h"
 
 namespace ternion::cuda {
@@ -24,6 +25,13 @@ namespace ternion::cuda {
 // F32 accumulation (CUBLAS_COMPUTE_32F; TF32 is not used, so F32 matches the CPU).
 void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
             float alpha, float beta);
+
+// out [rows, n] = x [rows, k] @ w [n, k]^T + bias [n] in one cuBLASLt call (bias epilogue), for
+// kernels/linear.cpp's linear_forward. All four one dtype, F32 or BF16 (the bias has out's
+// dtype, cuBLASLt's default bias type). Returns false, having launched nothing, where cuBLASLt
+// has no algorithm with the epilogue for this problem, the bias is not 16-byte aligned, or
+// k = 0: the caller then runs matmul + bias_add_forward.
+bool matmul_bias(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias);
 
 // out [rows, n] += bias [n] (out F32/BF16, bias the same dtype); dbias (F32) += column sums.
 void bias_add_forward(Tensor& out, const Tensor& bias);
@@ -41,11 +49,13 @@ void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tenso
                          const Tensor& x, const Tensor& weight, const Tensor& mean,
                          const Tensor& rstd);
 
-// qkv [B, T, 3C] (per-head [q|k|v] layout, as kernels/attention.h), out [B, T, C], probs
-// [B, H, T, T]: all F32 or all BF16 (softmax in F32).
-void attention_forward(Tensor& out, Tensor& probs, const Tensor& qkv, std::int64_t n_head);
-void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& probs,
-                        std::int64_t n_head);
+// qkv [B, T, 3C] (per-head [q|k|v] layout, as kernels/attention.h), out/dout [B, T, C], dqkv:
+// all F32 or all BF16; lse [B, H, T] F32. `kernel` picks cuDNN's fused SDPA or the cuBLAS
+// path (kernels/attention.h); both read and write the same lse.
+void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t n_head,
+                       AttentionKernel kernel);
+void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& out,
+                        const Tensor& lse, std::int64_t n_head, AttentionKernel kernel);
 
 // logits/dlogits F32 or BF16 (one dtype); losses, lse, maxima, sums: F32; targets I32.
 void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits,

@@ -26,20 +26,19 @@ TEST(Bf16Attention, CpuStagingRoundsTheF32OpOnce) {
       to_bf16(Tensor::from_vector(test::random_floats(kB * kT * kC, 22), {kB, kT, kC}));
 
   Tensor out = Tensor::empty({kB, kT, kC}, DType::BF16);
-  Tensor probs = Tensor::empty({kB, kH, kT, kT}, DType::BF16);
-  attention_forward(out, probs, qkv, kH);
+  Tensor lse = Tensor::empty({kB, kH, kT});  // F32 in every precision
+  attention_forward(out, lse, qkv, kH);
   Tensor dqkv = Tensor::empty({kB, kT, 3 * kC}, DType::BF16);
-  attention_backward(dqkv, dout, qkv, probs, kH);
+  attention_backward(dqkv, dout, qkv, out, lse, kH);
 
-  // The F32 op on the same values; the backward reads the bf16 probs, as the staged op does.
-  Tensor want_out = Tensor::empty({kB, kT, kC}), want_probs = Tensor::empty({kB, kH, kT, kT});
-  attention_forward(want_out, want_probs, as_f32(qkv), kH);
+  // The F32 op on the same values; the backward reads the bf16 out, as the staged op does.
+  Tensor want_out = Tensor::empty({kB, kT, kC}), want_lse = Tensor::empty({kB, kH, kT});
+  attention_forward(want_out, want_lse, as_f32(qkv), kH);
   Tensor want_dqkv = Tensor::empty({kB, kT, 3 * kC});
-  attention_backward(want_dqkv, as_f32(dout), as_f32(qkv), as_f32(probs), kH);
+  attention_backward(want_dqkv, as_f32(dout), as_f32(qkv), as_f32(out), want_lse, kH);
 
   test::expect_bitwise_equal("bf16 attention out", as_f32(out).to_vector(), rounded(want_out));
-  test::expect_bitwise_equal("bf16 attention probs", as_f32(probs).to_vector(),
-                             rounded(want_probs));
+  test::expect_bitwise_equal("bf16 attention lse (f32)", lse.to_vector(), want_lse.to_vector());
   test::expect_bitwise_equal("bf16 attention dqkv", as_f32(dqkv).to_vector(), rounded(want_dqkv));
   // And the values are attention's, not zeros: close to the f32 op to bf16's rounding.
   test::expect_close("bf16 attention out vs f32", as_f32(out).to_vector(), want_out.to_vector(),
@@ -49,12 +48,11 @@ TEST(Bf16Attention, CpuStagingRoundsTheF32OpOnce) {
 TEST(Bf16Attention, RefusesMixedDtypes) {
   const Tensor qkv = Tensor::zeros({kB, kT, 3 * kC}, DType::BF16);
   Tensor out_f32 = Tensor::empty({kB, kT, kC});
-  Tensor probs = Tensor::empty({kB, kH, kT, kT}, DType::BF16);
-  EXPECT_THROW(attention_forward(out_f32, probs, qkv, kH), InternalError);
+  Tensor lse = Tensor::empty({kB, kH, kT});
+  EXPECT_THROW(attention_forward(out_f32, lse, qkv, kH), InternalError);
   Tensor qkv_i32 = Tensor::zeros({kB, kT, 3 * kC}, DType::I32);
   Tensor out_i32 = Tensor::empty({kB, kT, kC}, DType::I32);
-  Tensor probs_i32 = Tensor::empty({kB, kH, kT, kT}, DType::I32);
-  EXPECT_THROW(attention_forward(out_i32, probs_i32, qkv_i32, kH), InternalError);
+  EXPECT_THROW(attention_forward(out_i32, lse, qkv_i32, kH), InternalError);
 }
 
 }  // namespace

@@ -71,6 +71,25 @@ TEST(TrainConfig, ImpossibleValuesAreRefusedByKey) {
   }
 }
 
+// training.attention: the three names, and cudnn only where cuDNN's fused attention can run.
+TEST(TrainConfig, AttentionKernelChoices) {
+  for (const char* name : {"auto", "cublas"})
+    EXPECT_EQ(error_of(kValid, {std::string("training.attention=") + name}), "") << name;
+  EXPECT_EQ(error_of(kValid, {"training.attention=cudnn", "training.device=cuda",
+                              "training.precision=bf16"}),
+            "");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"training.attention=flash"}, "must be auto, cudnn or cublas, got 'flash'"},
+      {{"training.attention=cudnn", "training.precision=bf16"}, "needs training.device: cuda"},
+      {{"training.attention=cudnn", "training.device=cuda"}, "needs training.precision: bf16"},
+  };
+  for (const auto& [overrides, want] : refused) {
+    const std::string msg = error_of(kValid, overrides);
+    EXPECT_NE(msg.find("training.attention"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(want), std::string::npos) << msg;
+  }
+}
+
 TEST(TrainConfig, UnknownKeysAndWrongTypes) {
   std::string msg = error_of(std::string(kValid) + "logging:\n  metric_file: x\n");
   EXPECT_NE(msg.find("run.yaml:14"), std::string::npos) << msg;
