@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/device_timing.h"
 #include "framework/device_runtime.h"
 #include "framework/philox.h"
 #include "framework/tensor.h"
@@ -48,8 +49,6 @@
 using namespace ternion;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 enum class Mode { F32, BF16, BF16ToF32 };
 
@@ -180,27 +179,6 @@ bool check_mode(Mode mode, Device gpu, bool transpose_a, bool transpose_b) {
   return ok;
 }
 
-// Median seconds per call of `gemm` (see the header for the method).
-double time_gemm(Device device, double min_batch_s, const std::function<void()>& gemm) {
-  gemm();
-  gemm();
-  device_synchronize(device);
-  auto start = Clock::now();
-  gemm();
-  device_synchronize(device);
-  const double once = std::chrono::duration<double>(Clock::now() - start).count();
-  const int calls = static_cast<int>(std::clamp(std::ceil(min_batch_s / once), 3.0, 2000.0));
-  std::vector<double> per_call;
-  for (int batch = 0; batch < 5; ++batch) {
-    start = Clock::now();
-    for (int i = 0; i < calls; ++i) gemm();
-    device_synchronize(device);
-    per_call.push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls);
-  }
-  std::sort(per_call.begin(), per_call.end());
-  return per_call[2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -264,7 +242,7 @@ int main(int argc, char** argv) {
                                input_dtype(c.mode), device);
       Tensor out = random_device({c.m, c.n}, output_dtype(c.mode), device);
       const float beta = c.mode == Mode::BF16ToF32 ? 1.0f : 0.0f;
-      const double seconds = time_gemm(device, min_batch_ms / 1e3, [&] {
+      const double seconds = bench::median_seconds_per_call(device, min_batch_ms / 1e3, [&] {
         matmul(out, a, b, c.transpose_a, c.transpose_b, 1.0f, beta);
       });
       const double flops = 2.0 * double(c.m) * double(c.n) * double(c.k);

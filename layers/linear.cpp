@@ -1,6 +1,8 @@
 #include "layers/linear.h"
 
 #include "kernels/bias_add.h"
+#include "kernels/gelu.h"
+#include "kernels/linear.h"
 #include "kernels/matmul.h"
 
 namespace ternion {
@@ -14,12 +16,13 @@ Shape with_last(const Shape& shape, std::int64_t last) {
 }  // namespace
 
 Linear::Linear(std::string name, std::int64_t in_features, std::int64_t out_features, bool bias,
-               float init_std, WeightShard shard)
+               float init_std, WeightShard shard, LinearActivation activation)
     : Layer(std::move(name)),
       weight_(make_sharded_parameter(this->name() + ".weight", {out_features, in_features},
                                      shard.dim, shard.parts, shard.index, ParameterInit::Normal,
                                      init_std, /*weight_decay=*/true)),
-      has_bias_(bias) {
+      has_bias_(bias),
+      activation_(activation) {
   if (has_bias_) {
     // The bias follows the output features: split with them, whole when the input is split.
     const std::int64_t parts = shard.dim == 0 ? shard.parts : 1;
@@ -32,16 +35,29 @@ Tensor Linear::forward(const Tensor& input, ActivationContext& ctx) {
   TN_CHECK(input.size(-1) == in_features(), name(), ": input ", input.str(), ", expected ",
            in_features(), " features");
   const Tensor x = input.view({-1, in_features()});
-  Tensor y = Tensor::empty({x.size(0), out_features()}, x.dtype(), input.device());
-  matmul(y, x, weight_.compute_value(), false, true);
-  if (has_bias_) bias_add_forward(y, bias_.compute_value());
-  ctx.save<Saved>(this).input = x;
+  const Shape rows_shape{x.size(0), out_features()};
+  Tensor y = Tensor::empty(rows_shape, x.dtype(), input.device());
+  Tensor pre_activation;  // x W^T + b, for the activation's backward
+  if (activation_ != LinearActivation::none)
+    pre_activation = Tensor::empty(rows_shape, x.dtype(), input.device());
+  linear_forward(y, pre_activation.defined() ? &pre_activation : nullptr, x,
+                 weight_.compute_value(), has_bias_ ? &bias_.compute_value() : nullptr,
+                 activation_);
+  Saved& saved = ctx.save<Saved>(this);
+  saved.input = x;
+  saved.pre_activation = pre_activation;
   return y.view(with_last(input.shape(), out_features()));
 }
 
 Tensor Linear::backward(const Tensor& grad_output, ActivationContext& ctx) {
   const Saved saved = ctx.take<Saved>(this);
-  const Tensor dy = grad_output.view({-1, out_features()});
+  Tensor dy = grad_output.view({-1, out_features()});
+  if (activation_ == LinearActivation::gelu) {
+    // The gradient of the pre-activation, ours to write (grad_output is the caller's).
+    Tensor dpre = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
+    gelu_backward(dpre, saved.pre_activation, dy);
+    dy = dpre;
+  }
   matmul(weight_.grad, dy, saved.input, true, false, 1.0f, 1.0f);
   if (has_bias_) bias_add_backward(bias_.grad, dy);
   Tensor dx = Tensor::empty({dy.size(0), in_features()}, dy.dtype(), dy.device());
@@ -56,10 +72,10 @@ void Linear::collect_parameters(std::vector<Parameter*>& out) {
 
 ColumnParallelLinear::ColumnParallelLinear(std::string name, std::int64_t in_features,
                                            std::int64_t out_features, bool bias, float init_std,
-                                           const TensorParallel& tp)
+                                           const TensorParallel& tp, LinearActivation activation)
     : Layer(name), tp_(tp),
       local_(std::move(name), in_features, out_features, bias, init_std,
-             WeightShard{0, tp.size(), tp.rank()}) {}
+             WeightShard{0, tp.size(), tp.rank()}, activation) {}
 
 Tensor ColumnParallelLinear::forward(const Tensor& input, ActivationContext& ctx) {
   const Tensor x = tp_.sequence_parallel ? gather_from_sequence_region(input, tp_)

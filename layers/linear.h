@@ -1,6 +1,8 @@
-// Linear layers: y = x W^T + b, with W [out_features, in_features] (PyTorch's layout).
-// Inputs are [..., in_features]; all leading dimensions are rows.
-//   backward: dx = dy W (returned), dW += dy^T x, db += sum_rows dy
+// Linear layers: y = act(x W^T + b), with W [out_features, in_features] (PyTorch's layout) and
+// act the identity or GELU (tanh form). Inputs are [..., in_features]; all leading dimensions
+// are rows. The forward is one op, kernels/linear.h (on GPU the bias rides on the GEMM).
+//   backward: dz = act'(z) dy with z = x W^T + b (saved by the forward; dz = dy without act),
+//             dx = dz W (returned), dW += dz^T x, db += sum_rows dz
 //
 // The tensor-parallel forms (Megatron-LM) split W over the ranks of a tensor-parallel group:
 //
@@ -11,9 +13,13 @@
 // RowParallelLinear: W split by input features (columns); the input is already split
 //   ([..., in / tp], e.g. a column-parallel output). The partial products are summed over the
 //   group (reduce_from_tensor_region; with sequence parallelism reduce-scattered along the
-//   sequence), then the bias, replicated on every rank, is added once.
+//   sequence), then the bias, replicated on every rank, is added once. No activation: it would
+//   have to follow the reduction.
+// A column-parallel activation is applied to this rank's features alone: GELU is elementwise,
+// so it commutes with the split by output features.
 #pragma once
 
+#include "kernels/linear.h"
 #include "layers/layer.h"
 #include "parallel/tensor_parallel.h"
 
@@ -31,7 +37,8 @@ class Linear : public Layer {
  public:
   // in_features / out_features are the whole layer's.
   Linear(std::string name, std::int64_t in_features, std::int64_t out_features, bool bias,
-         float init_std, WeightShard shard = {});
+         float init_std, WeightShard shard = {},
+         LinearActivation activation = LinearActivation::none);
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
@@ -42,17 +49,20 @@ class Linear : public Layer {
 
  private:
   struct Saved : SavedActivations {
-    Tensor input;
+    Tensor input;           // [rows, in_features]
+    Tensor pre_activation;  // [rows, out_features], x W^T + b; only with an activation
   };
   Parameter weight_;
   Parameter bias_;
   bool has_bias_;
+  LinearActivation activation_;
 };
 
 class ColumnParallelLinear : public Layer {
  public:
   ColumnParallelLinear(std::string name, std::int64_t in_features, std::int64_t out_features,
-                       bool bias, float init_std, const TensorParallel& tp);
+                       bool bias, float init_std, const TensorParallel& tp,
+                       LinearActivation activation = LinearActivation::none);
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override { local_.collect_parameters(out); }

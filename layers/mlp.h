@@ -1,4 +1,6 @@
-// MLP: up projection [C -> d_ff], GELU (tanh form), down projection [d_ff -> C], dropout.
+// MLP: up projection [C -> d_ff] with GELU (tanh form; the up projection's own activation, so
+// on GPU bias and GELU follow the GEMM without a separate bias pass), down projection
+// [d_ff -> C], dropout.
 // Tensor parallel: the up projection is column-parallel and the down projection row-parallel,
 // so GELU runs on each rank's d_ff / tp columns and the block communicates once forward (the
 // down projection's all-reduce) and once backward (the up projection's input gradient).
@@ -18,10 +20,7 @@ class Mlp : public Layer {
   void collect_parameters(std::vector<Parameter*>& out) override;
 
  private:
-  struct Saved : SavedActivations {
-    Tensor pre_gelu;  // [B, T, d_ff / tp]
-  };
-  ColumnParallelLinear fc_;
+  ColumnParallelLinear fc_;  // with GELU
   RowParallelLinear proj_;
   Dropout dropout_;
 };

@@ -13,8 +13,17 @@
 //
 // One cuBLASLt handle and one 32 MiB workspace per process (created on first use, on the
 // device, never freed: the CUDA runtime may be gone by static destruction). The heuristic's
-// algorithm is cached per (shape, transposes, dtypes, pointer alignments), so a training step
-// asks cuBLASLt once per distinct GEMM, not once per call.
+// algorithm is cached per (shape, transposes, dtypes, pointer alignments, epilogue), so a
+// training step asks cuBLASLt once per distinct GEMM, not once per call; "no algorithm" is
+// cached too.
+//
+// matmul_bias (linear_forward's fused path) is the same GEMM, out [M, N] = x [M, K] @ w^T, with
+// CUBLASLT_EPILOGUE_BIAS. cuBLASLt adds a bias of length "rows of D" to every column of D; our D
+// is out^T [N, M] column-major, whose rows are out's N columns: the bias lands on the output
+// features, as bias_add_forward adds it. The bias vector's type is left at cuBLASLt's default,
+// D's type (which is why linear_forward wants bias in out's dtype); the heuristic reads the bias
+// pointer for its alignment, so the pointer is set on the descriptor before the heuristic runs
+// and the bias's alignment is part of the cache key.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -23,6 +32,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "framework/cuda/cuda_check.h"
@@ -34,6 +44,11 @@ namespace ternion::cuda {
 namespace {
 
 constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+// The fused bias path is only asked for with a 16-byte aligned bias: cuBLASLt documents no
+// bias alignment rule beyond "the heuristic looks at the pointer", and other users of the bias
+// epilogue (Marian NMT) report alignment errors below 16 bytes. A tensor owning its storage
+// starts a cudaMalloc block (256-byte aligned), so only offset views fall back.
+constexpr std::uint32_t kMinBiasAlignment = 16;
 
 cudaDataType_t cuda_dtype(DType dtype) {
   switch (dtype) {
@@ -72,6 +87,14 @@ class MatmulDesc {
         cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &first, sizeof first));
     TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &second,
                                                    sizeof second));
+  }
+  // CUBLASLT_EPILOGUE_BIAS with `bias` (device memory, D's dtype, length = rows of D).
+  void set_bias_epilogue(const void* bias) {
+    const std::uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;  // the attribute is a uint32_t
+    TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                   sizeof epilogue));
+    TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                   sizeof bias));
   }
   cublasLtMatmulDesc_t get() const { return desc_; }
 
@@ -116,12 +139,16 @@ class MatmulPreference {
   cublasLtMatmulPreference_t preference_ = nullptr;
 };
 
+enum class Epilogue : std::uint8_t { none, bias };
+
 // Everything the heuristic's choice depends on.
 struct GemmKey {
   std::int64_t m, n, k;
   bool transpose_a, transpose_b;
   DType input, output;
   std::uint32_t align_a, align_b, align_out;
+  Epilogue epilogue;
+  std::uint32_t align_bias;  // 0 without a bias
   auto operator<=>(const GemmKey&) const = default;
 };
 
@@ -129,7 +156,7 @@ struct LtContext {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
   std::mutex mutex;  // guards algos
-  std::map<GemmKey, cublasLtMatmulAlgo_t> algos;
+  std::map<GemmKey, std::optional<cublasLtMatmulAlgo_t>> algos;  // nullopt: cuBLASLt has none
 };
 
 // Created on first use, after the runtime has bound this thread to its device.
@@ -151,38 +178,45 @@ LtContext& lt_context() {
 std::string describe(const GemmKey& key) {
   return ::ternion::detail::concat(
       "out [", key.m, ", ", key.n, "] = op(a)", key.transpose_a ? "^T" : "", " @ op(b)",
-      key.transpose_b ? "^T" : "", " with K ", key.k, ", ", dtype_name(key.input), " inputs, ",
-      dtype_name(key.output), " output, alignments a ", key.align_a, " b ", key.align_b,
-      " out ", key.align_out, " bytes");
+      key.transpose_b ? "^T" : "", key.epilogue == Epilogue::bias ? " + bias" : "", " with K ",
+      key.k, ", ", dtype_name(key.input), " inputs, ", dtype_name(key.output),
+      " output, alignments a ", key.align_a, " b ", key.align_b, " out ", key.align_out,
+      key.epilogue == Epilogue::bias ? " bias " : "",
+      key.epilogue == Epilogue::bias ? std::to_string(key.align_bias) : "", " bytes");
 }
 
-}  // namespace
+// `bias` null: no epilogue.
+GemmKey gemm_key(const Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a,
+                 bool transpose_b, const Tensor* bias) {
+  return GemmKey{a.size(transpose_a ? 1 : 0),
+                 b.size(transpose_b ? 0 : 1),
+                 a.size(transpose_a ? 0 : 1),
+                 transpose_a,
+                 transpose_b,
+                 a.dtype(),
+                 out.dtype(),
+                 alignment_of(a.raw_data()),
+                 alignment_of(b.raw_data()),
+                 alignment_of(out.raw_data()),
+                 bias != nullptr ? Epilogue::bias : Epilogue::none,
+                 bias != nullptr ? alignment_of(bias->raw_data()) : 0};
+}
 
-void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
-            float alpha, float beta) {
+// out = alpha * op(a) @ op(b) + beta * out, plus `bias` (length N, out's dtype) on every row of
+// out when not null, with the heuristic's (cached) algorithm. M, N, K > 0. Returns false,
+// having launched nothing, where cuBLASLt has no algorithm for the problem.
+bool run_gemm(const GemmKey& key, Tensor& out, const Tensor& a, const Tensor& b, float alpha,
+              float beta, const Tensor* bias) {
   cudaStream_t stream = compute_stream();
-  const std::int64_t m = a.size(transpose_a ? 1 : 0), k = a.size(transpose_a ? 0 : 1);
-  const std::int64_t n = b.size(transpose_b ? 0 : 1);
-  if (m == 0 || n == 0) return;
-  if (k == 0) {  // op(a) @ op(b) is zero: out = beta * out, as BLAS does (beta 0 overwrites)
-    if (beta == 0.0f) {
-      out.zero();
-    } else if (beta != 1.0f) {
-      scale(out, beta);
-    }
-    return;
-  }
-  TN_CHECK(a.dtype() == b.dtype(), "matmul (cuda): a ", a.str(), " and b ", b.str(),
-           " differ in dtype");
-  const cudaDataType_t input_type = cuda_dtype(a.dtype());
-  const cudaDataType_t output_type = cuda_dtype(out.dtype());
-  const GemmKey key{m, n, k, transpose_a, transpose_b, a.dtype(), out.dtype(),
-                    alignment_of(a.raw_data()), alignment_of(b.raw_data()),
-                    alignment_of(out.raw_data())};
+  const std::int64_t m = key.m, n = key.n, k = key.k;
+  const bool transpose_a = key.transpose_a, transpose_b = key.transpose_b;
+  const cudaDataType_t input_type = cuda_dtype(key.input);
+  const cudaDataType_t output_type = cuda_dtype(key.output);
 
   // out^T [N, M] = op(b)^T [N, K] @ op(a)^T [K, M], column-major (see the top of the file).
   MatmulDesc desc;
   desc.set_transposes(transpose_b, transpose_a);
+  if (bias != nullptr) desc.set_bias_epilogue(bias->raw_data());  // before the heuristic
   const MatrixLayout b_layout(input_type, transpose_b ? k : n, transpose_b ? n : k);
   const MatrixLayout a_layout(input_type, transpose_a ? m : k, transpose_a ? k : m);
   const MatrixLayout out_layout(output_type, n, m);
@@ -208,19 +242,57 @@ void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, boo
                   (status == CUBLAS_STATUS_SUCCESS || status == CUBLAS_STATUS_NOT_SUPPORTED),
                   "matmul (cuda): cublasLtMatmulAlgoGetHeuristic failed: ",
                   cublasGetStatusString(status), " for ", describe(key));
-      TN_CHECK_AS(CudaError,
-                  status == CUBLAS_STATUS_SUCCESS && n_results > 0 &&
-                      result.state == CUBLAS_STATUS_SUCCESS,
-                  "matmul (cuda): cuBLASLt has no algorithm for ", describe(key));
-      cached = lt.algos.emplace(key, result.algo).first;
+      std::optional<cublasLtMatmulAlgo_t> found;
+      if (status == CUBLAS_STATUS_SUCCESS && n_results > 0 && result.state == CUBLAS_STATUS_SUCCESS)
+        found = result.algo;
+      cached = lt.algos.emplace(key, found).first;
     }
-    algo = cached->second;
+    if (!cached->second) return false;
+    algo = *cached->second;
   }
   // C and D are both out: beta * out is read and the result written in place.
   TN_CUBLAS_CHECK(cublasLtMatmul(lt.handle, desc.get(), &alpha, b.raw_data(), b_layout.get(),
                                  a.raw_data(), a_layout.get(), &beta, out.raw_data(),
                                  out_layout.get(), out.raw_data(), out_layout.get(), &algo,
                                  lt.workspace, kWorkspaceBytes, stream));
+  return true;
+}
+
+}  // namespace
+
+void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+            float alpha, float beta) {
+  const std::int64_t m = a.size(transpose_a ? 1 : 0), k = a.size(transpose_a ? 0 : 1);
+  const std::int64_t n = b.size(transpose_b ? 0 : 1);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // op(a) @ op(b) is zero: out = beta * out, as BLAS does (beta 0 overwrites)
+    if (beta == 0.0f) {
+      out.zero();
+    } else if (beta != 1.0f) {
+      scale(out, beta);
+    }
+    return;
+  }
+  TN_CHECK(a.dtype() == b.dtype(), "matmul (cuda): a ", a.str(), " and b ", b.str(),
+           " differ in dtype");
+  const GemmKey key = gemm_key(out, a, b, transpose_a, transpose_b, /*bias=*/nullptr);
+  TN_CHECK_AS(CudaError, run_gemm(key, out, a, b, alpha, beta, /*bias=*/nullptr),
+              "matmul (cuda): cuBLASLt has no algorithm for ", describe(key));
+}
+
+bool matmul_bias(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
+  TN_CHECK(x.dtype() == w.dtype() && out.dtype() == x.dtype() && bias.dtype() == x.dtype(),
+           "matmul_bias (cuda): out ", out.str(), ", x ", x.str(), ", w ", w.str(), ", bias ",
+           bias.str(), " must share one dtype");
+  const std::int64_t m = x.size(0), k = x.size(1), n = w.size(0);
+  TN_CHECK(w.size(1) == k && out.size(0) == m && out.size(1) == n && bias.dim() == 1 &&
+               bias.size(0) == n,
+           "matmul_bias (cuda): out ", shape_str(out.shape()), " = x ", shape_str(x.shape()),
+           " @ w ", shape_str(w.shape()), "^T + bias ", shape_str(bias.shape()));
+  if (m == 0 || n == 0) return true;  // nothing to write
+  if (k == 0 || alignment_of(bias.raw_data()) < kMinBiasAlignment) return false;
+  const GemmKey key = gemm_key(out, x, w, /*transpose_a=*/false, /*transpose_b=*/true, &bias);
+  return run_gemm(key, out, x, w, /*alpha=*/1.0f, /*beta=*/0.0f, &bias);
 }
 
 }  // namespace ternion::cuda

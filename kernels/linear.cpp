@@ -1,0 +1,93 @@
+#include "kernels/linear.h"
+
+#include "framework/features.h"
+#include "kernels/bias_add.h"
+#include "kernels/gelu.h"
+#include "kernels/matmul.h"
+#if TN_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
+
+namespace ternion {
+
+namespace {
+
+bool is_float(DType dtype) { return dtype == DType::F32 || dtype == DType::BF16; }
+
+void check_operand(const char* what, const Tensor& t, std::int64_t dims, const Tensor& x) {
+  TN_CHECK(t.dim() == dims && t.is_contiguous() && t.dtype() == x.dtype(), "linear_forward: ",
+           what, " ", t.str(), " must be a contiguous ", dims, "-D tensor of x's dtype (x ",
+           x.str(), ")");
+  TN_CHECK(t.device() == x.device(), "linear_forward: ", what, " ", t.str(), " and x ", x.str(),
+           " are on different devices");
+}
+
+void check_operands(const Tensor& out, const Tensor* pre_activation, const Tensor& x,
+                    const Tensor& w, const Tensor* bias, LinearActivation activation) {
+  TN_CHECK(is_float(x.dtype()) && x.dim() == 2 && x.is_contiguous(),
+           "linear_forward: x must be a contiguous 2-D f32 or bf16 tensor [rows, k], got ",
+           x.str());
+  check_operand("w", w, 2, x);
+  check_operand("out", out, 2, x);
+  if (bias != nullptr) check_operand("bias", *bias, 1, x);
+  const std::int64_t rows = x.size(0), k = x.size(1), n = w.size(0);
+  TN_CHECK(w.size(1) == k && out.size(0) == rows && out.size(1) == n &&
+               (bias == nullptr || bias->size(0) == n),
+           "linear_forward: out ", shape_str(out.shape()), " = x ", shape_str(x.shape()),
+           " @ w ", shape_str(w.shape()), "^T", (bias != nullptr ? " + bias " : ""),
+           (bias != nullptr ? shape_str(bias->shape()) : ""),
+           " (x [rows, k], w [n, k], bias [n], out [rows, n])");
+  if (activation == LinearActivation::gelu) {
+    TN_CHECK(pre_activation != nullptr,
+             "linear_forward: gelu needs a pre_activation tensor [rows, n] for the backward");
+    check_operand("pre_activation", *pre_activation, 2, x);
+    TN_CHECK(pre_activation->shape() == out.shape(), "linear_forward: pre_activation ",
+             shape_str(pre_activation->shape()), " must have out's shape ",
+             shape_str(out.shape()));
+    TN_CHECK(out.numel() == 0 || pre_activation->raw_data() != out.raw_data(),
+             "linear_forward: pre_activation and out must be different tensors");
+  } else {
+    TN_CHECK(pre_activation == nullptr, "linear_forward: pre_activation is only written with ",
+             "gelu, got one with activation ", linear_activation_name(activation));
+  }
+}
+
+// affine = x @ w^T (+ bias), the kernels one after the other.
+void affine_unfused(Tensor& affine, const Tensor& x, const Tensor& w, const Tensor* bias) {
+  matmul(affine, x, w, false, true);
+  if (bias != nullptr) bias_add_forward(affine, *bias);
+}
+
+}  // namespace
+
+const char* linear_activation_name(LinearActivation activation) {
+  switch (activation) {
+    case LinearActivation::none:
+      return "none";
+    case LinearActivation::gelu:
+      return "gelu";
+  }
+  return "?";
+}
+
+void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const Tensor& w,
+                    const Tensor* bias, LinearActivation activation) {
+  check_operands(out, pre_activation, x, w, bias, activation);
+  // With GELU the affine result is the pre-activation, and out is computed from it.
+  const bool gelu = activation == LinearActivation::gelu;
+  Tensor& affine = gelu ? *pre_activation : out;
+  if (x.device().is_cpu()) {
+    affine_unfused(affine, x, w, bias);
+  } else {
+#if TN_HAVE_CUDA
+    // One GEMM with the bias epilogue where cuBLASLt has one for this problem, else two passes.
+    if (bias == nullptr || !cuda::matmul_bias(affine, x, w, *bias))
+      affine_unfused(affine, x, w, bias);
+#else
+    TN_THROW(CudaError, "linear_forward: no CUDA kernel in this build");
+#endif
+  }
+  if (gelu) gelu_forward(out, affine);
+}
+
+}  // namespace ternion

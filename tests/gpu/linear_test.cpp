@@ -1,0 +1,191 @@
+// linear_forward on the GPU (cuBLASLt's bias epilogue, or the unfused kernels where cuBLASLt
+// has no algorithm for it) against the CPU op, F32 tightly and BF16 to its rounding, for every
+// activation, with and without bias, with widths n that are and are not multiples of 8; a
+// misaligned bias (which must take the unfused path) against an aligned one; and the Linear
+// layer with GELU, forward and every gradient, against the same layer on the CPU.
+#include <iostream>
+#include <string>
+
+#include "gpu_test_util.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/linear.h"
+#include "layers/linear.h"
+#include "layers/mixed_precision.h"
+
+namespace ternion::test {
+namespace {
+
+struct LinearCase {
+  std::int64_t rows, k, n;
+};
+
+// n = 53, 13 and 1: no multiple of 8; 96 and 64: multiples of 8; one row; a long K.
+const LinearCase kCases[] = {{37, 29, 53}, {64, 128, 96}, {5, 300, 13}, {1, 64, 64}, {9, 7, 1}};
+
+std::string label_of(const char* dtype, const LinearCase& c, bool with_bias,
+                     LinearActivation activation) {
+  return std::string(dtype) + " [" + std::to_string(c.rows) + "x" + std::to_string(c.k) +
+         "] @ [" + std::to_string(c.n) + "x" + std::to_string(c.k) + "]^T" +
+         (with_bias ? " + bias" : "") + ", " + linear_activation_name(activation);
+}
+
+// Dot products of K terms of size <= 1 summed in another order than the CPU's.
+double f32_atol(std::int64_t k) { return 2e-7 * static_cast<double>(k + 1); }
+
+struct Result {
+  std::vector<float> out, pre_activation;  // pre_activation empty without an activation
+};
+
+// linear_forward on CPU F32 tensors or on device tensors of `dtype`.
+Result run_linear(const Tensor& x, const Tensor& w, const Tensor* bias,
+                  LinearActivation activation, Device device, DType dtype) {
+  const bool on_gpu = !device.is_cpu();
+  const Tensor placed_x = on_gpu ? to_gpu(x, dtype) : x;
+  const Tensor placed_w = on_gpu ? to_gpu(w, dtype) : w;
+  Tensor placed_bias;
+  if (bias != nullptr) placed_bias = on_gpu ? to_gpu(*bias, dtype) : *bias;
+  const Shape shape{x.size(0), w.size(0)};
+  Tensor out = Tensor::empty(shape, dtype, device), pre = Tensor::empty(shape, dtype, device);
+  const bool gelu = activation == LinearActivation::gelu;
+  linear_forward(out, gelu ? &pre : nullptr, placed_x, placed_w,
+                 bias != nullptr ? &placed_bias : nullptr, activation);
+  Result result{to_host_floats(out), {}};
+  if (gelu) result.pre_activation = to_host_floats(pre);
+  return result;
+}
+
+// Whether cuBLASLt fuses the bias for this problem (printed: the first GPU run tells whether
+// the epilogue path is taken at all).
+bool bias_epilogue_taken(const LinearCase& c, DType dtype) {
+  const Tensor x = to_gpu(random_tensor({c.rows, c.k}, 1), dtype);
+  const Tensor w = to_gpu(random_tensor({c.n, c.k}, 2), dtype);
+  const Tensor bias = to_gpu(random_tensor({c.n}, 3), dtype);
+  Tensor out = Tensor::empty({c.rows, c.n}, dtype, gpu());
+  return cuda::matmul_bias(out, x, w, bias);
+}
+
+TEST(GpuLinear, F32MatchesCpuForEveryEpilogue) {
+  TN_REQUIRE_GPU();
+  for (const LinearCase& c : kCases) {
+    std::cout << "f32 rows " << c.rows << " k " << c.k << " n " << c.n << ": bias epilogue "
+              << (bias_epilogue_taken(c, DType::F32) ? "fused" : "unfused (fallback)") << "\n";
+    const Tensor x = random_tensor({c.rows, c.k}, 1), w = random_tensor({c.n, c.k}, 2);
+    const Tensor bias = random_tensor({c.n}, 3);
+    for (bool with_bias : {false, true}) {
+      for (LinearActivation activation : {LinearActivation::none, LinearActivation::gelu}) {
+        const std::string label = label_of("f32", c, with_bias, activation);
+        const Tensor* b = with_bias ? &bias : nullptr;
+        const Result want = run_linear(x, w, b, activation, Device::cpu(), DType::F32);
+        const Result got = run_linear(x, w, b, activation, gpu(), DType::F32);
+        expect_close(label + " out", got.out, want.out, f32_atol(c.k), 1e-5);
+        if (activation == LinearActivation::gelu) {
+          expect_close(label + " pre_activation", got.pre_activation, want.pre_activation,
+                       f32_atol(c.k), 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuLinear, Bf16MatchesCpuOnRoundedInputs) {
+  TN_REQUIRE_GPU();
+  for (const LinearCase& c : kCases) {
+    std::cout << "bf16 rows " << c.rows << " k " << c.k << " n " << c.n << ": bias epilogue "
+              << (bias_epilogue_taken(c, DType::BF16) ? "fused" : "unfused (fallback)") << "\n";
+    const Tensor x = random_tensor({c.rows, c.k}, 4), w = random_tensor({c.n, c.k}, 5);
+    const Tensor bias = random_tensor({c.n}, 6);
+    // The CPU reference in F32 on the values the bf16 op sees; the GPU rounds the affine
+    // result (once fused, twice unfused) and the GELU output to bf16.
+    const Tensor x16 = round_to_bf16(x), w16 = round_to_bf16(w), bias16 = round_to_bf16(bias);
+    for (bool with_bias : {false, true}) {
+      for (LinearActivation activation : {LinearActivation::none, LinearActivation::gelu}) {
+        const std::string label = label_of("bf16", c, with_bias, activation);
+        const Result want = run_linear(x16, w16, with_bias ? &bias16 : nullptr, activation,
+                                       Device::cpu(), DType::F32);
+        const Result got =
+            run_linear(x, w, with_bias ? &bias : nullptr, activation, gpu(), DType::BF16);
+        expect_close(label + " out", got.out, want.out, 1e-2, 1e-2);
+        if (activation == LinearActivation::gelu) {
+          expect_close(label + " pre_activation", got.pre_activation, want.pre_activation, 1e-2,
+                       1e-2);
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuLinear, MisalignedBiasFallsBackToTheSameResult) {
+  TN_REQUIRE_GPU();
+  // A bias starting 4 bytes into its storage is below the fused path's 16-byte minimum: it
+  // runs matmul + bias_add_forward, and must agree with the aligned (possibly fused) call.
+  const LinearCase c{33, 40, 24};
+  const Tensor x = to_gpu(random_tensor({c.rows, c.k}, 7));
+  const Tensor w = to_gpu(random_tensor({c.n, c.k}, 8));
+  const Tensor bias_storage = to_gpu(random_tensor({c.n + 1}, 9));
+  const Tensor misaligned = bias_storage.slice(0, 1, c.n);
+  const Tensor aligned = misaligned.clone();
+  Tensor out = Tensor::empty({c.rows, c.n}, DType::F32, gpu());
+  EXPECT_FALSE(cuda::matmul_bias(out, x, w, misaligned)) << "a 4-byte aligned bias was fused";
+  Tensor fallback = Tensor::empty({c.rows, c.n}, DType::F32, gpu());
+  Tensor fused = Tensor::empty({c.rows, c.n}, DType::F32, gpu());
+  Tensor pre_fallback = Tensor::empty({c.rows, c.n}, DType::F32, gpu());
+  Tensor pre_fused = Tensor::empty({c.rows, c.n}, DType::F32, gpu());
+  linear_forward(fallback, &pre_fallback, x, w, &misaligned, LinearActivation::gelu);
+  linear_forward(fused, &pre_fused, x, w, &aligned, LinearActivation::gelu);
+  expect_close("misaligned vs aligned bias, pre_activation", to_host_floats(pre_fallback),
+               to_host_floats(pre_fused), f32_atol(c.k), 1e-5);
+  expect_close("misaligned vs aligned bias, out", to_host_floats(fallback),
+               to_host_floats(fused), f32_atol(c.k), 1e-5);
+
+  // K = 0: out = gelu(bias) on every row, by the unfused path.
+  const Tensor empty_x = Tensor::empty({3, 0}, DType::F32, gpu());
+  const Tensor empty_w = Tensor::empty({c.n, 0}, DType::F32, gpu());
+  Tensor k0 = Tensor::empty({3, c.n}, DType::F32, gpu());
+  Tensor k0_pre = Tensor::empty({3, c.n}, DType::F32, gpu());
+  linear_forward(k0, &k0_pre, empty_x, empty_w, &aligned, LinearActivation::gelu);
+  Tensor want_k0 = Tensor::empty({3, c.n}), want_k0_pre = Tensor::empty({3, c.n});
+  const Tensor host_bias = Tensor::from_vector(to_host_floats(aligned), {c.n});
+  linear_forward(want_k0, &want_k0_pre, Tensor::empty({3, 0}), Tensor::empty({c.n, 0}),
+                 &host_bias, LinearActivation::gelu);
+  expect_close("K = 0", to_host_floats(k0), want_k0.to_vector(), 1e-6, 1e-6);
+}
+
+// The values of a (CPU or GPU) tensor on the host.
+std::vector<float> host(const Tensor& t) {
+  return t.device().is_cpu() ? as_f32(t.contiguous()).to_vector() : to_host_floats(t);
+}
+
+TEST(GpuLinear, GeluLayerForwardAndGradientsMatchCpu) {
+  TN_REQUIRE_GPU();
+  const std::int64_t in = 48, out = 52;  // 52: not a multiple of 8
+  Linear cpu_layer("fc", in, out, /*bias=*/true, 0.5f, {}, LinearActivation::gelu);
+  Linear gpu_layer("fc", in, out, /*bias=*/true, 0.5f, {}, LinearActivation::gelu);
+  std::vector<Parameter*> cpu_params = cpu_layer.parameters(), gpu_params = gpu_layer.parameters();
+  ASSERT_EQ(cpu_params.size(), 2u);
+  for (std::size_t i = 0; i < cpu_params.size(); ++i) {
+    initialize_parameter(*cpu_params[i], 11);
+    initialize_parameter(*gpu_params[i], 11);
+  }
+  // A nonzero bias (it initialises to zeros) so the bias path is exercised.
+  const Tensor bias = random_tensor({out}, 12);
+  cpu_params[1]->value.copy_from(bias);
+  gpu_params[1]->value.copy_from(bias);
+  place_parameters(gpu_params, gpu());
+
+  const Tensor x = random_tensor({2, 5, in}, 13), dy = random_tensor({2, 5, out}, 14);
+  ActivationContext cpu_ctx(MicroBatchInfo{}), gpu_ctx(MicroBatchInfo{});
+  const Tensor cpu_y = cpu_layer.forward(x, cpu_ctx);
+  const Tensor gpu_y = gpu_layer.forward(to_gpu(x), gpu_ctx);
+  const Tensor cpu_dx = cpu_layer.backward(dy, cpu_ctx);
+  const Tensor gpu_dx = gpu_layer.backward(to_gpu(dy), gpu_ctx);
+  EXPECT_TRUE(cpu_ctx.empty() && gpu_ctx.empty());
+  EXPECT_EQ(gpu_y.shape(), (Shape{2, 5, out}));
+  EXPECT_EQ(gpu_dx.shape(), (Shape{2, 5, in}));
+  expect_close("layer y", host(gpu_y), host(cpu_y), 2e-5, 1e-5);
+  expect_close("layer dx", host(gpu_dx), host(cpu_dx), 2e-5, 1e-5);
+  expect_close("layer dW", host(gpu_params[0]->grad), host(cpu_params[0]->grad), 2e-5, 1e-5);
+  expect_close("layer db", host(gpu_params[1]->grad), host(cpu_params[1]->grad), 2e-5, 1e-5);
+}
+
+}  // namespace
+}  // namespace ternion::test

@@ -1,0 +1,152 @@
+// linear_forward on CPU: bit for bit matmul, bias_add_forward and gelu_forward called one by
+// one (what Linear and Mlp ran before the op existed), for every activation, with and without
+// bias, f32 and bf16; the misuse checks name what is wrong.
+#include <string>
+
+#include "kernels/bias_add.h"
+#include "kernels/gelu.h"
+#include "kernels/linear.h"
+#include "kernels/matmul.h"
+#include "tests/kernels/bf16_test_util.h"
+
+namespace ternion {
+namespace {
+
+using test::random_f32;
+using test::to_bf16;
+
+struct Composed {
+  Tensor out, pre_activation;
+};
+
+// The unfused kernels, in the order linear_forward promises.
+Composed compose(const Tensor& x, const Tensor& w, const Tensor* bias,
+                 LinearActivation activation) {
+  Tensor affine = Tensor::empty({x.size(0), w.size(0)}, x.dtype());
+  matmul(affine, x, w, false, true);
+  if (bias != nullptr) bias_add_forward(affine, *bias);
+  if (activation == LinearActivation::none) return {affine, Tensor()};
+  Tensor out = Tensor::empty(affine.shape(), affine.dtype());
+  gelu_forward(out, affine);
+  return {out, affine};
+}
+
+std::vector<float> values(const Tensor& t) { return as_f32(t).to_vector(); }
+
+void expect_matches_composed(DType dtype, std::int64_t rows, std::int64_t k, std::int64_t n,
+                             bool with_bias, LinearActivation activation) {
+  const std::string label = std::string(dtype_name(dtype)) + " [" + std::to_string(rows) + "x" +
+                            std::to_string(k) + "] @ [" + std::to_string(n) + "x" +
+                            std::to_string(k) + "]^T" + (with_bias ? " + bias" : "") + ", " +
+                            linear_activation_name(activation);
+  Tensor x = random_f32({rows, k}, 1), w = random_f32({n, k}, 2), b = random_f32({n}, 3);
+  if (dtype == DType::BF16) {
+    x = to_bf16(x);
+    w = to_bf16(w);
+    b = to_bf16(b);
+  }
+  const Tensor* bias = with_bias ? &b : nullptr;
+  const Composed want = compose(x, w, bias, activation);
+
+  Tensor out = Tensor::full({rows, n}, 7.0f);  // overwritten, never read
+  if (dtype == DType::BF16) out = to_bf16(out);
+  Tensor pre = Tensor::empty({rows, n}, dtype);
+  const bool gelu = activation == LinearActivation::gelu;
+  linear_forward(out, gelu ? &pre : nullptr, x, w, bias, activation);
+  ASSERT_EQ(out.dtype(), dtype) << label;
+  test::expect_bitwise_equal(label + " out", values(out), values(want.out));
+  if (gelu) {
+    test::expect_bitwise_equal(label + " pre_activation", values(pre),
+                               values(want.pre_activation));
+  }
+}
+
+TEST(LinearForward, MatchesComposedKernelsBitForBit) {
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (bool with_bias : {false, true})
+      for (LinearActivation activation : {LinearActivation::none, LinearActivation::gelu}) {
+        expect_matches_composed(dtype, 21, 10, 13, with_bias, activation);
+        expect_matches_composed(dtype, 1, 64, 48, with_bias, activation);
+      }
+}
+
+TEST(LinearForward, GeluChangesTheResult) {
+  // The comparison above can fail: gelu and none differ, and the bias is applied.
+  const Tensor x = random_f32({6, 5}, 4), w = random_f32({3, 5}, 5), b = random_f32({3}, 6);
+  Tensor plain = Tensor::empty({6, 3}), activated = Tensor::empty({6, 3});
+  Tensor pre = Tensor::empty({6, 3}), no_bias = Tensor::empty({6, 3});
+  linear_forward(plain, nullptr, x, w, &b, LinearActivation::none);
+  linear_forward(activated, &pre, x, w, &b, LinearActivation::gelu);
+  linear_forward(no_bias, nullptr, x, w, nullptr, LinearActivation::none);
+  test::expect_bitwise_equal("pre_activation = the plain affine result", pre.to_vector(),
+                             plain.to_vector());
+  EXPECT_NE(activated.to_vector(), plain.to_vector());
+  EXPECT_NE(no_bias.to_vector(), plain.to_vector());
+  const auto p = plain.to_vector(), a = activated.to_vector();
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (p[i] > 1.0f) {
+      EXPECT_GT(a[i], 0.8f * p[i]) << "gelu(z) ~ z for z > 1, element " << i;
+    }
+  }
+}
+
+// Expects linear_forward to throw InternalError whose message contains `needle`.
+template <class Call>
+void expect_error(const std::string& label, Call call, const std::string& needle) {
+  try {
+    call();
+    ADD_FAILURE() << label << ": did not throw";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << label << ": " << e.what() << " does not mention '" << needle << "'";
+  }
+}
+
+TEST(LinearForward, MisuseNamesTheProblem) {
+  const Tensor x = Tensor::zeros({4, 3}), w = Tensor::zeros({5, 3}), b = Tensor::zeros({5});
+  Tensor out = Tensor::empty({4, 5}), pre = Tensor::empty({4, 5});
+  const auto none = LinearActivation::none, gelu = LinearActivation::gelu;
+  EXPECT_NO_THROW(linear_forward(out, nullptr, x, w, &b, none));
+  EXPECT_NO_THROW(linear_forward(out, &pre, x, w, &b, gelu));
+
+  expect_error("inner dimension", [&] {
+    linear_forward(out, nullptr, x, Tensor::zeros({5, 4}), &b, none);
+  }, "w [5, 4]");
+  expect_error("out shape", [&] {
+    Tensor wrong = Tensor::empty({4, 6});
+    linear_forward(wrong, nullptr, x, w, &b, none);
+  }, "out [4, 6]");
+  expect_error("bias length", [&] {
+    const Tensor short_bias = Tensor::zeros({4});
+    linear_forward(out, nullptr, x, w, &short_bias, none);
+  }, "bias [4]");
+  expect_error("bias 2-D", [&] {
+    const Tensor bias2 = Tensor::zeros({1, 5});
+    linear_forward(out, nullptr, x, w, &bias2, none);
+  }, "bias");
+  expect_error("x 3-D", [&] {
+    linear_forward(out, nullptr, Tensor::zeros({2, 2, 3}), w, &b, none);
+  }, "2-D");
+  expect_error("mixed dtypes", [&] {
+    linear_forward(out, nullptr, x, to_bf16(w), &b, none);
+  }, "x's dtype");
+  expect_error("strided x", [&] {
+    linear_forward(out, nullptr, Tensor::zeros({4, 6}).slice(1, 0, 3), w, &b, none);
+  }, "contiguous");
+  expect_error("gelu without pre_activation", [&] {
+    linear_forward(out, nullptr, x, w, &b, gelu);
+  }, "pre_activation");
+  expect_error("pre_activation of the wrong shape", [&] {
+    Tensor wrong = Tensor::empty({5, 4});
+    linear_forward(out, &wrong, x, w, &b, gelu);
+  }, "pre_activation [5, 4]");
+  expect_error("pre_activation aliasing out", [&] {
+    linear_forward(out, &out, x, w, &b, gelu);
+  }, "different tensors");
+  expect_error("pre_activation without an activation", [&] {
+    linear_forward(out, &pre, x, w, &b, none);
+  }, "only written with gelu");
+}
+
+}  // namespace
+}  // namespace ternion
