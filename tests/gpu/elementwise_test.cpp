@@ -3,7 +3,9 @@
 // scale) must match the CPU bit for bit; GELU to a few ulps (each compiler fuses multiply-adds
 // where it likes); the reductions (dbias, sum_of_squares) to their summation order, and
 // bit-for-bit between two GPU runs.
+#include <algorithm>
 #include <limits>
+#include <string>
 
 #include "gpu_test_util.h"
 #include "kernels/bias_add.h"
@@ -130,6 +132,38 @@ TEST(GpuElementwise, AddAccumulateScaleAreTheCpuOpsBitForBit) {
   accumulate(mixed, to_gpu(b, DType::BF16));
   ASSERT_EQ(mixed.dtype(), DType::F32);
   expect_bitwise_equal("f32 += bf16", to_host_floats(mixed), want_mixed.to_vector());
+}
+
+// The elementwise grids are capped at 65535 blocks of 256 threads; past 65535 * 256 elements
+// every thread loops. A tensor just longer than one pass must be covered to its last element
+// (the element a loop that stopped after one pass would miss).
+TEST(GpuElementwise, GridStrideLoopsReachTheLastElement) {
+  TN_REQUIRE_GPU();
+  const std::int64_t n = std::int64_t{65535} * 256 + 1001;
+  const Tensor a = random_tensor({n}, 12, -3.0f, 3.0f), b = random_tensor({n}, 13);
+
+  Tensor want_sum = Tensor::empty({n});
+  add(want_sum, a, b);
+  scale(want_sum, 0.75f);
+  Tensor sum = Tensor::empty({n}, DType::F32, gpu());
+  add(sum, to_gpu(a), to_gpu(b));
+  scale(sum, 0.75f);
+  expect_bitwise_equal("add then scale, n " + std::to_string(n), to_host_floats(sum),
+                       want_sum.to_vector());
+
+  Tensor want_bf16 = Tensor::empty({n}, DType::BF16);
+  convert(want_bf16, a);
+  expect_bitwise_equal("convert to bf16, n " + std::to_string(n),
+                       to_host_floats(to_gpu(a, DType::BF16)), host_values(want_bf16));
+
+  const std::vector<float> filled = Tensor::full({n}, -2.5f, gpu()).to_vector();
+  EXPECT_EQ(filled.front(), -2.5f);
+  EXPECT_EQ(filled.back(), -2.5f);
+  EXPECT_EQ(std::count(filled.begin(), filled.end(), -2.5f), n) << "fill";
+
+  std::vector<float> with_nan = a.to_vector();
+  with_nan.back() = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(all_finite(to_gpu(Tensor::from_vector(with_nan, {n})))) << "NaN at the end";
 }
 
 TEST(GpuElementwise, SumOfSquaresIsDeterministicAndMatchesCpu) {
