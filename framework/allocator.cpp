@@ -69,12 +69,18 @@ void CachingAllocator::deallocate(void* ptr, std::size_t bytes) noexcept {
 }
 
 void CachingAllocator::release_cached() noexcept {
-  std::lock_guard lock(mutex_);
-  for (auto& [size, blocks] : free_blocks_) {
-    for (void* ptr : blocks) backing_.deallocate(ptr, size);
+  // Freed outside the lock: a device allocator's deallocate may wait for the device, and a
+  // thread freeing a block meanwhile (an NCCL watchdog releasing a finished operation's
+  // tensors) must not wait behind it.
+  std::map<std::size_t, std::vector<void*>> blocks;
+  {
+    std::lock_guard lock(mutex_);
+    blocks.swap(free_blocks_);
+    cached_ = 0;
   }
-  free_blocks_.clear();
-  cached_ = 0;
+  for (auto& [size, ptrs] : blocks) {
+    for (void* ptr : ptrs) backing_.deallocate(ptr, size);
+  }
 }
 
 std::size_t CachingAllocator::bytes_in_use() const {

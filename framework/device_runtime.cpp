@@ -57,6 +57,10 @@ void device_synchronize(Device device) {
   if (device.is_cpu()) return;
 #if TN_HAVE_CUDA
   check_is_process_device(device);
+  // Not cudaDeviceSynchronize: a device-wide wait would also block on an NCCL collective whose
+  // peer has not joined yet. The communicators' own streams are reached through the compute
+  // stream where they matter: Work::wait makes it wait for the operation. An operation never
+  // waited for is not covered (its tensors stay held until its watchdog sees it complete).
   TN_CUDA_CHECK(cudaStreamSynchronize(cuda::compute_stream()));
   TN_CUDA_CHECK(cudaStreamSynchronize(cuda::comm_stream()));
 #else

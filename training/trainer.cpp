@@ -21,6 +21,7 @@
 #include "layers/kv_cache_decoder.h"
 #include "layers/parameter_count.h"
 #include "optimizers/lr_schedule.h"
+#include "parallel/comm/comm_backend.h"
 #include "framework/safetensors.h"
 #include "training/checkpoint.h"
 #include "training/hf_export.h"
@@ -275,6 +276,9 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   metrics.lr = learning_rate_at(config_.optimizer, step, config_.training.steps);
   reduce_partial_gradients();
   metrics.grad_norm = grad_norm();
+  // The norm was read on the host: a communication failure in the step so far (NCCL's watchdog
+  // aborts without blocking us) must stop the run before garbage gradients are applied.
+  check_communication_health();
   metrics.skipped = !std::isfinite(metrics.grad_norm);
   if (!metrics.skipped) {
     optimizer_->step(static_cast<float>(metrics.lr),
@@ -287,6 +291,7 @@ StepMetrics Trainer::train_step(std::int64_t step) {
     metrics.buckets_reduced_early = reducer_->stats().buckets_started_early;
   }
   device_synchronize(device_);  // the step's time includes its queued GPU work
+  check_communication_health();  // before the step's metrics are logged or acted on
   const double seconds = seconds_since(start);
   metrics.ms_per_step = seconds * 1e3;
   metrics.tokens_per_s =
@@ -365,6 +370,7 @@ double Trainer::evaluate() {
     loss_sum = all_reduce_double(groups_->data(), loss_sum);
     valid_tokens = all_reduce_double(groups_->data(), valid_tokens);
   }
+  check_communication_health();  // the losses were read on the host
   return valid_tokens > 0 ? loss_sum / valid_tokens : 0.0;
 }
 
@@ -568,6 +574,7 @@ void Trainer::load_hf_weights(const std::string& dir) {
 }
 
 void Trainer::save_checkpoint(std::int64_t step) {
+  check_communication_health();  // never save what a failed collective left behind
   const int dp_rank = groups_ != nullptr ? groups_->dp_rank() : 0;
   const bool zero1 = reducer_ && reducer_->zero1();
   auto tied = [&](const Parameter* p) {
@@ -613,8 +620,12 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
 }
 
 Tensor Trainer::full_logits(const Tensor& tokens) {
-  // Sampling reads the logits on the host, in f32.
-  auto on_host = [](const Tensor& logits) { return as_f32(logits).to(Device::cpu()); };
+  // Sampling reads the logits on the host, in f32 (and only once no communication has failed).
+  auto on_host = [](const Tensor& logits) {
+    Tensor host = as_f32(logits).to(Device::cpu());
+    check_communication_health();
+    return host;
+  };
   const Tensor device_tokens = tokens.to(device_);
   if (!pipelined()) {
     MicroBatchInfo info;

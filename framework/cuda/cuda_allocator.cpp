@@ -7,6 +7,7 @@
 #include <new>
 
 #include "framework/cuda/cuda_check.h"
+#include "framework/cuda/cuda_runtime.h"
 #include "framework/device.h"
 #include "framework/error.h"
 
@@ -38,10 +39,17 @@ void* CudaDeviceAllocator::allocate(std::size_t bytes) {
 }
 
 void CudaDeviceAllocator::deallocate(void* ptr, std::size_t) noexcept {
-  // cudaFree synchronises the device first, so no enqueued work still uses the block.
+  // Blocks come here from the cache (its release after an out-of-memory), so their tensors are
+  // gone but kernels queued for them on the compute stream may not have run yet. The runtime
+  // API says only that cudaFree "may" synchronise, so wait for the compute stream, which every
+  // use of a cached block is ordered on (see the header), before freeing.
   // Destructors never throw: a failure here leaks the block.
   int current = -1;
   if (cudaGetDevice(&current) != cudaSuccess || current != device_) (void)cudaSetDevice(device_);
+  try {
+    if (cudaStreamSynchronize(compute_stream()) != cudaSuccess) (void)cudaGetLastError();
+  } catch (...) {  // the runtime is not initialised: then nothing was queued on its streams
+  }
   if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 

@@ -8,11 +8,12 @@
 // Why reusing a block as soon as its tensor dies is safe without per-stream bookkeeping:
 //   * every kernel and every Tensor copy runs on the one compute stream, so work enqueued for
 //     the block's next owner runs after all work enqueued for its previous owner;
-//   * work on the communication stream (NCCL) reads and writes tensors that its Work handle
-//     holds alive until the handle is waited, and waiting makes the compute stream wait for the
-//     collective's event; so such a block returns to the cache only once the compute stream is
-//     ordered after the collective.
-// Code that enqueues on the comm stream must keep that promise (hold the tensors until waited).
+//   * work on a communicator's stream (NCCL) reads and writes tensors that the communicator
+//     holds alive until either the Work's wait() has made the compute stream wait for the
+//     operation's event, or the host has seen that event complete; so such a block returns to
+//     the cache only once the compute stream is ordered after the operation (or it is over).
+// Code that enqueues on another stream must keep that promise (parallel/comm/cuda/
+// nccl_communicator.h spells it out as its rules (a) and (b)).
 //
 // Only CUDA builds include this header.
 #pragma once

@@ -4,9 +4,10 @@
 // `initialize(local_rank)` binds the process to device local_rank % device_count (ranks on
 // one node spread over its GPUs; several ranks may share one GPU), creates both streams and
 // installs the caching allocator for Device::cuda(...) storage. Every kernel runs on
-// `compute_stream()`; NCCL collectives run on `comm_stream()` after waiting for an event
-// recorded on the compute stream, and the compute stream waits for the collective's event
-// before it reads the result (llm.c's pattern). Host code that reads device memory goes
+// `compute_stream()`; each NCCL communicator runs its operations on a stream of its own after
+// waiting for the compute stream, and the compute stream waits for an operation's event before
+// it reads the result (llm.c's pattern). `comm_stream()` is the runtime's spare stream for
+// copies that should overlap compute. Host code that reads device memory goes
 // through Tensor::copy_from, which synchronises the compute stream.
 //
 // Only CUDA builds include this header; build-agnostic callers use framework/device_runtime.h.

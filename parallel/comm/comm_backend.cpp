@@ -36,4 +36,10 @@ std::unique_ptr<Communicator> make_world_communicator(CommBackend backend) {
 #endif
 }
 
+void check_communication_health() {
+#if TN_HAVE_CUDA
+  check_nccl_health();
+#endif
+}
+
 }  // namespace ternion

@@ -27,4 +27,11 @@ const char* comm_backend_name(CommBackend backend);  // "mpi", "nccl"
 // its device); in a CPU-only build Nccl throws ConfigError.
 std::unique_ptr<Communicator> make_world_communicator(CommBackend backend);
 
+// Throws (CommError) the first failure that the process's communication recorded in the
+// background: the NCCL watchdog's (an asynchronous error, a timeout, then an abort), whose Work
+// handles do not block the host. For host code that has just synchronised with the device and
+// is about to act on what it read (after an abort those values are garbage). MPI reports its
+// failures through wait(), so with MPI alone (and in CPU-only builds) it never throws.
+void check_communication_health();
+
 }  // namespace ternion

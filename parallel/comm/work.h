@@ -1,11 +1,15 @@
 // A handle on one asynchronous communication operation (PyTorch c10d's Work).
 //
-//   is_completed()  never blocks; true once the operation has finished (or failed)
-//   wait()          blocks until it has finished; rethrows its error (CommError) if it failed
+//   is_completed()  never blocks; true once the operation has finished (or failed; a backend
+//                   may instead throw the failure here, as NCCL does)
+//   wait()          the result is ready for whatever the caller does next: on CPU (MPI) it
+//                   blocks until the operation has finished; rethrows its error (CommError)
 //
 // On CPU (MPI) the operation runs on the communicator's progress thread, so computation on
-// the calling thread overlaps it. The CUDA/NCCL backend adds synchronize() semantics
-// (make the compute stream wait) behind the same interface.
+// the calling thread overlaps it. The CUDA/NCCL backend gives wait() c10d's synchronize()
+// semantics instead: it makes the compute stream wait for the operation and returns without
+// blocking the host (errors and hangs are caught by its watchdog and thrown by the next call;
+// parallel/comm/cuda/nccl_communicator.h).
 #pragma once
 
 #include <memory>

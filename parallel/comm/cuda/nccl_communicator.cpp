@@ -6,11 +6,14 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -26,13 +29,24 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::chrono::seconds kDefaultTimeout{600};
-// Host-side polling of an event or of NCCL's state: spin (yielding) for a moment, because most
-// waits end quickly, then sleep between looks, so that waiting for a slow peer does not take a
-// core from this rank's own host work.
+// Host-side polling by the calling thread (NCCL's state while it sets an operation up, a
+// barrier's event): spin (yielding) for a moment, because most waits end quickly, then sleep
+// between looks, so that waiting for a slow peer does not take a core from this rank's host work.
 constexpr auto kSpinWindow = std::chrono::milliseconds(2);
 constexpr auto kPollSleep = std::chrono::microseconds(50);
+// The watchdog looks at its communicator this often while operations are outstanding (an error
+// or a hang is acted on within it, and an unwaited operation's tensors go back to the allocator
+// within it of the operation's end), and this often when idle (NCCL's asynchronous errors, a
+// peer's connection closing say, may arrive then too).
+constexpr auto kWatchdogBusyPoll = std::chrono::milliseconds(10);
+constexpr auto kWatchdogIdlePoll = std::chrono::seconds(1);
+// How long a destructor waits for its watchdog thread to exit before leaving it behind,
+// detached. The watchdog is only ever that slow inside ncclCommAbort, which NCCL's issues report
+// can block (NVIDIA/nccl#564: behind another communicator's spinning kernels; #992, #863).
+constexpr auto kWatchdogExitGrace = std::chrono::seconds(10);
 // A host name fits in 64 bytes on Linux (HOST_NAME_MAX); two words per 4 bytes of it.
 constexpr std::int64_t kHostNameBytes = 128;
+constexpr const char* kAborted = "; the NCCL communicator was aborted";
 
 class Poller {
  public:
@@ -107,6 +121,66 @@ class NcclGroup {
   bool ended_ = false;
 };
 
+// The tensors of an operation that may still be running on the device when its communicator
+// failed: never returned to the allocator, which would hand the memory to new kernels while the
+// device may still write it. The process is failing; the memory is not missed.
+void leak(std::vector<Tensor> buffers) {
+  if (!buffers.empty()) (void)new std::vector<Tensor>(std::move(buffers));  // never freed
+}
+
+// Polls a communicator that only the calling thread knows (being created, split off or
+// finalised) until NCCL has finished with it in the background. On an error or at `deadline`
+// it aborts it and throws CommError.
+void ready_or_abort(ncclComm_t comm, const std::string& where, Clock::time_point deadline,
+                    std::chrono::seconds timeout) {
+  Poller poller;
+  while (true) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t status = ncclCommGetAsyncError(comm, &state);
+    std::string failure;
+    if (status != ncclSuccess) {
+      failure = detail::concat(where, ": ncclCommGetAsyncError failed: ",
+                               detail::nccl_error_text(status));
+    } else if (state == ncclSuccess) {
+      return;
+    } else if (state != ncclInProgress) {
+      failure = detail::concat(where, ": NCCL reported an asynchronous error: ",
+                               detail::nccl_error_text(state));
+    } else if (Clock::now() >= deadline) {
+      failure = detail::concat(where, ": not finished after ", timeout.count(),
+                               " s (TERNION_NCCL_TIMEOUT_S): a peer may have failed or never "
+                               "called it");
+    }
+    if (!failure.empty()) {
+      (void)ncclCommAbort(comm);
+      throw CommError(failure + kAborted);
+    }
+    poller.pause();
+  }
+}
+
+// The first NCCL failure of the process, for check_nccl_health (the trainer's host syncs do not
+// know which communicator failed). Allocated once and never freed, so that a watchdog left
+// detached at exit may still record into it during static destruction.
+struct FirstFailure {
+  std::mutex mutex;
+  std::string message;  // guarded by mutex; written once
+  std::atomic<bool> recorded{false};
+};
+
+FirstFailure& first_failure() {
+  static FirstFailure* const record = new FirstFailure;
+  return *record;
+}
+
+void record_first_failure(const std::string& message) {
+  FirstFailure& record = first_failure();
+  std::lock_guard lock(record.mutex);
+  if (record.recorded.load(std::memory_order_relaxed)) return;
+  record.message = message;
+  record.recorded.store(true, std::memory_order_release);
+}
+
 }  // namespace
 
 // A stream of one communicator's own, as c10d gives each NCCL process group one: operations
@@ -137,180 +211,458 @@ struct DeferredSend {
   WorkHandle issued;
 };
 
-// The ncclComm_t and what the communicator and its outstanding Work share: the last owner
-// destroys it. Destruction never throws: a healthy communicator is finalised (its issued
-// operations flushed, within the timeout) and destroyed; one that failed, timed out, or dies
-// while an exception unwinds the stack (a peer may be gone) is aborted.
-struct NcclCommState {
-  NcclCommState(ncclComm_t comm_, std::string name_, std::chrono::seconds timeout_)
-      : comm(comm_), name(std::move(name_)), timeout(timeout_) {}
-  ~NcclCommState();
-  NcclCommState(const NcclCommState&) = delete;
-  NcclCommState& operator=(const NcclCommState&) = delete;
+// One enqueued operation: what its Work and the communicator's watchdog share.
+struct PendingOp {
+  PendingOp(std::string where_, cuda::Event done_, std::vector<Tensor> buffers_,
+            Clock::time_point deadline_)
+      : where(std::move(where_)),
+        done(std::move(done_)),
+        deadline(deadline_),
+        buffers(std::move(buffers_)) {}
+
+  const std::string where;           // "all_reduce on NCCL group 'tp[0,1]' (rank 1 of 2)"
+  const cuda::Event done;            // on the communicator's stream, after the NCCL calls
+  const Clock::time_point deadline;  // its enqueue + TERNION_NCCL_TIMEOUT_S
+  // Guarded by NcclCore::mutex. Cleared when the header's rule (a) or (b) first holds.
+  std::vector<Tensor> buffers;
+};
+
+// The NCCL handle and what the calling thread and the watchdog thread share. Both hold it by
+// shared_ptr, so a watchdog left detached (kWatchdogExitGrace) never touches freed memory.
+//
+// Locking. Every NCCL call on `comm`, from either thread, is made under `mutex`, so NCCL never
+// sees two of our threads on the communicator at once, which is the condition of NCCL's thread
+// safety rules ("It is safe to operate a communicator from multiple threads as long as users
+// can guarantee only one thread operates the communicator at a time": NCCL User Guide, Thread
+// Safety, docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/threadsafety.html). The
+// calling thread never blocks under it: the communicator is non-blocking, so each call returns
+// at once (ncclInProgress while NCCL finishes in the background), and the polls for that
+// release the mutex between looks. The watchdog's ncclCommGetAsyncError is how NCCL's
+// non-blocking mode asks to be polled meanwhile ("If any NCCL function returns ncclInProgress,
+// users must query the communicator state until it becomes ncclSuccess": NCCL docs, nccl4py
+// Communicator.get_async_error; in NCCL's src/init.cc it is an atomic load).
+//
+// ncclCommAbort runs without the mutex, on a handle first taken out of `comm` under it: no call
+// of ours is on the communicator then, and none can start (they find the failure recorded and
+// throw it). The abort itself may take long: it "frees resources associated with communicator
+// object and aborts any operations that might still be running on the device" (nccl.h); in
+// NCCL's src/init.cc it first sets the abort flag the kernels poll ("Ask anything that might
+// still be running on the device to quit"), then frees, which may wait for the device
+// (NVIDIA/nccl#564; multi-threaded abort could hang before NCCL 2.19, #992; we build against
+// 2.28). Because the failure is recorded before the abort, the calling thread throws it at its
+// next call even if the abort never returns, and a thread blocked in a device synchronisation
+// is released once the flag is set. Aborting from a thread other than the one that issues the
+// operations is the intended use (NVIDIA/nccl#140: poll the stream and ncclCommGetAsyncError,
+// abort on an error or a timeout; c10d's watchdog does that). NCCL's rule against issuing
+// operations on communicators of one device from several threads concerns kernel launches;
+// the watchdog launches none.
+struct NcclCore {
+  NcclCore(ncclComm_t comm_, std::string name_, int rank_, int size_,
+           std::chrono::seconds timeout_)
+      : name(std::move(name_)), rank(rank_), size(size_), timeout(timeout_), comm(comm_) {}
+  // Normally the state has destroyed or aborted the handle; this covers a state whose
+  // construction failed.
+  ~NcclCore() {
+    if (comm != nullptr) (void)ncclCommAbort(comm);
+  }
+  NcclCore(const NcclCore&) = delete;
+  NcclCore& operator=(const NcclCore&) = delete;
 
   std::string context(std::string_view operation) const {
     return detail::concat(operation, " on NCCL group '", name, "' (rank ", rank, " of ", size,
                           ")");
   }
-  void check_usable(const std::string& where) const {
-    TN_CHECK_AS(CommError, comm != nullptr, where,
-                ": the NCCL communicator was aborted after an earlier failure: ", failure);
-  }
-  // Aborts the communicator (kernels and peers waiting on it give up) and throws `message`.
-  [[noreturn]] void fail(const std::string& message) {
-    if (failure.empty()) failure = message;
-    abort();
-    throw CommError(message);
-  }
-  void abort() noexcept {
-    if (comm == nullptr) return;
-    (void)ncclCommAbort(comm);
-    comm = nullptr;
-  }
-  // One look at NCCL's state: true when no operation is still being set up, false while one
-  // is; aborts and throws on an asynchronous error.
-  bool ready(const std::string& where) {
-    check_usable(where);
-    ncclResult_t state = ncclSuccess;
-    const ncclResult_t status = ncclCommGetAsyncError(comm, &state);
-    if (status != ncclSuccess)
-      fail(detail::concat(where, ": ncclCommGetAsyncError failed: ",
-                          detail::nccl_error_text(status)));
-    if (state == ncclInProgress) return false;
-    if (state != ncclSuccess)
-      fail(detail::concat(where, ": NCCL reported an asynchronous error: ",
-                          detail::nccl_error_text(state)));
-    return true;
-  }
-  void wait_ready(const std::string& where, Clock::time_point deadline) {
-    Poller poller;
-    while (!ready(where)) {
-      if (Clock::now() >= deadline) fail(timeout_message(where));
-      poller.pause();
-    }
-  }
   std::string timeout_message(const std::string& where) const {
     return detail::concat(where, ": not finished after ", timeout.count(),
                           " s (TERNION_NCCL_TIMEOUT_S): a peer may have failed or never called "
-                          "it; the NCCL communicator was aborted");
+                          "it",
+                          kAborted);
   }
 
-  ncclComm_t comm = nullptr;  // null once aborted or destroyed
-  OwnedStream stream;         // every operation of this communicator, in call order
-  std::vector<std::shared_ptr<DeferredSend>> pending_sends;  // not yet posted to NCCL
-  std::string name;
-  int rank = 0;
-  int size = 1;
-  std::chrono::seconds timeout;
-  std::string failure;  // why it was aborted
+  bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+  void throw_if_failed() const {
+    if (failed()) throw CommError(failure_);
+  }
+  // Records `message` as the failure unless one is recorded already (the first one stays),
+  // takes the handle and aborts it. `announce`: print it to stderr once (the watchdog's
+  // failures: no caller may be there to report them). Never throws.
+  void fail(const std::string& message, bool announce) noexcept;
+  [[noreturn]] void fail_and_throw(const std::string& message) {
+    fail(message, false);
+    throw CommError(failed() ? failure_ : message);
+  }
+
+  // Runs `call(comm)` (NCCL calls) under the mutex, or throws the recorded failure.
+  template <class Call>
+  decltype(auto) with_comm(const std::string& where, Call&& call) {
+    std::lock_guard lock(mutex);
+    throw_if_failed();
+    TN_CHECK_AS(CommError, comm != nullptr, where, ": the NCCL communicator is destroyed");
+    return call(comm);
+  }
+  // One look at NCCL's state for a wait of the calling thread: true once nothing is being set
+  // up in the background; an asynchronous error is recorded as the failure and thrown.
+  bool ready(const std::string& where);
+  // Polls `ready` until true; at `deadline` records a timeout as the failure and throws it.
+  void wait_ready(const std::string& where, Clock::time_point deadline);
+
+  // Hands an enqueued operation to the watchdog.
+  void track(std::shared_ptr<PendingOp> op);
+  // Releases an operation's tensors (rule (a) or (b) of the header holds).
+  void release(PendingOp& op);
+  // The watchdog's look, with `mutex` held: moves the tensors of the operations that have
+  // completed into `released` and forgets them; returns the failure to record, if any.
+  std::string inspect(std::vector<Tensor>& released);
+  // Waits until no operation is outstanding or a failure is recorded; false at `deadline`.
+  bool wait_drained(Clock::time_point deadline);
+
+  const std::string name;
+  const int rank;
+  const int size;
+  const std::chrono::seconds timeout;
+
+  std::mutex mutex;
+  std::condition_variable wake;     // to the watchdog: work arrived, or stop
+  std::condition_variable settled;  // from it: drained, failed, or exited
+  ncclComm_t comm;                  // guarded by mutex; null once taken to be aborted, or destroyed
+  std::deque<std::shared_ptr<PendingOp>> outstanding;  // guarded by mutex; oldest first
+  bool stop = false;                // guarded by mutex: the watchdog is to exit
+  bool watchdog_exited = false;     // guarded by mutex: the watchdog's last act
+
+ private:
+  std::atomic<bool> failed_{false};
+  std::string failure_;  // written once, under mutex, before failed_ is set; read after failed()
 };
 
-NcclCommState::~NcclCommState() {
-  if (comm == nullptr) return;
+void NcclCore::fail(const std::string& message, bool announce) noexcept {
   try {
-    cuda::bind_this_thread();
-    if (std::uncaught_exceptions() > 0) {
-      abort();
-      return;
+    ncclComm_t doomed = nullptr;
+    bool first = false;
+    {
+      std::lock_guard lock(mutex);
+      if (!failed_.load(std::memory_order_relaxed)) {
+        failure_ = message;
+        failed_.store(true, std::memory_order_release);
+        first = true;
+      }
+      doomed = std::exchange(comm, nullptr);
     }
-    const std::string where = context("destroying the communicator");
-    TN_NCCL_CHECK_STARTED(ncclCommFinalize(comm), where);
-    wait_ready(where, Clock::now() + timeout);
-    TN_NCCL_CHECK_STARTED(ncclCommDestroy(comm), where);
-    comm = nullptr;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ternion: %s\n", e.what());
-    abort();
+    wake.notify_all();
+    settled.notify_all();
+    if (first) {
+      record_first_failure(message);
+      if (announce) std::fprintf(stderr, "ternion: NCCL watchdog: %s\n", message.c_str());
+    }
+    if (doomed != nullptr) (void)ncclCommAbort(doomed);
+  } catch (...) {
+    // Only allocation can fail here; the failure flag, set first, is what matters.
   }
+}
+
+bool NcclCore::ready(const std::string& where) {
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t status =
+      with_comm(where, [&](ncclComm_t c) { return ncclCommGetAsyncError(c, &state); });
+  if (status != ncclSuccess)
+    fail_and_throw(detail::concat(where, ": ncclCommGetAsyncError failed: ",
+                                  detail::nccl_error_text(status), kAborted));
+  if (state == ncclInProgress) return false;
+  if (state != ncclSuccess)
+    fail_and_throw(detail::concat(where, ": NCCL reported an asynchronous error: ",
+                                  detail::nccl_error_text(state), kAborted));
+  return true;
+}
+
+void NcclCore::wait_ready(const std::string& where, Clock::time_point deadline) {
+  Poller poller;
+  while (!ready(where)) {
+    if (Clock::now() >= deadline) fail_and_throw(timeout_message(where));
+    poller.pause();
+  }
+}
+
+void NcclCore::track(std::shared_ptr<PendingOp> op) {
+  bool was_idle = false;
+  {
+    std::lock_guard lock(mutex);
+    was_idle = outstanding.empty();
+    outstanding.push_back(std::move(op));
+  }
+  if (was_idle) wake.notify_one();  // from the idle poll to the busy one
+}
+
+void NcclCore::release(PendingOp& op) {
+  std::vector<Tensor> released;
+  {
+    std::lock_guard lock(mutex);
+    released.swap(op.buffers);
+  }
+}  // the last references drop here, outside the mutex
+
+std::string NcclCore::inspect(std::vector<Tensor>& released) {
+  // One stream: the operations complete in the order they were enqueued.
+  while (!outstanding.empty()) {
+    PendingOp& op = *outstanding.front();
+    bool complete = false;
+    try {
+      complete = op.done.query();
+    } catch (const std::exception& e) {
+      if (failed()) break;  // already failing: keep what is left (it is leaked at the end)
+      return detail::concat(op.where, ": its completion event reported an error (", e.what(), ")",
+                            kAborted);
+    }
+    if (!complete) break;
+    for (Tensor& t : op.buffers) released.push_back(std::move(t));
+    op.buffers.clear();
+    outstanding.pop_front();
+  }
+  if (outstanding.empty()) settled.notify_all();
+  if (failed() || comm == nullptr) return {};
+  const std::string subject =
+      outstanding.empty() ? context("the communicator") : outstanding.front()->where;
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t status = ncclCommGetAsyncError(comm, &state);
+  if (status != ncclSuccess)
+    return detail::concat(subject, ": ncclCommGetAsyncError failed: ",
+                          detail::nccl_error_text(status), kAborted);
+  // ncclInProgress: the calling thread is enqueueing an operation and polls that itself.
+  if (state != ncclSuccess && state != ncclInProgress)
+    return detail::concat(subject, ": NCCL reported an asynchronous error: ",
+                          detail::nccl_error_text(state), kAborted);
+  // The oldest operation has the earliest deadline.
+  if (!outstanding.empty() && Clock::now() >= outstanding.front()->deadline)
+    return timeout_message(outstanding.front()->where);
+  return {};
+}
+
+bool NcclCore::wait_drained(Clock::time_point deadline) {
+  std::unique_lock lock(mutex);
+  return settled.wait_until(lock, deadline, [&] { return outstanding.empty() || failed(); });
 }
 
 namespace {
 
-// The Work of one NCCL operation (see the header).
-class NcclWork final : public Work {
- public:
-  NcclWork(std::shared_ptr<NcclCommState> state, std::string where, cuda::Event done,
-           std::vector<Tensor> buffers, Clock::time_point deadline)
-      : state_(std::move(state)),
-        where_(std::move(where)),
-        done_(std::move(done)),
-        buffers_(std::move(buffers)),
-        deadline_(deadline) {}
-
-  ~NcclWork() override {
-    // A failed operation's communicator is aborted (its kernels told to quit): do not wait.
-    if (finished_ || error_ || buffers_.empty()) return;
-    // Dropped unwaited: later kernels (which may get this memory) wait for the operation.
+// The watchdog thread (see the header and NcclCore). Never throws: what it sees is recorded.
+void watch(std::shared_ptr<NcclCore> core) noexcept {
+  try {
+    // cudaSetDevice is per host thread: the events and the communicator are on this process's
+    // device, which this thread must select before it queries them.
+    cuda::bind_this_thread();
+  } catch (const std::exception& e) {
+    core->fail(detail::concat(core->context("the watchdog"), ": cannot select the device: ",
+                              e.what(), kAborted),
+               true);
+  }
+  std::unique_lock lock(core->mutex);
+  while (!core->stop) {
+    core->wake.wait_for(lock,
+                        core->outstanding.empty() ? kWatchdogIdlePoll : kWatchdogBusyPoll);
+    if (core->stop) break;
+    std::vector<Tensor> released;
+    std::string failure;
     try {
-      done_.make_wait(cuda::compute_stream());
-    } catch (...) {
+      failure = core->inspect(released);
+    } catch (const std::exception& e) {
+      failure = detail::concat(core->context("the watchdog"), ": ", e.what(), kAborted);
+    }
+    lock.unlock();
+    // The failure first: freeing can wait (on the allocator's lock), the abort must not.
+    if (!failure.empty() && !core->failed()) core->fail(failure, true);
+    released.clear();  // a block's last reference returns it to the allocator: not under our mutex
+    lock.lock();
+  }
+  core->watchdog_exited = true;
+  core->settled.notify_all();
+}
+
+}  // namespace
+
+// What the communicator and its outstanding Work share; the last owner destroys it.
+// Destruction never throws: a healthy communicator lets its outstanding operations finish (the
+// watchdog still enforcing their deadlines), stops the watchdog, then is finalised (issued
+// operations flushed, within the timeout) and destroyed; one that failed, or dies while an
+// exception unwinds the stack (a peer may be gone), is aborted.
+struct NcclCommState {
+  // Owns `comm` from here on.
+  NcclCommState(ncclComm_t comm, std::string name, int rank, int size,
+                std::chrono::seconds timeout)
+      : core(std::make_shared<NcclCore>(comm, std::move(name), rank, size, timeout)) {
+    watchdog = std::thread(watch, core);
+  }
+  ~NcclCommState();
+  NcclCommState(const NcclCommState&) = delete;
+  NcclCommState& operator=(const NcclCommState&) = delete;
+
+  std::shared_ptr<NcclCore> core;
+  OwnedStream stream;  // every operation of this communicator, in call order
+  std::vector<std::shared_ptr<DeferredSend>> pending_sends;  // not yet posted to NCCL
+
+ private:
+  void stop_watchdog() noexcept;
+  std::thread watchdog;
+};
+
+void NcclCommState::stop_watchdog() noexcept {
+  if (!watchdog.joinable()) return;
+  try {
+    bool exited = false;
+    {
+      std::unique_lock lock(core->mutex);
+      core->stop = true;
+      core->wake.notify_all();
+      exited = core->settled.wait_for(lock, kWatchdogExitGrace,
+                                      [&] { return core->watchdog_exited; });
+    }
+    if (exited) {
+      watchdog.join();
+      return;
+    }
+    std::fprintf(stderr,
+                 "ternion: %s: the NCCL watchdog did not stop within %lld s (still inside "
+                 "ncclCommAbort?); leaving it behind\n",
+                 core->context("destroying the communicator").c_str(),
+                 static_cast<long long>(kWatchdogExitGrace.count()));
+  } catch (...) {
+  }
+  if (watchdog.joinable()) watchdog.detach();  // it holds `core` itself, so it stays valid
+}
+
+NcclCommState::~NcclCommState() {
+  NcclCore& c = *core;
+  const bool unwinding = std::uncaught_exceptions() > 0;
+  std::string where;  // built under try: a destructor must not throw, even std::bad_alloc
+  try {
+    where = c.context("destroying the communicator");
+    cuda::bind_this_thread();
+    if (!unwinding && !c.failed() &&
+        !c.wait_drained(Clock::now() + c.timeout + kWatchdogExitGrace))
+      c.fail(detail::concat(where, ": operations still outstanding after ",
+                            (c.timeout + kWatchdogExitGrace).count(), " s", kAborted),
+             true);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ternion: %s: %s\n", where.c_str(), e.what());
+  }
+  stop_watchdog();
+  // The watchdog is gone, or stuck in an abort with the handle already taken: what is left of
+  // the handle is this thread's alone.
+  ncclComm_t live = nullptr;
+  {
+    std::lock_guard lock(c.mutex);
+    live = std::exchange(c.comm, nullptr);
+  }
+  if (live != nullptr && unwinding) {
+    (void)ncclCommAbort(live);
+    live = nullptr;
+  }
+  if (live != nullptr) {
+    try {
+      TN_NCCL_CHECK_STARTED(ncclCommFinalize(live), where);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ternion: %s\n", e.what());
+      (void)ncclCommAbort(live);
+      live = nullptr;
     }
   }
+  if (live != nullptr) {
+    try {
+      ready_or_abort(live, where, Clock::now() + c.timeout, c.timeout);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ternion: %s\n", e.what());  // ready_or_abort has aborted it
+      live = nullptr;
+    }
+  }
+  if (live != nullptr) {
+    const ncclResult_t status = ncclCommDestroy(live);
+    if (status != ncclSuccess && status != ncclInProgress)
+      std::fprintf(stderr, "ternion: %s: ncclCommDestroy failed: %s\n", where.c_str(),
+                   detail::nccl_error_text(status).c_str());
+  }
+  // Operations still outstanding here (after an abort, or on a wedged device) may still be
+  // running on the device: their tensors never go back to the allocator.
+  std::lock_guard lock(c.mutex);
+  try {
+    for (const auto& op : c.outstanding) leak(std::move(op->buffers));
+  } catch (...) {  // out of memory for the leak's holder: those tensors may then be freed early
+  }
+  c.outstanding.clear();
+}
+
+namespace {
+
+// The Work of one NCCL operation (see the header). Dropping it unwaited needs nothing: the
+// outstanding list keeps the operation's tensors until its event has completed.
+class NcclWork final : public Work {
+ public:
+  enum class HostWait { No, UntilDone };
+
+  NcclWork(std::shared_ptr<NcclCommState> state, std::shared_ptr<PendingOp> op,
+           HostWait host_wait)
+      : state_(std::move(state)), op_(std::move(op)), host_wait_(host_wait) {}
 
   bool is_completed() override {
-    if (finished_ || error_) return true;
-    try {
-      if (!done_.query()) {
-        state_->ready(where_);  // an asynchronous error completes the work (with the error)
-        return false;
-      }
-      finished_ = true;
-      buffers_.clear();
-    } catch (...) {
-      error_ = std::current_exception();
-    }
+    NcclCore& core = *state_->core;
+    core.throw_if_failed();
+    if (!op_->done.query()) return false;
+    core.release(*op_);  // rule (b)
     return true;
   }
 
   void wait() override {
-    if (error_) std::rethrow_exception(error_);
-    try {
-      if (!finished_) {
-        Poller poller;
-        while (!done_.query()) {
-          state_->ready(where_);
-          if (Clock::now() >= deadline_) state_->fail(state_->timeout_message(where_));
-          poller.pause();
-        }
-        finished_ = true;
-      }
-      done_.make_wait(cuda::compute_stream());  // free once complete; orders later kernels
-      buffers_.clear();
-    } catch (...) {
-      error_ = std::current_exception();
-      throw;
+    NcclCore& core = *state_->core;
+    core.throw_if_failed();
+    op_->done.make_wait(cuda::compute_stream());  // orders later kernels; no host block
+    core.release(*op_);                            // rule (a)
+    if (host_wait_ == HostWait::No) return;
+    // The watchdog enforces the timeout (and aborts, which completes the event or records the
+    // failure first); this loop only waits for either.
+    Poller poller;
+    while (!op_->done.query()) {
+      core.throw_if_failed();
+      // The watchdog's own deadline, checked here too in case the watchdog itself is stuck.
+      if (Clock::now() >= op_->deadline) core.fail_and_throw(core.timeout_message(op_->where));
+      poller.pause();
     }
+    core.throw_if_failed();
   }
 
  private:
   std::shared_ptr<NcclCommState> state_;
-  std::string where_;
-  cuda::Event done_;
-  std::vector<Tensor> buffers_;  // alive until the device is done with them
-  Clock::time_point deadline_;
-  bool finished_ = false;
-  std::exception_ptr error_;
+  std::shared_ptr<PendingOp> op_;
+  HostWait host_wait_;
 };
 
-// Runs `calls(comm, stream)` (the NCCL calls of one operation) on the comm stream after the
-// compute stream's work so far, waits until NCCL has enqueued them, and returns their Work.
+// Runs `calls(comm, stream)` (the NCCL calls of one operation) on the communicator's stream
+// after the compute stream's work so far, waits until NCCL has enqueued them, and returns their
+// Work, its operation handed to the watchdog.
 template <class Calls>
 WorkHandle enqueue(const std::shared_ptr<NcclCommState>& state, const std::string& where,
-                   std::vector<Tensor> buffers, Calls&& calls) {
-  state->check_usable(where);
-  const Clock::time_point deadline = Clock::now() + state->timeout;
+                   std::vector<Tensor> buffers, Calls&& calls,
+                   NcclWork::HostWait host_wait = NcclWork::HostWait::No) {
+  NcclCore& core = *state->core;
+  core.throw_if_failed();
+  const Clock::time_point deadline = Clock::now() + core.timeout;
   cudaStream_t stream = state->stream.get();
   cuda::stream_wait(stream, cuda::compute_stream());
-  try {
-    calls(state->comm, stream);
-  } catch (const CommError& e) {
-    state->fail(e.what());
-  }
-  // A non-blocking communicator may still be enqueueing (connecting to a peer, say).
-  state->wait_ready(where, deadline);
   cuda::Event done;
-  done.record(stream);
-  return std::make_shared<NcclWork>(state, where, std::move(done), std::move(buffers), deadline);
+  try {
+    try {
+      core.with_comm(where, [&](ncclComm_t comm) { calls(comm, stream); });
+    } catch (const CommError& e) {
+      // An NCCL call failed: abort (or, if it was the recorded failure, throw that one again).
+      core.fail_and_throw(std::string(e.what()) + kAborted);
+    }
+    // A non-blocking communicator may still be enqueueing (connecting to a peer, say); the
+    // event must follow the NCCL kernels, and NCCL allows no other work on the stream before
+    // its state is ncclSuccess, so it is recorded after.
+    core.wait_ready(where, deadline);
+    done.record(stream);
+  } catch (...) {
+    leak(std::move(buffers));  // NCCL may have enqueued part of the operation on them
+    throw;
+  }
+  auto op = std::make_shared<PendingOp>(where, std::move(done), std::move(buffers), deadline);
+  core.track(op);
+  return std::make_shared<NcclWork>(state, std::move(op), host_wait);
 }
 
 // Posts `ops` (already checked) together with every pending send, as one NCCL group, and
@@ -391,6 +743,13 @@ std::chrono::seconds nccl_timeout_from_environment() {
   return std::chrono::seconds(seconds);
 }
 
+void check_nccl_health() {
+  FirstFailure& record = first_failure();
+  if (!record.recorded.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(record.mutex);
+  throw CommError(record.message);
+}
+
 std::unique_ptr<NcclCommunicator> NcclCommunicator::create(Communicator& bootstrap,
                                                            std::string name) {
   const std::string where = detail::concat(
@@ -422,26 +781,25 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(Communicator& bootstr
     TN_THROW(CommError, where, ": ncclCommInitRankConfig failed: ",
              detail::nccl_error_text(started));
   }
-  auto state = std::make_shared<NcclCommState>(comm, std::move(name), timeout);
-  state->rank = bootstrap.rank();
-  state->size = bootstrap.size();
-  state->wait_ready(where, Clock::now() + timeout);
-  return std::make_unique<NcclCommunicator>(std::move(state));
+  ready_or_abort(comm, where, Clock::now() + timeout, timeout);
+  return std::make_unique<NcclCommunicator>(std::make_shared<NcclCommState>(
+      comm, std::move(name), bootstrap.rank(), bootstrap.size(), timeout));
 }
 
 NcclCommunicator::NcclCommunicator(std::shared_ptr<NcclCommState> state)
     : state_(std::move(state)) {
-  TN_CHECK(state_ != nullptr && state_->comm != nullptr, "an NcclCommunicator needs a communicator");
+  TN_CHECK(state_ != nullptr && state_->core != nullptr,
+           "an NcclCommunicator needs a communicator");
 }
 
 NcclCommunicator::~NcclCommunicator() = default;  // the last owner of state_ destroys it
 
-int NcclCommunicator::rank() const { return state_->rank; }
-int NcclCommunicator::size() const { return state_->size; }
-const std::string& NcclCommunicator::name() const { return state_->name; }
+int NcclCommunicator::rank() const { return state_->core->rank; }
+int NcclCommunicator::size() const { return state_->core->size; }
+const std::string& NcclCommunicator::name() const { return state_->core->name; }
 
 std::string NcclCommunicator::context(std::string_view operation) const {
-  return state_->context(operation);
+  return state_->core->context(operation);
 }
 
 void NcclCommunicator::check_tensor(std::string_view operation, std::string_view role,
@@ -484,7 +842,7 @@ WorkHandle NcclCommunicator::all_gather_async(Tensor& out, const Tensor& in) {
   check_tensor(kOperation, "out", out);
   check_tensor(kOperation, "in", in);
   const std::string where = context(kOperation);
-  const int size = state_->size, rank = state_->rank;
+  const int size = state_->core->size, rank = state_->core->rank;
   TN_CHECK_AS(CommError, out.dtype() == in.dtype(), where, ": out is ", dtype_name(out.dtype()),
               " but in is ", dtype_name(in.dtype()));
   TN_CHECK_AS(CommError, out.numel() == size * in.numel(), where, ": out has ", out.numel(),
@@ -507,7 +865,7 @@ WorkHandle NcclCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in,
   check_tensor(kOperation, "in", in);
   const std::string where = context(kOperation);
   check_reducible(where, in);
-  const int size = state_->size, rank = state_->rank;
+  const int size = state_->core->size, rank = state_->core->rank;
   TN_CHECK_AS(CommError, out.dtype() == in.dtype(), where, ": out is ", dtype_name(out.dtype()),
               " but in is ", dtype_name(in.dtype()));
   const ChunkRange mine = chunk_range(in.numel(), size, rank);
@@ -547,8 +905,8 @@ WorkHandle NcclCommunicator::broadcast_async(Tensor& tensor, int root) {
   constexpr std::string_view kOperation = "broadcast";
   check_tensor(kOperation, "tensor", tensor);
   const std::string where = context(kOperation);
-  TN_CHECK_AS(CommError, root >= 0 && root < state_->size, where, ": root ", root,
-              " is out of range for a group of ", state_->size, " ranks");
+  TN_CHECK_AS(CommError, root >= 0 && root < state_->core->size, where, ": root ", root,
+              " is out of range for a group of ", state_->core->size, " ranks");
   return enqueue(state_, where, {tensor}, [&](ncclComm_t comm, cudaStream_t stream) {
     if (tensor.numel() == 0) return;
     TN_NCCL_CHECK_STARTED(ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(),
@@ -560,6 +918,7 @@ WorkHandle NcclCommunicator::broadcast_async(Tensor& tensor, int root) {
 WorkHandle NcclCommunicator::send_async(const Tensor& tensor, int peer, int tag) {
   const P2POp op{P2POp::Kind::Send, tensor, peer, tag};
   check_point_to_point("send", {op});
+  state_->core->throw_if_failed();
   auto send = std::make_shared<DeferredSend>(DeferredSend{op, context("send"), nullptr});
   state_->pending_sends.push_back(send);
   return std::make_shared<DeferredSendWork>(state_, std::move(send));
@@ -586,52 +945,78 @@ void NcclCommunicator::check_point_to_point(std::string_view operation,
     const P2POp& op = ops[i];
     const std::string which = batch ? detail::concat("ops[", i, "]: ") : "";
     check_tensor(operation, batch ? detail::concat("ops[", i, "].tensor") : "tensor", op.tensor);
-    TN_CHECK_AS(CommError, op.peer >= 0 && op.peer < state_->size, where, ": ", which, "peer ",
-                op.peer, " is out of range for a group of ", state_->size, " ranks");
+    TN_CHECK_AS(CommError, op.peer >= 0 && op.peer < state_->core->size, where, ": ", which,
+                "peer ", op.peer, " is out of range for a group of ", state_->core->size,
+                " ranks");
     TN_CHECK_AS(CommError, op.tag >= 0, where, ": ", which, "tag ", op.tag, " is negative");
   }
 }
 
 WorkHandle NcclCommunicator::barrier_async() {
-  // NCCL has no barrier: an all-reduce of one float, whose wait() returns once every rank has
-  // joined it.
+  // NCCL has no barrier: an all-reduce of one float, whose wait() blocks the host until every
+  // rank has joined it (the one Work here that does block the host: that is a barrier's point).
   Tensor token = Tensor::zeros({1}, DType::F32, Device::cuda(cuda::current_device()));
   const std::string where = context("barrier");
-  return enqueue(state_, where, {token}, [&](ncclComm_t comm, cudaStream_t stream) {
-    TN_NCCL_CHECK_STARTED(
-        ncclAllReduce(token.raw_data(), token.raw_data(), 1, ncclFloat32, ncclSum, comm, stream),
-        where);
-  });
+  return enqueue(
+      state_, where, {token},
+      [&](ncclComm_t comm, cudaStream_t stream) {
+        TN_NCCL_CHECK_STARTED(ncclAllReduce(token.raw_data(), token.raw_data(), 1, ncclFloat32,
+                                            ncclSum, comm, stream),
+                              where);
+      },
+      NcclWork::HostWait::UntilDone);
 }
 
 std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key,
                                                       const std::string& name) {
   const std::string where = context(detail::concat("split into '", name, "'"));
-  state_->check_usable(where);
+  NcclCore& core = *state_->core;
+  core.throw_if_failed();
   cuda::bind_this_thread();
-  const Clock::time_point deadline = Clock::now() + state_->timeout;
-  ncclConfig_t config = nonblocking_config();
-  ncclComm_t child = nullptr;  // NCCL may write it from its own thread, until the split is done
-  const ncclResult_t started =
-      ncclCommSplit(state_->comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child, &config);
-  if (started != ncclSuccess && started != ncclInProgress)
-    state_->fail(detail::concat(where, ": ncclCommSplit failed: ",
-                                detail::nccl_error_text(started)));
-  // The parent is busy until the split's background work is done.
-  state_->wait_ready(where, deadline);
-  if (color < 0) return nullptr;
-  // NCCL versions differ in when they publish the child (at once, or when it is ready).
-  Poller poller;
-  std::atomic_ref<ncclComm_t> published(child);
-  while (published.load(std::memory_order_acquire) == nullptr) {
-    if (Clock::now() >= deadline) state_->fail(state_->timeout_message(where));
-    poller.pause();
+  const Clock::time_point deadline = Clock::now() + core.timeout;
+  // What NCCL's background thread reads and writes until the split is done: the config and the
+  // child's handle. On the heap, and leaked if we leave early (a failure recorded by the
+  // watchdog ends our wait before NCCL's thread may have written the child), so that late
+  // write never lands in a dead stack frame.
+  struct SplitSlot {
+    ncclConfig_t config;
+    ncclComm_t child = nullptr;
+  };
+  auto slot = std::make_unique<SplitSlot>(SplitSlot{nonblocking_config()});
+  std::atomic_ref<ncclComm_t> published(slot->child);
+  try {
+    const ncclResult_t started = core.with_comm(where, [&](ncclComm_t comm) {
+      return ncclCommSplit(comm, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &slot->child,
+                           &slot->config);
+    });
+    if (started != ncclSuccess && started != ncclInProgress)
+      core.fail_and_throw(detail::concat(where, ": ncclCommSplit failed: ",
+                                         detail::nccl_error_text(started), kAborted));
+    // The parent is busy until the split's background work is done.
+    core.wait_ready(where, deadline);
+    if (color < 0) return nullptr;
+    // NCCL versions differ in when they publish the child (at once, or when it is ready).
+    Poller poller;
+    while (published.load(std::memory_order_acquire) == nullptr) {
+      if (Clock::now() >= deadline) core.fail_and_throw(core.timeout_message(where));
+      poller.pause();
+    }
+  } catch (...) {
+    (void)slot.release();  // NCCL's thread may still write into it
+    throw;
   }
-  auto state = std::make_shared<NcclCommState>(published.load(), name, state_->timeout);
-  state->wait_ready(where, deadline);
-  TN_NCCL_CHECK(ncclCommUserRank(state->comm, &state->rank), where);
-  TN_NCCL_CHECK(ncclCommCount(state->comm, &state->size), where);
-  return std::make_unique<NcclCommunicator>(std::move(state));
+  ncclComm_t split_off = published.load(std::memory_order_acquire);
+  ready_or_abort(split_off, where, deadline, core.timeout);
+  int rank = 0, size = 0;
+  try {
+    TN_NCCL_CHECK(ncclCommUserRank(split_off, &rank), where);
+    TN_NCCL_CHECK(ncclCommCount(split_off, &size), where);
+  } catch (...) {
+    (void)ncclCommAbort(split_off);
+    throw;
+  }
+  return std::make_unique<NcclCommunicator>(
+      std::make_shared<NcclCommState>(split_off, name, rank, size, core.timeout));
 }
 
 std::unique_ptr<Communicator> NcclCommunicator::split_node_local(const std::string& name) {
@@ -644,18 +1029,18 @@ std::unique_ptr<Communicator> NcclCommunicator::split_node_local(const std::stri
   const Device device = Device::cuda(cuda::current_device());
   Tensor mine = Tensor::empty(mine_host.shape(), DType::U16, device);
   mine.copy_from(mine_host);
-  Tensor everyone = Tensor::empty({state_->size * kHostNameBytes / 2}, DType::U16, device);
+  Tensor everyone = Tensor::empty({state_->core->size * kHostNameBytes / 2}, DType::U16, device);
   all_gather(everyone, mine);
   Tensor everyone_host = Tensor::empty(everyone.shape(), DType::U16);
   everyone_host.copy_from(everyone);
-  int color = state_->rank;
-  for (int r = 0; r < state_->size; ++r) {
+  int color = state_->core->rank;
+  for (int r = 0; r < state_->core->size; ++r) {
     if (std::memcmp(bytes_of(everyone_host) + r * kHostNameBytes, host_name, kHostNameBytes) == 0) {
       color = r;
       break;
     }
   }
-  return split(color, state_->rank, name);
+  return split(color, state_->core->rank, name);
 }
 
 }  // namespace ternion

@@ -6,20 +6,47 @@
 // Streams (llm.c's pattern, framework/cuda/cuda_runtime.h): every operation first makes
 // the communicator's stream wait for what the compute stream has enqueued so far (the kernels that
 // wrote the inputs), enqueues the NCCL calls on that stream and records a completion event
-// there. The returned Work:
-//   is_completed()  queries the event; never blocks
-//   wait()          blocks the host until the event has completed, checking meanwhile for
-//                   NCCL's asynchronous errors and for the timeout; then makes the compute
-//                   stream wait for the event (so later kernels see the result) and releases
-//                   the buffers. On an error or timeout it aborts the NCCL communicator
-//                   (ncclCommAbort) and throws CommError naming the operation, group and rank.
-// Each Work keeps its tensors alive until the device is done with them; a Work dropped
-// unwaited makes the compute stream wait for it first, so the caching allocator cannot hand
-// its memory to later kernels while NCCL still uses it.
+// there. The returned Work behaves as a c10d ProcessGroupNCCL work does:
+//   wait()          does not block the host: it makes the compute stream wait for the event
+//                   (cudaStreamWaitEvent), so kernels enqueued after it see the result, and
+//                   returns. Host code reading the result goes through a host copy
+//                   (Tensor::copy_from / to(cpu)), which synchronises the compute stream.
+//                   barrier() is the exception: its wait() blocks the host until every rank
+//                   has joined (c10d's barrier does the same), since that is its purpose.
+//   is_completed()  queries the event; never blocks.
+// Both, and every operation, throw the communicator's recorded failure (below) if it has one.
 //
-// The communicator is non-blocking (ncclConfig_t.blocking = 0), so neither its creation nor an
-// operation that waits for a peer can hang the calling thread beyond the timeout:
-// TERNION_NCCL_TIMEOUT_S seconds (default 600), counted from the call.
+// When a Work's tensors are released (each operation keeps its inputs and outputs referenced
+// until one of these holds, whichever comes first):
+//   (a) wait() has enqueued the compute stream's wait for the event. The caching allocator is
+//       stream-ordered on the compute stream (framework/cuda/cuda_allocator.h): a block freed on
+//       the host may be handed out at once, but its next owner's work is enqueued later, on the
+//       compute stream, or on a communicator's stream that first waits for the compute stream;
+//       both run after the compute stream's wait, so after the operation.
+//   (b) the host has seen the event complete (the watchdog or is_completed): the device is done.
+// Nothing else releases them; in particular not a failure: an aborted operation's tensors are
+// released only once its event completes (the aborted kernels exit, then it fires), and those
+// of an operation whose event never completes are never returned to the allocator (leaked; the
+// process is failing anyway). A Work dropped unwaited is safe: the communicator's list of
+// outstanding operations keeps its tensors until (b), and no stream is made to wait for it.
+//
+// The watchdog: one thread per communicator (c10d's choice too: its lifetime is the
+// communicator's, no process-wide registry is needed, and a watchdog stuck inside one
+// communicator's ncclCommAbort, which NCCL's issues report can block, cannot stop the others
+// from being watched). Every 10 ms while operations are outstanding (every second otherwise)
+// it looks at them, oldest first (one stream: they complete in order): releases those whose
+// event has completed (cudaEventQuery), reads ncclCommGetAsyncError, and checks the oldest
+// one's deadline, TERNION_NCCL_TIMEOUT_S seconds (default 600) after it was enqueued. On an
+// asynchronous error, a failed event or a timeout it records a CommError message naming the
+// operation, the group, the rank and the cause, prints it to stderr once, and aborts the NCCL
+// communicator (ncclCommAbort): NCCL's kernels of this communicator exit, so a host thread
+// blocked in a device synchronisation is released (with garbage in the results: see
+// check_nccl_health). From then on every call into the communicator (any operation, wait,
+// is_completed) throws that CommError, so the trainer's normal error path runs.
+//
+// The communicator is non-blocking (ncclConfig_t.blocking = 0), so neither its creation nor
+// the enqueueing of an operation that needs a peer can hang the calling thread beyond the
+// timeout (the calling thread polls those itself, with the same timeout).
 //
 // Semantics as communicator.h, with NCCL's own rules on top:
 //   - Each NcclCommunicator has a stream of its own (as c10d's process groups do); its
@@ -45,6 +72,10 @@
 //   - split: ncclCommSplit (color < 0: not a member, null). split_node_local: the ranks whose
 //     host name matches this rank's (gathered over NCCL).
 //
+// Threads: a communicator and its Works are used from one thread (the rank's main thread);
+// only its watchdog runs beside it, and every NCCL call on the communicator from either is
+// made under one mutex (the .cpp says why that is enough).
+//
 // Only CUDA builds compile this (parallel/comm/cuda/); the header itself includes no CUDA or
 // NCCL header.
 #pragma once
@@ -59,7 +90,7 @@
 
 namespace ternion {
 
-struct NcclCommState;  // the ncclComm_t, shared by the communicator and its Work handles
+struct NcclCommState;  // the communicator's stream, handle and watchdog, shared with its Works
 
 class NcclCommunicator final : public Communicator {
  public:
@@ -99,5 +130,15 @@ class NcclCommunicator final : public Communicator {
 
 // TERNION_NCCL_TIMEOUT_S (whole seconds > 0), else 600 s. Throws ConfigError on a bad value.
 std::chrono::seconds nccl_timeout_from_environment();
+
+// Throws (CommError) the first NCCL failure this process has recorded, on any communicator
+// (the watchdog's or one a call ran into); returns at once if there is none (one atomic load).
+// For host code that has just synchronised with the device and is about to use what it read:
+// after an abort the device synchronisation returns, but the results of the aborted
+// operations, and of everything computed from them, are garbage. The trainer should call it
+// after each step's device synchronisation (before the step's metrics are logged or acted on)
+// and before writing a checkpoint. A failure while creating a communicator is not recorded
+// here: the creating call throws it.
+void check_nccl_health();
 
 }  // namespace ternion
