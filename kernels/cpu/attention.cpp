@@ -1,7 +1,9 @@
 // Causal attention, one task per (batch, head): a head's query, key and value columns of qkv
 // and its output columns of out and dqkv belong to that task alone, so tasks never share a
 // write and every sum runs in a fixed order. Rows i only visit keys j <= i. The backward
-// recomputes each probability from the saved log-sum-exp (kernels/attention.h).
+// recomputes each probability from the saved log-sum-exp (kernels/attention.h). A row's
+// scratch is reached through a raw pointer: through std::vector's operator[] GCC does not
+// vectorise the exp loops, which then cost more than the dot products.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -46,7 +48,8 @@ void attention_forward(T* out, T* lse, const T* qkv, i64 batch, i64 seq, i64 n_h
   const i64 channels = n_head * head_size;
 #pragma omp parallel
   {
-    std::vector<T> p(static_cast<std::size_t>(seq));  // one query row's scores, then exp
+    std::vector<T> row(static_cast<std::size_t>(seq));
+    T* const p = row.data();  // one query row's scores, then exp (a raw pointer: see below)
 #pragma omp for collapse(2) schedule(static)
     for (i64 b = 0; b < batch; ++b) {
       for (i64 h = 0; h < n_head; ++h) {
@@ -82,32 +85,42 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out, cons
                         i64 batch, i64 seq, i64 n_head, i64 head_size) {
   const T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(head_size));
   const i64 channels = n_head * head_size;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (i64 b = 0; b < batch; ++b) {
-    for (i64 h = 0; h < n_head; ++h) {
-      const HeadView hv = head_view(n_head, head_size, h);
-      const T* base = qkv + b * seq * hv.row_stride;
-      T* dbase = dqkv + b * seq * hv.row_stride;
-      for (i64 t = 0; t < seq; ++t) {
-        T* row = dbase + t * hv.row_stride + hv.q;  // this head's dq, dk, dv: contiguous
-        for (i64 d = 0; d < 3 * head_size; ++d) row[d] = 0;
-      }
-      for (i64 i = 0; i < seq; ++i) {
-        const T* q_i = base + i * hv.row_stride + hv.q;
-        T* dq_i = dbase + i * hv.row_stride + hv.q;
-        const T* dout_i = dout + (b * seq + i) * channels + h * head_size;
-        const T row_lse = lse[(b * n_head + h) * seq + i];
-        // D_i = sum_j p_ij dp_ij = dout_i . out_i, since out_i = sum_j p_ij v_j.
-        const T d_i = dot(dout_i, out + (b * seq + i) * channels + h * head_size, head_size);
-        for (i64 j = 0; j <= i; ++j) {
-          const T* k_j = base + j * hv.row_stride + hv.k;
-          const T p = fast_exp(dot(q_i, k_j, head_size) * scale - row_lse);
-          const T dp = dot(dout_i, base + j * hv.row_stride + hv.v, head_size);
-          axpy(dbase + j * hv.row_stride + hv.v, p, dout_i, head_size);  // dv_j += p_ij dout_i
-          // Softmax backward: ds_ij = p_ij (dp_ij - D_i) * scale, s_ij = scale q_i . k_j.
-          const T ds = p * (dp - d_i) * scale;
-          axpy(dq_i, ds, k_j, head_size);
-          axpy(dbase + j * hv.row_stride + hv.k, ds, q_i, head_size);
+#pragma omp parallel
+  {
+    std::vector<T> row(static_cast<std::size_t>(seq));
+    T* const p = row.data();  // one query row's probabilities
+#pragma omp for collapse(2) schedule(static)
+    for (i64 b = 0; b < batch; ++b) {
+      for (i64 h = 0; h < n_head; ++h) {
+        const HeadView hv = head_view(n_head, head_size, h);
+        const T* base = qkv + b * seq * hv.row_stride;
+        T* dbase = dqkv + b * seq * hv.row_stride;
+        for (i64 t = 0; t < seq; ++t) {
+          T* row = dbase + t * hv.row_stride + hv.q;  // this head's dq, dk, dv: contiguous
+          for (i64 d = 0; d < 3 * head_size; ++d) row[d] = 0;
+        }
+        for (i64 i = 0; i < seq; ++i) {
+          const T* q_i = base + i * hv.row_stride + hv.q;
+          T* dq_i = dbase + i * hv.row_stride + hv.q;
+          const T* dout_i = dout + (b * seq + i) * channels + h * head_size;
+          // The row's probabilities again: scores as the forward computed them, then one
+          // vectorised exp against the saved log-sum-exp.
+          const T row_lse = lse[(b * n_head + h) * seq + i];
+          for (i64 j = 0; j <= i; ++j)
+            p[j] = dot(q_i, base + j * hv.row_stride + hv.k, head_size) * scale;
+#pragma omp simd
+          for (i64 j = 0; j <= i; ++j) p[j] = fast_exp(p[j] - row_lse);
+          // D_i = sum_j p_ij dp_ij = dout_i . out_i, since out_i = sum_j p_ij v_j.
+          const T d_i = dot(dout_i, out + (b * seq + i) * channels + h * head_size, head_size);
+          for (i64 j = 0; j <= i; ++j) {
+            const T* k_j = base + j * hv.row_stride + hv.k;
+            const T dp = dot(dout_i, base + j * hv.row_stride + hv.v, head_size);
+            axpy(dbase + j * hv.row_stride + hv.v, p[j], dout_i, head_size);  // dv_j += p dout_i
+            // Softmax backward: ds_ij = p_ij (dp_ij - D_i) * scale, s_ij = scale q_i . k_j.
+            const T ds = p[j] * (dp - d_i) * scale;
+            axpy(dq_i, ds, k_j, head_size);
+            axpy(dbase + j * hv.row_stride + hv.k, ds, q_i, head_size);
+          }
         }
       }
     }
