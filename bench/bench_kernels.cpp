@@ -94,14 +94,16 @@ int main(int argc, char** argv) {
   report_flops("matmul lm head dx = dy W", best_seconds([&] { matmul(dx, logits, wte, false, false); }, 3),
                2.0 * rows * vocab * width);
 
+  // GPT-2's 50257 tokens inside the padded 50304 columns; a smaller --vocab is all real.
+  const std::int64_t real_vocab = std::min<std::int64_t>(vocab, 50257);
   Tensor targets = Tensor::empty({rows}, DType::I32);
-  for (std::int64_t i = 0; i < rows; ++i) targets.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 7 % 50257);
+  for (std::int64_t i = 0; i < rows; ++i) targets.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 7 % real_vocab);
   Tensor losses = Tensor::empty({rows}), lse = Tensor::empty({rows});
   Tensor logits_copy = logits.clone();
-  report_bytes("cross_entropy forward", best_seconds([&] { cross_entropy_forward(losses, lse, logits, targets, 50257); }),
+  report_bytes("cross_entropy forward", best_seconds([&] { cross_entropy_forward(losses, lse, logits, targets, real_vocab); }),
                4.0 * rows * vocab);
   report_bytes("cross_entropy backward (in place)",
-               best_seconds([&] { cross_entropy_backward(logits_copy, logits_copy, lse, targets, 1e-3f, 50257); }),
+               best_seconds([&] { cross_entropy_backward(logits_copy, logits_copy, lse, targets, 1e-3f, real_vocab); }),
                8.0 * rows * vocab);
 
   Tensor qkv = random({batch, seq, 3 * width}, 5), att = Tensor::empty({batch, seq, width});
@@ -131,7 +133,7 @@ int main(int argc, char** argv) {
   report_bytes("dropout forward", best_seconds([&] { dropout_forward(d3, x3, 0.1f, {1, 2}, {0, 0, seq}); }),
                8.0 * rows * width);
   Tensor tokens = Tensor::empty({batch, seq}, DType::I32);
-  for (std::int64_t i = 0; i < rows; ++i) tokens.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 13 % 50257);
+  for (std::int64_t i = 0; i < rows; ++i) tokens.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 13 % real_vocab);
   Tensor emb = Tensor::empty({batch, seq, width});
   report_bytes("token_embedding backward", best_seconds([&] { token_embedding_backward(dwte, emb, tokens); }),
                8.0 * rows * width);

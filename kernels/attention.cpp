@@ -22,9 +22,10 @@ struct AttentionDims {
 
 // qkv [B, T, H * 3 * hs]; out and dout [B, T, H * hs], all contiguous, one device and one
 // dtype: F32, or BF16 (CUDA natively; on CPU staged through F32 copies). lse [B, H, T] F32.
+// `out` is the [B, T, H * hs] operand named `out_name` in messages (out, or the backward's dout).
 AttentionDims check_attention_operands(const char* op, std::initializer_list<const Tensor*> all,
-                                       const Tensor& out, const Tensor& lse, const Tensor& qkv,
-                                       std::int64_t n_head) {
+                                       const char* out_name, const Tensor& out, const Tensor& lse,
+                                       const Tensor& qkv, std::int64_t n_head) {
   TN_CHECK(qkv.dtype() == DType::F32 || qkv.dtype() == DType::BF16, op,
            ": needs f32 or bf16 tensors, got qkv ", qkv.str());
   for (const Tensor* t : all) {
@@ -37,7 +38,7 @@ AttentionDims check_attention_operands(const char* op, std::initializer_list<con
            shape_str(qkv.shape()), " is not [B, T, n_head * 3 * head_size] for n_head ", n_head);
   const std::int64_t batch = qkv.size(0), seq = qkv.size(1);
   const std::int64_t head_size = qkv.size(2) / (3 * n_head);
-  TN_CHECK((out.shape() == Shape{batch, seq, n_head * head_size}), op, ": out ",
+  TN_CHECK((out.shape() == Shape{batch, seq, n_head * head_size}), op, ": ", out_name, " ",
            shape_str(out.shape()), " for qkv ", shape_str(qkv.shape()), " and ", n_head, " heads");
   TN_CHECK(lse.dtype() == DType::F32 && lse.is_contiguous() && lse.device() == qkv.device(), op,
            ": lse must be a contiguous f32 tensor on qkv's device, got ", lse.str());
@@ -75,7 +76,7 @@ std::string attention_kernel_name(AttentionKernel kernel) {
 
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t n_head) {
   const AttentionDims d =
-      check_attention_operands("attention_forward", {&out, &qkv}, out, lse, qkv, n_head);
+      check_attention_operands("attention_forward", {&out, &qkv}, "out", out, lse, qkv, n_head);
   if (!qkv.device().is_cpu()) {
 #if TN_HAVE_CUDA
     cuda::attention_forward(out, lse, qkv, n_head, attention_kernel());
@@ -95,7 +96,7 @@ void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t
 void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor& out,
                         const Tensor& lse, std::int64_t n_head) {
   const AttentionDims d = check_attention_operands(
-      "attention_backward", {&dqkv, &dout, &qkv, &out}, dout, lse, qkv, n_head);
+      "attention_backward", {&dqkv, &dout, &qkv, &out}, "dout", dout, lse, qkv, n_head);
   TN_CHECK(dqkv.shape() == qkv.shape(), "attention_backward: dqkv ", shape_str(dqkv.shape()),
            " for qkv ", shape_str(qkv.shape()));
   TN_CHECK(out.shape() == dout.shape(), "attention_backward: out ", shape_str(out.shape()),

@@ -40,6 +40,20 @@ void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, con
 enum class AttentionKernel { automatic, cudnn, cublas };
 void set_attention_kernel(AttentionKernel kernel);
 AttentionKernel attention_kernel();
+// Sets the process's attention kernel for one scope, then restores the one before.
+class AttentionKernelScope {
+ public:
+  explicit AttentionKernelScope(AttentionKernel kernel) : saved_(attention_kernel()) {
+    set_attention_kernel(kernel);
+  }
+  ~AttentionKernelScope() { set_attention_kernel(saved_); }
+  AttentionKernelScope(const AttentionKernelScope&) = delete;
+  AttentionKernelScope& operator=(const AttentionKernelScope&) = delete;
+
+ private:
+  AttentionKernel saved_;
+};
+
 // "auto" | "cudnn" | "cublas"; parse returns false for anything else.
 bool parse_attention_kernel(std::string_view text, AttentionKernel& kernel);
 std::string attention_kernel_name(AttentionKernel kernel);

@@ -35,9 +35,11 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
     config_fail(doc, kSection, "precision", "must be fp32 or bf16, got '" + t.precision + "'");
   AttentionKernel attention = AttentionKernel::automatic;
   if (!parse_attention_kernel(t.attention, attention))
-    config_fail(doc, kSection, "attention", "must be auto, cudnn or cublas, got '" + t.attention + "'");
+    config_fail(doc, kSection, "attention",
+                "must be auto, cudnn or cublas, got '" + t.attention + "'");
   if (attention == AttentionKernel::cudnn && t.device != "cuda")
-    config_fail(doc, kSection, "attention", "cudnn is a CUDA kernel: it needs training.device: cuda");
+    config_fail(doc, kSection, "attention",
+                "cudnn is a CUDA kernel: it needs training.device: cuda");
   if (attention == AttentionKernel::cudnn && t.precision != "bf16")
     config_fail(doc, kSection, "attention",
                 "cuDNN's fused attention runs bf16 only: it needs training.precision: bf16");

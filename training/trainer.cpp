@@ -112,9 +112,10 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
       train_sampler_(train_shard_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
       chunks_() {
-  // The config has checked the name (training/train_config.cpp).
   AttentionKernel attention = AttentionKernel::automatic;
-  parse_attention_kernel(config.training.attention, attention);
+  TN_CHECK_AS(ConfigError, parse_attention_kernel(config.training.attention, attention),
+              "training.attention: must be auto, cudnn or cublas, got '",
+              config.training.attention, "'");
   set_attention_kernel(attention);
   if (groups != nullptr) {
     const std::vector<std::vector<int>> spanning =
@@ -449,6 +450,11 @@ StepMetrics Trainer::run() {
 
 std::string Trainer::generate(const SampleOptions& options) {
   const std::int64_t parts = config_.parallel.sequence_parallel ? tp_.size() : 1;
+  // Sampling runs windows of every length up to the context: under `auto` they take the cuBLAS
+  // path rather than have cuDNN build a graph for each length.
+  const AttentionKernel kernel = attention_kernel();
+  const AttentionKernelScope scope(kernel == AttentionKernel::automatic ? AttentionKernel::cublas
+                                                                        : kernel);
   return generate_text(config_.model, options, parts,
                        [this](const Tensor& tokens) { return full_logits(tokens); });
 }

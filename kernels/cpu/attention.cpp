@@ -96,8 +96,8 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out, cons
         const T* base = qkv + b * seq * hv.row_stride;
         T* dbase = dqkv + b * seq * hv.row_stride;
         for (i64 t = 0; t < seq; ++t) {
-          T* row = dbase + t * hv.row_stride + hv.q;  // this head's dq, dk, dv: contiguous
-          for (i64 d = 0; d < 3 * head_size; ++d) row[d] = 0;
+          T* grad_row = dbase + t * hv.row_stride + hv.q;  // this head's dq, dk, dv: contiguous
+          for (i64 d = 0; d < 3 * head_size; ++d) grad_row[d] = 0;
         }
         for (i64 i = 0; i < seq; ++i) {
           const T* q_i = base + i * hv.row_stride + hv.q;

@@ -214,7 +214,8 @@ __global__ void causal_softmax_backward_kernel(Elem* dscores, const float* dprob
   const Elem* dout_r = dout_heads + row * d.head_size;
   const Elem* out_r = out + ((b * seq + i) * d.n_head + h) * d.head_size;
   float d_r = 0.0f;
-  for (int k = lane; k < d.head_size; k += kWarpSize) d_r += to_float(dout_r[k]) * to_float(out_r[k]);
+  for (int k = lane; k < d.head_size; k += kWarpSize)
+    d_r += to_float(dout_r[k]) * to_float(out_r[k]);
   d_r = warp_sum(d_r);
 
   const float* dp = dprobs + row * seq;
@@ -399,13 +400,14 @@ void backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor&
 }
 
 // cuDNN's fused SDPA for this call? `cublas` never; `cudnn` always (or an error saying why it
-// cannot); `automatic` when cuDNN supports the problem and its `operands` are aligned for it.
-// Forward and backward ask about the same shapes, so they normally agree; where they do not (an
-// unaligned view in one of them) mixing is still right: both read and write the same lse.
+// cannot); `automatic` when cuDNN supports this pass of the problem and its `operands` are
+// aligned for it. Forward and backward normally agree; where they do not (a backward cuDNN
+// cannot build, an unaligned view in one of them) mixing is still right: both implementations
+// read and write the same lse.
 bool use_cudnn(const Tensor& qkv, std::int64_t n_head, AttentionKernel kernel,
-               std::initializer_list<const Tensor*> operands) {
+               AttentionPass pass, std::initializer_list<const Tensor*> operands) {
   if (kernel == AttentionKernel::cublas) return false;
-  const std::string why_not = cudnn_attention_unsupported_reason(qkv, n_head, operands);
+  const std::string why_not = cudnn_attention_unsupported_reason(qkv, n_head, pass, operands);
   TN_CHECK(why_not.empty() || kernel != AttentionKernel::cudnn,
            "attention: cuDNN's fused attention was asked for (training.attention: cudnn) but ",
            why_not);
@@ -418,7 +420,7 @@ void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t
                        AttentionKernel kernel) {
   const Dims d = attention_dims(qkv, n_head);
   if (qkv.numel() == 0) return;
-  if (use_cudnn(qkv, n_head, kernel, {&out, &lse})) {
+  if (use_cudnn(qkv, n_head, kernel, AttentionPass::forward, {&out, &lse})) {
     cudnn_attention_forward(out, lse, qkv, n_head);
   } else if (qkv.dtype() == DType::BF16) {
     forward<BFloat16>(out, lse, qkv, d);
@@ -431,7 +433,7 @@ void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, con
                         const Tensor& lse, std::int64_t n_head, AttentionKernel kernel) {
   const Dims d = attention_dims(qkv, n_head);
   if (qkv.numel() == 0) return;
-  if (use_cudnn(qkv, n_head, kernel, {&dqkv, &dout, &out, &lse})) {
+  if (use_cudnn(qkv, n_head, kernel, AttentionPass::backward, {&dqkv, &dout, &out, &lse})) {
     cudnn_attention_backward(dqkv, dout, qkv, out, lse, n_head);
   } else if (qkv.dtype() == DType::BF16) {
     backward<BFloat16>(dqkv, dout, qkv, out, lse, d);

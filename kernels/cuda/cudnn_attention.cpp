@@ -27,6 +27,7 @@
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_runtime.h"
@@ -165,41 +166,43 @@ std::string build(fe::graph::Graph& graph, const char* what) {
   return {};
 }
 
-struct Plans {
-  std::shared_ptr<fe::graph::Graph> forward, backward;
-  std::int64_t forward_workspace = 0, backward_workspace = 0;
-  std::string unsupported;  // why not, when a graph did not build
+// One pass's executable graph, or why it cannot be had.
+struct Plan {
+  std::shared_ptr<fe::graph::Graph> graph;
+  std::int64_t workspace = 0;
+  std::string unsupported;  // why not, when the graph did not build
 };
 
-// Built once per problem and kept (failures too, so an unsupported shape is asked once).
-const Plans& plans_for(const Problem& p) {
+// Built on first use per (problem, pass) and kept, failures too, so an unsupported shape is
+// asked once. The passes are built apart: an evaluation or a sampled window never pays for a
+// backward graph, and a backward cuDNN cannot run falls back alone (the lse is shared).
+const Plan& plan_for(const Problem& p, AttentionPass pass) {
   static std::mutex mutex;
-  static std::map<Problem, Plans> cache;
+  static std::map<std::pair<Problem, AttentionPass>, Plan> cache;
   std::lock_guard lock(mutex);
-  auto found = cache.find(p);
+  auto found = cache.find({p, pass});
   if (found != cache.end()) return found->second;
-  Plans plans;
-  plans.forward = forward_graph(p);
-  plans.unsupported = build(*plans.forward, "forward");
-  if (plans.unsupported.empty()) {
-    plans.backward = backward_graph(p);
-    plans.unsupported = build(*plans.backward, "backward");
+  const bool forward = pass == AttentionPass::forward;
+  const char* what = forward ? "forward" : "backward";
+  Plan plan;
+  plan.graph = forward ? forward_graph(p) : backward_graph(p);
+  plan.unsupported = build(*plan.graph, what);
+  if (plan.unsupported.empty()) {
+    if (auto s = plan.graph->get_workspace_size(plan.workspace); s.is_bad())
+      plan.unsupported = std::string(what) + " get_workspace_size: " + s.get_message();
   }
-  if (plans.unsupported.empty()) {
-    if (auto s = plans.forward->get_workspace_size(plans.forward_workspace); s.is_bad())
-      plans.unsupported = "forward get_workspace_size: " + s.get_message();
-    else if (auto b = plans.backward->get_workspace_size(plans.backward_workspace); b.is_bad())
-      plans.unsupported = "backward get_workspace_size: " + b.get_message();
-  }
-  if (plans.unsupported.empty()) {
-    log_info("attention: cuDNN fused SDPA for B=", p.batch, " T=", p.seq, " heads=", p.n_head,
-             " head_size=", p.head_size, " (cuDNN ", cudnnGetVersion(), ")");
+  if (plan.unsupported.empty()) {
+    log_info("attention: cuDNN fused SDPA ", what, " for B=", p.batch, " T=", p.seq,
+             " heads=", p.n_head, " head_size=", p.head_size, " (cuDNN ", cudnnGetVersion(),
+             ")");
   } else {
-    plans.unsupported = "cuDNN cannot run attention with B=" + std::to_string(p.batch) +
-                        " T=" + std::to_string(p.seq) + " heads=" + std::to_string(p.n_head) +
-                        " head_size=" + std::to_string(p.head_size) + ": " + plans.unsupported;
+    plan.graph.reset();
+    plan.unsupported = "cuDNN cannot run the attention " + std::string(what) + " with B=" +
+                       std::to_string(p.batch) + " T=" + std::to_string(p.seq) + " heads=" +
+                       std::to_string(p.n_head) + " head_size=" + std::to_string(p.head_size) +
+                       ": " + plan.unsupported;
   }
-  return cache.emplace(p, std::move(plans)).first->second;
+  return cache.emplace(std::pair{p, pass}, std::move(plan)).first->second;
 }
 
 void execute(const fe::graph::Graph& graph, std::int64_t workspace_bytes,
@@ -220,10 +223,11 @@ void* at(const Tensor& t, std::int64_t elements) {
 }  // namespace
 
 std::string cudnn_attention_unsupported_reason(const Tensor& qkv, std::int64_t n_head,
+                                               AttentionPass pass,
                                                std::initializer_list<const Tensor*> operands) {
   if (qkv.dtype() != DType::BF16)
-    return "cuDNN's fused attention runs bf16 only (qkv is " + std::string(dtype_name(qkv.dtype())) +
-           ")";
+    return "cuDNN's fused attention runs bf16 only (qkv is " +
+           std::string(dtype_name(qkv.dtype())) + ")";
   const Problem p = problem_of(qkv, n_head);
   if (p.head_size % 8 != 0)
     return "head size " + std::to_string(p.head_size) + " is not a multiple of 8";
@@ -236,26 +240,26 @@ std::string cudnn_attention_unsupported_reason(const Tensor& qkv, std::int64_t n
   for (const Tensor* t : operands)
     if (t != nullptr && misaligned(*t))
       return "an operand " + t->str() + " does not start on a 16-byte boundary";
-  return plans_for(p).unsupported;
+  return plan_for(p, pass).unsupported;
 }
 
 void cudnn_attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t n_head) {
   const Problem p = problem_of(qkv, n_head);
-  const Plans& plans = plans_for(p);
-  TN_CHECK_AS(CudaError, plans.unsupported.empty(), plans.unsupported);
+  const Plan& plan = plan_for(p, AttentionPass::forward);
+  TN_CHECK_AS(CudaError, plan.unsupported.empty(), plan.unsupported);
   std::unordered_map<std::int64_t, void*> pack = {{kQ, at(qkv, 0)},
                                                   {kK, at(qkv, p.head_size)},
                                                   {kV, at(qkv, 2 * p.head_size)},
                                                   {kO, at(out, 0)},
                                                   {kStats, lse.raw_data()}};
-  execute(*plans.forward, plans.forward_workspace, pack, qkv.device());
+  execute(*plan.graph, plan.workspace, pack, qkv.device());
 }
 
 void cudnn_attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
                               const Tensor& out, const Tensor& lse, std::int64_t n_head) {
   const Problem p = problem_of(qkv, n_head);
-  const Plans& plans = plans_for(p);
-  TN_CHECK_AS(CudaError, plans.unsupported.empty(), plans.unsupported);
+  const Plan& plan = plan_for(p, AttentionPass::backward);
+  TN_CHECK_AS(CudaError, plan.unsupported.empty(), plan.unsupported);
   std::unordered_map<std::int64_t, void*> pack = {
       {kQ, at(qkv, 0)},
       {kK, at(qkv, p.head_size)},
@@ -266,7 +270,7 @@ void cudnn_attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qk
       {kDQ, at(dqkv, 0)},
       {kDK, at(dqkv, p.head_size)},
       {kDV, at(dqkv, 2 * p.head_size)}};
-  execute(*plans.backward, plans.backward_workspace, pack, qkv.device());
+  execute(*plan.graph, plan.workspace, pack, qkv.device());
 }
 
 }  // namespace ternion::cuda
@@ -277,19 +281,19 @@ void cudnn_attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qk
 
 namespace ternion::cuda {
 
-std::string cudnn_attention_unsupported_reason(const Tensor&, std::int64_t,
+std::string cudnn_attention_unsupported_reason(const Tensor&, std::int64_t, AttentionPass,
                                                std::initializer_list<const Tensor*>) {
   return "this build has no cudnn-frontend (bash tools/install-deps.sh fetches it; then "
          "re-run cmake)";
 }
 
 void cudnn_attention_forward(Tensor&, Tensor&, const Tensor&, std::int64_t) {
-  TN_THROW(CudaError, cudnn_attention_unsupported_reason(Tensor(), 0, {}));
+  TN_THROW(CudaError, cudnn_attention_unsupported_reason(Tensor(), 0, AttentionPass::forward, {}));
 }
 
 void cudnn_attention_backward(Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                               std::int64_t) {
-  TN_THROW(CudaError, cudnn_attention_unsupported_reason(Tensor(), 0, {}));
+  TN_THROW(CudaError, cudnn_attention_unsupported_reason(Tensor(), 0, AttentionPass::forward, {}));
 }
 
 }  // namespace ternion::cuda

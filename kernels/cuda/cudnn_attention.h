@@ -11,8 +11,8 @@
 // taken from the caching allocator for the backward call alone. Nothing of size T^2 is kept
 // between forward and backward, as the cuBLAS path keeps nothing either (both save lse only).
 //
-// Graphs are built once per (batch, seq, heads, head size) and kept: building one costs
-// milliseconds to seconds, executing it microseconds. Only CUDA builds compile this; without
+// Graphs are built on first use per (batch, seq, heads, head size) and pass, and kept: building
+// one costs milliseconds to seconds, executing it microseconds. Only CUDA builds compile this; without
 // cudnn-frontend (TN_HAVE_CUDNN_FRONTEND = 0) every problem is "unsupported" with that reason.
 #pragma once
 
@@ -24,10 +24,12 @@
 
 namespace ternion::cuda {
 
-// Empty when cuDNN can run this problem (forward and backward both build, and every operand
-// in `operands`, qkv's among them, starts on a 16-byte boundary as cuDNN's execute requires),
-// else why not.
+enum class AttentionPass { forward, backward };
+
+// Empty when cuDNN can run this pass of this problem (its graph builds, and qkv and every
+// tensor in `operands` start on a 16-byte boundary as cuDNN's execute requires), else why not.
 std::string cudnn_attention_unsupported_reason(const Tensor& qkv, std::int64_t n_head,
+                                               AttentionPass pass = AttentionPass::forward,
                                                std::initializer_list<const Tensor*> operands = {});
 
 void cudnn_attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t n_head);

@@ -29,20 +29,6 @@ struct AttentionCase {
   }
 };
 
-// Sets the process-wide attention kernel for one scope.
-class KernelScope {
- public:
-  explicit KernelScope(AttentionKernel kernel) : saved_(attention_kernel()) {
-    set_attention_kernel(kernel);
-  }
-  ~KernelScope() { set_attention_kernel(saved_); }
-  KernelScope(const KernelScope&) = delete;
-  KernelScope& operator=(const KernelScope&) = delete;
-
- private:
-  AttentionKernel saved_;
-};
-
 struct Tolerance {
   double atol, rtol;
 };
@@ -98,7 +84,7 @@ void check_against_cpu(const AttentionCase& c, DType dtype, AttentionKernel kern
   Tensor want_dqkv = Tensor::empty(in.qkv_shape);
   attention_backward(want_dqkv, in.dout, in.qkv, want_out_rounded, want_lse, c.n_head);
 
-  const KernelScope scope(kernel);
+  const AttentionKernelScope scope(kernel);
   const Tensor qkv = to_gpu(in.qkv, dtype), dout = to_gpu(in.dout, dtype);
   Tensor out = nan_tensor(in.out_shape, dtype), lse = nan_tensor(in.lse_shape, DType::F32);
   attention_forward(out, lse, qkv, c.n_head);
@@ -125,12 +111,16 @@ const Tolerances kF32Tolerance{{1e-6, 1e-5}, {1e-5, 1e-6}, {1e-5, 1e-5}, false};
 const Tolerances kBf16Tolerance{{5e-3, 1e-2}, {1e-4, 1e-5}, {5e-3, 1e-2}, true};
 
 // Skips (with the reason) where cuDNN cannot run the case: a build without cudnn-frontend.
+#if TN_HAVE_CUDA
 #define TN_REQUIRE_CUDNN_ATTENTION(qkv_example, n_head)                                       \
   do {                                                                                         \
     TN_REQUIRE_GPU();                                                                          \
     const std::string why_not = cuda::cudnn_attention_unsupported_reason(qkv_example, n_head); \
     if (!why_not.empty()) GTEST_SKIP() << why_not;                                             \
   } while (false)
+#else
+#define TN_REQUIRE_CUDNN_ATTENTION(qkv_example, n_head) TN_REQUIRE_GPU()
+#endif
 
 Tensor bf16_qkv_example(const AttentionCase& c) {
   return Tensor::zeros({c.batch, c.seq, 3 * c.n_head * c.head_size}, DType::BF16,
@@ -171,10 +161,10 @@ TEST(GpuAttention, CudnnLseDrivesTheCublasBackward) {
   Tensor cudnn_lse = nan_tensor(in.lse_shape, DType::F32);
   Tensor cublas_lse = nan_tensor(in.lse_shape, DType::F32);
   {
-    const KernelScope scope(AttentionKernel::cudnn);
+    const AttentionKernelScope scope(AttentionKernel::cudnn);
     attention_forward(out, cudnn_lse, qkv, c.n_head);
   }
-  const KernelScope scope(AttentionKernel::cublas);
+  const AttentionKernelScope scope(AttentionKernel::cublas);
   Tensor cublas_out = nan_tensor(in.out_shape, DType::BF16);
   attention_forward(cublas_out, cublas_lse, qkv, c.n_head);
   expect_close("lse: cuDNN vs cuBLAS", to_host_floats(cudnn_lse), to_host_floats(cublas_lse),
@@ -190,7 +180,7 @@ TEST(GpuAttention, CudnnLseDrivesTheCublasBackward) {
 
 TEST(GpuAttention, AskingCudnnForF32SaysWhy) {
   TN_REQUIRE_GPU();
-  const KernelScope scope(AttentionKernel::cudnn);
+  const AttentionKernelScope scope(AttentionKernel::cudnn);
   const AttentionCase& c = kLarger;
   Tensor qkv = to_gpu(random_tensor({c.batch, c.seq, 3 * c.n_head * c.head_size}, 81), DType::F32);
   Tensor out = nan_tensor({c.batch, c.seq, c.n_head * c.head_size}, DType::F32);
