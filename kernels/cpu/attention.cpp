@@ -1,9 +1,18 @@
 // Causal attention, one task per (batch, head): a head's query, key and value columns of qkv
 // and its output columns of out and dqkv belong to that task alone, so tasks never share a
-// write and every sum runs in a fixed order. Rows i only visit keys j <= i. The backward
-// recomputes each probability from the saved log-sum-exp (kernels/attention.h). A row's
-// scratch is reached through a raw pointer: through std::vector's operator[] GCC does not
-// vectorise the exp loops, which then cost more than the dot products.
+// write and every sum runs in a fixed order. FlashAttention's contract (kernels/attention.h):
+// the forward keeps each row's log-sum-exp, the backward recomputes the probabilities from it.
+//
+// Each task works through its head with BLAS, as FlashAttention does per tile, on a [T, T]
+// scratch of its own thread (nothing of that size outlives the call):
+//   forward   S = scale Q K^T;  P = causal_softmax(S) (0 above the diagonal), lse;  O = P V
+//   backward  S = scale Q K^T;  P = exp(S - lse) (0 above);  dV = P^T dO;  dP = dO V^T;
+//             dS = P (dP - D) scale with D_i = dO_i . O_i;  dQ = dS K;  dK = dS^T Q
+// The heads are column slices of qkv, out and dqkv rows, handed to BLAS with their row
+// strides; BLAS runs single-threaded inside the task (OpenBLAS does so within an OpenMP
+// region), so a head's sums do not depend on the thread count. The products cover the whole
+// [T, T] square (the zeros above the diagonal included): twice the causal FLOPs, at GEMM
+// speed rather than a dot product per (i, j).
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -21,11 +30,6 @@ T dot(const T* a, const T* b, i64 n) {
 #pragma omp simd reduction(+ : sum)
   for (i64 i = 0; i < n; ++i) sum += a[i] * b[i];
   return sum;
-}
-
-template <class T>
-void axpy(T* y, T alpha, const T* x, i64 n) {
-  for (i64 i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
 // Pointers into one (batch, head): row t of q, k or v is at base + t * row_stride.
@@ -48,33 +52,33 @@ void attention_forward(T* out, T* lse, const T* qkv, i64 batch, i64 seq, i64 n_h
   const i64 channels = n_head * head_size;
 #pragma omp parallel
   {
-    std::vector<T> row(static_cast<std::size_t>(seq));
-    T* const p = row.data();  // one query row's scores, then exp (a raw pointer: see below)
+    std::vector<T> square(static_cast<std::size_t>(seq * seq));  // S, then P
+    T* const p = square.data();
 #pragma omp for collapse(2) schedule(static)
     for (i64 b = 0; b < batch; ++b) {
       for (i64 h = 0; h < n_head; ++h) {
         const HeadView hv = head_view(n_head, head_size, h);
         const T* base = qkv + b * seq * hv.row_stride;
+        T* o = out + b * seq * channels + h * head_size;
+        matmul_strided(p, seq, base + hv.q, hv.row_stride, base + hv.k, hv.row_stride, seq, seq,
+                       head_size, false, true, scale, T{0});
         for (i64 i = 0; i < seq; ++i) {
-          const T* q = base + i * hv.row_stride + hv.q;
+          T* row = p + i * seq;
           T max_score = -std::numeric_limits<T>::infinity();
-          for (i64 j = 0; j <= i; ++j) {
-            p[j] = dot(q, base + j * hv.row_stride + hv.k, head_size) * scale;
-            max_score = p[j] > max_score ? p[j] : max_score;
-          }
+          for (i64 j = 0; j <= i; ++j) max_score = row[j] > max_score ? row[j] : max_score;
           T sum = 0;
 #pragma omp simd reduction(+ : sum)
           for (i64 j = 0; j <= i; ++j) {
-            p[j] = fast_exp(p[j] - max_score);
-            sum += p[j];
+            row[j] = fast_exp(row[j] - max_score);
+            sum += row[j];
           }
           lse[(b * n_head + h) * seq + i] = max_score + std::log(sum);
           const T inv_sum = static_cast<T>(1) / sum;
-          T* o = out + (b * seq + i) * channels + h * head_size;
-          for (i64 d = 0; d < head_size; ++d) o[d] = 0;
-          for (i64 j = 0; j <= i; ++j)
-            axpy(o, p[j] * inv_sum, base + j * hv.row_stride + hv.v, head_size);
+          for (i64 j = 0; j <= i; ++j) row[j] *= inv_sum;
+          for (i64 j = i + 1; j < seq; ++j) row[j] = 0;
         }
+        matmul_strided(o, channels, p, seq, base + hv.v, hv.row_stride, seq, head_size, seq,
+                       false, false, T{1}, T{0});
       }
     }
   }
@@ -87,41 +91,46 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out, cons
   const i64 channels = n_head * head_size;
 #pragma omp parallel
   {
-    std::vector<T> row(static_cast<std::size_t>(seq));
-    T* const p = row.data();  // one query row's probabilities
+    std::vector<T> probs(static_cast<std::size_t>(seq * seq)), grads(probs.size());
+    T* const p = probs.data();   // S, then P
+    T* const dp = grads.data();  // dP, then dS
 #pragma omp for collapse(2) schedule(static)
     for (i64 b = 0; b < batch; ++b) {
       for (i64 h = 0; h < n_head; ++h) {
         const HeadView hv = head_view(n_head, head_size, h);
-        const T* base = qkv + b * seq * hv.row_stride;
-        T* dbase = dqkv + b * seq * hv.row_stride;
-        for (i64 t = 0; t < seq; ++t) {
-          T* grad_row = dbase + t * hv.row_stride + hv.q;  // this head's dq, dk, dv: contiguous
-          for (i64 d = 0; d < 3 * head_size; ++d) grad_row[d] = 0;
-        }
+        const i64 ld = hv.row_stride;
+        const T* base = qkv + b * seq * ld;
+        T* dbase = dqkv + b * seq * ld;
+        const T* dout_h = dout + b * seq * channels + h * head_size;
+        const T* out_h = out + b * seq * channels + h * head_size;
+        matmul_strided(p, seq, base + hv.q, ld, base + hv.k, ld, seq, seq, head_size, false, true,
+                       scale, T{0});
         for (i64 i = 0; i < seq; ++i) {
-          const T* q_i = base + i * hv.row_stride + hv.q;
-          T* dq_i = dbase + i * hv.row_stride + hv.q;
-          const T* dout_i = dout + (b * seq + i) * channels + h * head_size;
-          // The row's probabilities again: scores as the forward computed them, then one
-          // vectorised exp against the saved log-sum-exp.
+          T* row = p + i * seq;
           const T row_lse = lse[(b * n_head + h) * seq + i];
-          for (i64 j = 0; j <= i; ++j)
-            p[j] = dot(q_i, base + j * hv.row_stride + hv.k, head_size) * scale;
 #pragma omp simd
-          for (i64 j = 0; j <= i; ++j) p[j] = fast_exp(p[j] - row_lse);
-          // D_i = sum_j p_ij dp_ij = dout_i . out_i, since out_i = sum_j p_ij v_j.
-          const T d_i = dot(dout_i, out + (b * seq + i) * channels + h * head_size, head_size);
-          for (i64 j = 0; j <= i; ++j) {
-            const T* k_j = base + j * hv.row_stride + hv.k;
-            const T dp = dot(dout_i, base + j * hv.row_stride + hv.v, head_size);
-            axpy(dbase + j * hv.row_stride + hv.v, p[j], dout_i, head_size);  // dv_j += p dout_i
-            // Softmax backward: ds_ij = p_ij (dp_ij - D_i) * scale, s_ij = scale q_i . k_j.
-            const T ds = p[j] * (dp - d_i) * scale;
-            axpy(dq_i, ds, k_j, head_size);
-            axpy(dbase + j * hv.row_stride + hv.k, ds, q_i, head_size);
-          }
+          for (i64 j = 0; j <= i; ++j) row[j] = fast_exp(row[j] - row_lse);
+          for (i64 j = i + 1; j < seq; ++j) row[j] = 0;
         }
+        // dV = P^T dO and dP = dO V^T (the overwrite of dqkv's dv columns: beta 0).
+        matmul_strided(dbase + hv.v, ld, p, seq, dout_h, channels, seq, head_size, seq, true,
+                       false, T{1}, T{0});
+        matmul_strided(dp, seq, dout_h, channels, base + hv.v, ld, seq, seq, head_size, false,
+                       true, T{1}, T{0});
+        // Softmax backward: dS_ij = P_ij (dP_ij - D_i) scale, where D_i = sum_j P_ij dP_ij =
+        // dO_i . O_i since O_i = sum_j P_ij V_j.
+        for (i64 i = 0; i < seq; ++i) {
+          const T d_i = dot(dout_h + i * channels, out_h + i * channels, head_size);
+          const T* prow = p + i * seq;
+          T* row = dp + i * seq;
+#pragma omp simd
+          for (i64 j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - d_i) * scale;
+          for (i64 j = i + 1; j < seq; ++j) row[j] = 0;
+        }
+        matmul_strided(dbase + hv.q, ld, dp, seq, base + hv.k, ld, seq, head_size, seq, false,
+                       false, T{1}, T{0});
+        matmul_strided(dbase + hv.k, ld, dp, seq, base + hv.q, ld, seq, head_size, seq, true,
+                       false, T{1}, T{0});
       }
     }
   }

@@ -18,6 +18,11 @@ using i64 = std::int64_t;
 template <class T>
 void matmul(T* out, const T* a, const T* b, i64 m, i64 n, i64 k, bool transpose_a,
             bool transpose_b, T alpha, T beta);
+// The same with explicit row strides (ld_out, ld_a, ld_b: elements between rows as stored),
+// so operands can be column slices of wider rows (attention's heads within qkv).
+template <class T>
+void matmul_strided(T* out, i64 ld_out, const T* a, i64 ld_a, const T* b, i64 ld_b, i64 m, i64 n,
+                    i64 k, bool transpose_a, bool transpose_b, T alpha, T beta);
 
 template <class T> void bias_add_forward(T* out, const T* bias, i64 rows, i64 cols);
 template <class T> void bias_add_backward(T* dbias, const T* dout, i64 rows, i64 cols);

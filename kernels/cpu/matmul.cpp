@@ -35,6 +35,20 @@ void matmul(T* out, const T* a, const T* b, i64 m, i64 n, i64 k, bool transpose_
        ld(transpose_a ? m : k), b, ld(transpose_b ? k : n), beta, out, ld(n));
 }
 
+template <class T>
+void matmul_strided(T* out, i64 ld_out, const T* a, i64 ld_a, const T* b, i64 ld_b, i64 m, i64 n,
+                    i64 k, bool transpose_a, bool transpose_b, T alpha, T beta) {
+  if (m == 0 || n == 0) return;
+  gemm(transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
+       static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+       static_cast<blasint>(ld_a), b, static_cast<blasint>(ld_b), beta, out,
+       static_cast<blasint>(ld_out));
+}
+
+template void matmul_strided<float>(float*, i64, const float*, i64, const float*, i64, i64, i64,
+                                    i64, bool, bool, float, float);
+template void matmul_strided<double>(double*, i64, const double*, i64, const double*, i64, i64,
+                                     i64, i64, bool, bool, double, double);
 template void matmul<float>(float*, const float*, const float*, i64, i64, i64, bool, bool, float,
                             float);
 template void matmul<double>(double*, const double*, const double*, i64, i64, i64, bool, bool,
