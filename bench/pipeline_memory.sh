@@ -14,7 +14,9 @@ for m in 2 4 8 16; do
   row="| $m |"
   for schedule in gpipe 1f1b; do
     peak=$(OMP_NUM_THREADS=1 mpirun --oversubscribe -np 2 "$build/ternion-train" \
-      --config configs/quickstart.yaml --set parallel.pipeline=2 --set parallel.schedule=$schedule \
+      --config configs/quickstart.yaml --set parallel.tensor=1 --set parallel.data=1 \
+      --set parallel.zero_stage=0 --set checkpoint.save_dir= \
+      --set parallel.pipeline=2 --set parallel.schedule=$schedule \
       --set parallel.micro_batch_size=4 --set training.global_batch_size=$((4 * m)) \
       --set training.steps=2 --set training.eval_interval=0 --set training.sample_tokens=0 \
       --set logging.metrics_file= --set optimizer.warmup_steps=1 2>&1 |
