@@ -192,6 +192,13 @@ cuda_extra_args() {
 
 configure() {
   echo "cuDNN/NCCL arguments: ${cuda_extra:-none, the CUDA toolkit has both}"
+  # cudnn-frontend's headers, carried in .gpu-deps: without them attention runs on cuBLAS only.
+  local frontend=$repo/.gpu-deps/cudnn-frontend/include
+  if [ -f "$frontend/cudnn_frontend.h" ]; then
+    cuda_extra="$cuda_extra -DCUDNN_FRONTEND_INCLUDE_DIR=$frontend"
+  else
+    note "no .gpu-deps/cudnn-frontend: attention on the cuBLAS path only"
+  fi
   # shellcheck disable=SC2086 # $cuda_extra and TN_GPU_CMAKE_ARGS: lists of -D arguments
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTERNION_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 \
@@ -217,7 +224,8 @@ configure() {
 }
 
 build_targets() {
-  cmake --build "$build" -j"$jobs" --target ternion-train ternion-prepare test_gpu bench_gemm
+  cmake --build "$build" -j"$jobs" --target ternion-train ternion-prepare test_gpu bench_gemm \
+    bench_linear
 }
 
 # ---- 3. the gpu tests ----------------------------------------------------------------------
@@ -344,6 +352,14 @@ gemm_bench() {
   return "$rc"
 }
 
+# The linear layer's forward with the bias epilogue against the unfused kernels.
+linear_bench() {
+  "$build/bench/bench_linear" | tee "$work/bench_linear.txt"
+  local rc=$?
+  note "$(awk '$6 == "fused"' "$work/bench_linear.txt" | wc -l) cases took the bias epilogue, $(awk '$6 == "fallback"' "$work/bench_linear.txt" | wc -l) fell back; see bench_linear.txt"
+  return "$rc"
+}
+
 # Trains CONFIG on one GPU for its steps; a row of the benchmark table from its metrics.
 train_bench() {
   local name=$1 config=$2
@@ -395,7 +411,7 @@ EOF
 }
 
 export -f configure build_targets cuda_extra_args gpu_tests write_small_config prepare_data \
-  write_layout_config compare_losses gpu_vs_cpu layout_vs_one_rank gemm_bench train_bench machine_facts
+  write_layout_config compare_losses gpu_vs_cpu layout_vs_one_rank gemm_bench linear_bench train_bench machine_facts
 export repo lib budget
 
 # ---- the run -------------------------------------------------------------------------------
@@ -432,6 +448,7 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
     --set parallel.zero_stage=1
   : > "$work/bench_rows.md"
   step "bench_gemm" 90 gemm_bench
+  step "bench_linear" 45 linear_bench
   step "GPT-2 124M bf16, 1 GPU" 120 train_bench gpt2-124m "$repo/configs/gpu/gpt2-124m-bf16.yaml"
   step "GPT 1.3B bf16, 1 GPU" 150 train_bench gpt-1.3b "$repo/configs/gpu/gpt-1.3b-bf16.yaml"
 elif [ -z "$until_step" ]; then
@@ -469,6 +486,7 @@ summary=$out/summary.md
   fi
 } > "$summary"
 [ -s "$work/bench_gemm.txt" ] && cp "$work/bench_gemm.txt" "$out/bench_gemm.txt"
+[ -s "$work/bench_linear.txt" ] && cp "$work/bench_linear.txt" "$out/bench_linear.txt"
 (cd "$work" && tar -czf "$out/runs.tar.gz" --exclude='data' --exclude='*.bin' --exclude='note.*' \
    --exclude='checkpoints' . 2>/dev/null)
 echo

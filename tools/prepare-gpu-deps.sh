@@ -10,6 +10,8 @@
 #   .gpu-deps/fallback/*.deb   base runtime libraries (libgfortran5, libgomp1, ...) that a CUDA
 #                              image nearly always has: used only for a soname the machine lacks,
 #                              so they never shadow the machine's own (newer) copies
+#   .gpu-deps/cudnn-frontend   cudnn-frontend's headers (tools/fetch-cudnn-frontend.sh), for
+#                              cuDNN's fused attention
 #   .gpu-deps/MANIFEST         package, version, .deb size and sha256 of each
 #
 # No root needed (apt-get download writes to the current folder). Idempotent: a .deb already
@@ -68,6 +70,8 @@ download() {
 }
 download "$dest/main" "${main_packages[@]}"
 download "$dest/fallback" "${fallback_packages[@]}"
+# cudnn-frontend's headers (cuDNN's fused attention; not a Debian package, see the script).
+bash tools/fetch-cudnn-frontend.sh "$dest/cudnn-frontend"
 
 {
   echo "# .gpu-deps: Debian 12 packages for scripts/gpu-check.sh, from tools/prepare-gpu-deps.sh"
