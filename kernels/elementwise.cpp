@@ -84,16 +84,28 @@ void scale(Tensor& x, float factor) {
   }
 }
 
-double sum_of_squares(const Tensor& x) {
-  check_elementwise("sum_of_squares", {&x});
-  if (x.device().is_cpu()) {
-    const Tensor x32 = as_f32(x);
-    return cpu::sum_of_squares<float>(x32.data<float>(), x.numel());
+double sum_of_squares(const Tensor& x) { return sums_of_squares(std::span(&x, 1)).front(); }
+
+std::vector<double> sums_of_squares(std::span<const Tensor> xs) {
+  if (xs.empty()) return {};
+  for (const Tensor& x : xs) {
+    check_elementwise("sums_of_squares", {&x});
+    TN_CHECK(x.device() == xs.front().device(), "sums_of_squares: needs one device, got ",
+             x.str(), " with ", xs.front().str());
+  }
+  if (xs.front().device().is_cpu()) {
+    std::vector<double> sums;
+    sums.reserve(xs.size());
+    for (const Tensor& x : xs) {
+      const Tensor x32 = as_f32(x);
+      sums.push_back(cpu::sum_of_squares<float>(x32.data<float>(), x.numel()));
+    }
+    return sums;
   }
 #if TN_HAVE_CUDA
-  return cuda::sum_of_squares(x);
+  return cuda::sums_of_squares(xs);
 #else
-  TN_THROW(CudaError, "sum_of_squares: no CUDA kernel in this build");
+  TN_THROW(CudaError, "sums_of_squares: no CUDA kernel in this build");
 #endif
 }
 

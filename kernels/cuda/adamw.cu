@@ -2,17 +2,15 @@
 // sgd_element, the CPU's functions, on F32 parameters, gradients and state.
 //
 // adamw_update_many is a multi-tensor apply: the host writes a table of the tensors (pointers,
-// numel, weight decay, first chunk), copies it through pinned memory into a device buffer on
-// the compute stream and launches one grid of one block per chunk of kChunk elements; each
-// block finds its tensor by binary search over the first chunks and updates its slice. Bias
-// corrections are computed once on the host, as the CPU computes them, so each element's
-// arithmetic is the single-tensor kernel's.
+// numel, weight decay, first chunk), copies it through pinned memory (pinned_staging.h) into a
+// device buffer on the compute stream and launches one grid of one block per chunk of kChunk
+// elements; each block finds its tensor by binary search over the first chunks and updates its
+// slice. Bias corrections are computed once on the host, as the CPU computes them, so each
+// element's arithmetic is the single-tensor kernel's.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "framework/cuda/cuda_check.h"
@@ -20,6 +18,8 @@
 #include "kernels/adamw_math.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/element_access.cuh"
+#include "kernels/cuda/multi_tensor.cuh"
+#include "kernels/cuda/pinned_staging.h"
 
 namespace ternion::cuda {
 
@@ -76,17 +76,7 @@ struct AdamWTableEntry {
 __global__ void adamw_many_kernel(const AdamWTableEntry* __restrict__ table, int n_entries,
                                   AdamWConstants k) {
   const long long chunk = blockIdx.x;
-  // The last entry whose first chunk is <= this block's chunk.
-  int lo = 0, hi = n_entries - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (table[mid].first_chunk <= chunk) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  const AdamWTableEntry entry = table[lo];
+  const AdamWTableEntry entry = table[detail::entry_of_chunk(table, n_entries, chunk)];
   const long long begin = (chunk - entry.first_chunk) * kChunk;
   const long long end = begin + kChunk < entry.numel ? begin + kChunk : entry.numel;
   for (long long i = begin + threadIdx.x; i < end; i += blockDim.x)
@@ -102,45 +92,6 @@ __global__ void sgd_kernel(float* __restrict__ param, const float* __restrict__ 
     param[i] = p;
     momentum_buffer[i] = buffer;
   }
-}
-
-// Pinned host memory for the multi-tensor table, reused every step: from pinned memory the
-// copy is truly asynchronous (from pageable memory the runtime may or may not have read the
-// source when cudaMemcpyAsync returns). An event recorded after each copy says when the buffer
-// may be overwritten; by the next step that copy has long run, so the wait costs nothing.
-class PinnedTableStaging {
- public:
-  void copy_to_device(void* device_dst, const void* src, std::size_t bytes, cudaStream_t stream) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (copy_pending_) copy_done_.synchronize();  // the previous copy has read the buffer
-    copy_pending_ = false;
-    if (bytes > capacity_) {
-      if (host_ != nullptr) TN_CUDA_CHECK(cudaFreeHost(host_));
-      host_ = nullptr;
-      capacity_ = 0;
-      TN_CUDA_CHECK(cudaMallocHost(&host_, bytes));
-      capacity_ = bytes;
-    }
-    std::memcpy(host_, src, bytes);
-    TN_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_, bytes, cudaMemcpyHostToDevice, stream));
-    copy_done_.record(stream);
-    copy_pending_ = true;
-  }
-
- private:
-  std::mutex mutex_;
-  void* host_ = nullptr;
-  std::size_t capacity_ = 0;
-  Event copy_done_;
-  bool copy_pending_ = false;
-};
-
-// The process's one staging buffer, created on first use (after the runtime is initialised)
-// and never destroyed: freeing pinned memory during static destruction, after the CUDA
-// runtime may have shut down, would fail.
-PinnedTableStaging& table_staging() {
-  static PinnedTableStaging* staging = new PinnedTableStaging();
-  return *staging;
 }
 
 }  // namespace
@@ -181,7 +132,7 @@ void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h) 
   auto* device_entries = reinterpret_cast<AdamWTableEntry*>(device_table.data<std::int32_t>());
   TN_CHECK(reinterpret_cast<std::uintptr_t>(device_entries) % alignof(AdamWTableEntry) == 0,
            "adamw_update_many (cuda): table buffer is not aligned");
-  table_staging().copy_to_device(device_entries, table.data(), table_bytes, stream);
+  copy_table_to_device(device_entries, table.data(), table_bytes, stream);
   adamw_many_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(
       device_entries, static_cast<int>(table.size()), adamw_constants(h));
   TN_CUDA_CHECK_LAUNCH();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "framework/philox.h"
@@ -94,7 +95,8 @@ void position_embedding_backward(Tensor& dwpe, const Tensor& dout);
 void add(Tensor& out, const Tensor& a, const Tensor& b);
 void accumulate(Tensor& out, const Tensor& x);
 void scale(Tensor& x, float factor);
-double sum_of_squares(const Tensor& x);  // synchronises: the result comes to the host
+// Each tensor's sum of x^2 (one dtype for all); one launch, and one host synchronisation.
+std::vector<double> sums_of_squares(std::span<const Tensor> xs);
 bool all_finite(const Tensor& x);        // synchronises
 // out = in converted (F32 <-> BF16, or a plain copy for equal dtypes); same shape.
 void convert(Tensor& out, const Tensor& in);

@@ -2,20 +2,25 @@
 // storage, one dtype per call except accumulate's F32 out += BF16 x.
 //
 // add, accumulate and scale are one F32 operation and one rounding per element, as on the CPU
-// (which stages BF16 through F32), so both devices give the same bits. sum_of_squares is a
-// deterministic reduction: a grid fixed by n, each thread summing its grid-stride elements in
-// double in index order, a fixed tree within each block, and the block sums added on the host
-// in block order, so the same tensor always gives the same double (which differs from the
-// CPU's chunked order only in the last bits).
+// (which stages BF16 through F32), so both devices give the same bits. sums_of_squares is a
+// deterministic multi-tensor reduction (multi_tensor.cuh): one launch for every tensor, one
+// block per chunk of kReductionChunk elements (the CPU's chunk), each block summing its chunk
+// in double along a fixed tree, and each tensor's chunk sums added on the host in chunk
+// order, so the same tensors always give the same doubles (which differ from the CPU's only in
+// the order within a chunk). The host waits once for all of them: a gradient norm over a
+// model's ~150 tensors costs one synchronisation, not one each.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_runtime.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/element_access.cuh"
+#include "kernels/cuda/multi_tensor.cuh"
+#include "kernels/cuda/pinned_staging.h"
 
 namespace ternion::cuda {
 
@@ -27,7 +32,7 @@ using detail::grid_stride;
 using detail::kThreads;
 using detail::to_float;
 
-constexpr long long kMaxReductionBlocks = 1024;
+constexpr long long kReductionChunk = 1 << 14;  // elements per block of sums_of_squares
 
 // out may alias a or b: element i is read before it is written.
 template <class Elem>
@@ -48,13 +53,27 @@ __global__ void scale_kernel(Elem* x, float factor, long long n) {
     x[i] = from_float<Elem>(to_float(x[i]) * factor);
 }
 
-// partials[block] = sum of x^2 over this block's grid-stride elements (blockDim == kThreads).
+// One tensor of a sums_of_squares launch (multi_tensor.cuh); every tensor has the launch's Elem.
+struct SquaresTableEntry {
+  const void* x;
+  long long numel;
+  long long first_chunk;
+};
+
+// partials[chunk] = sum of x^2 over this block's chunk of its tensor (blockDim == kThreads).
 template <class Elem>
-__global__ void sum_of_squares_kernel(double* __restrict__ partials, const Elem* __restrict__ x,
-                                      long long n) {
+__global__ void sums_of_squares_kernel(double* __restrict__ partials,
+                                       const SquaresTableEntry* __restrict__ table,
+                                       int n_entries) {
   __shared__ double thread_sums[kThreads];
+  const long long chunk = blockIdx.x;
+  const SquaresTableEntry entry = table[detail::entry_of_chunk(table, n_entries, chunk)];
+  const Elem* x = static_cast<const Elem*>(entry.x);
+  const long long begin = (chunk - entry.first_chunk) * kReductionChunk;
+  const long long end =
+      begin + kReductionChunk < entry.numel ? begin + kReductionChunk : entry.numel;
   double sum = 0;
-  for (long long i = grid_start(); i < n; i += grid_stride()) {
+  for (long long i = begin + threadIdx.x; i < end; i += blockDim.x) {
     const double value = to_float(x[i]);
     sum += value * value;
   }
@@ -65,7 +84,7 @@ __global__ void sum_of_squares_kernel(double* __restrict__ partials, const Elem*
       thread_sums[threadIdx.x] += thread_sums[threadIdx.x + width];
     __syncthreads();
   }
-  if (threadIdx.x == 0) partials[blockIdx.x] = thread_sums[0];
+  if (threadIdx.x == 0) partials[chunk] = thread_sums[0];
 }
 
 // Sets *any_non_finite to 1 if some element is NaN or +-Inf (every writer writes the same 1).
@@ -122,31 +141,60 @@ void scale(Tensor& x, float factor) {
   });
 }
 
-double sum_of_squares(const Tensor& x) {
+std::vector<double> sums_of_squares(std::span<const Tensor> xs) {
+  std::vector<double> sums(xs.size(), 0.0);
+  std::vector<SquaresTableEntry> table;
+  std::vector<std::size_t> tensor_of_entry;  // empty tensors have no entry
+  long long chunks = 0;
+  for (std::size_t t = 0; t < xs.size(); ++t) {
+    const long long n = xs[t].numel();
+    if (n == 0) continue;
+    TN_CHECK(xs[t].dtype() == xs.front().dtype() && xs[t].device() == xs.front().device(),
+             "sums_of_squares (cuda): needs one dtype and device, got ", xs[t].str(), " with ",
+             xs.front().str());
+    table.push_back({xs[t].raw_data(), n, chunks});
+    tensor_of_entry.push_back(t);
+    chunks += (n + kReductionChunk - 1) / kReductionChunk;
+  }
+  if (table.empty()) return sums;
+  TN_CHECK(chunks <= 2147483647LL && table.size() <= 2147483647u,
+           "sums_of_squares (cuda): ", chunks, " chunks exceed the grid");
+
   cudaStream_t stream = compute_stream();
-  const long long n = x.numel();
-  if (n == 0) return 0.0;
-  const long long blocks = std::min((n + kThreads - 1) / kThreads, kMaxReductionBlocks);
-  // One double per block, in an F32 tensor of twice the length (the allocator's blocks are
-  // cudaMalloc's, 256-byte aligned).
-  Tensor scratch = Tensor::empty({2 * blocks}, DType::F32, x.device());
+  const Device device = xs[tensor_of_entry.front()].device();
+  // The table and one double per chunk, in I32 and F32 tensors from the caching allocator
+  // (cudaMalloc's blocks are 256-byte aligned).
+  const std::size_t table_bytes = table.size() * sizeof(SquaresTableEntry);
+  Tensor device_table = Tensor::empty(
+      {static_cast<std::int64_t>((table_bytes + sizeof(std::int32_t) - 1) / sizeof(std::int32_t))},
+      DType::I32, device);
+  auto* device_entries = reinterpret_cast<SquaresTableEntry*>(device_table.data<std::int32_t>());
+  Tensor scratch = Tensor::empty({2 * chunks}, DType::F32, device);
   auto* partials = reinterpret_cast<double*>(scratch.data<float>());
-  TN_CHECK(reinterpret_cast<std::uintptr_t>(partials) % alignof(double) == 0,
-           "sum_of_squares (cuda): scratch is not aligned for double");
-  detail::dispatch_float_dtype(x.dtype(), "sum_of_squares", [&](auto elem) {
+  TN_CHECK(reinterpret_cast<std::uintptr_t>(device_entries) % alignof(SquaresTableEntry) == 0 &&
+               reinterpret_cast<std::uintptr_t>(partials) % alignof(double) == 0,
+           "sums_of_squares (cuda): scratch is not aligned");
+  copy_table_to_device(device_entries, table.data(), table_bytes, stream);
+  detail::dispatch_float_dtype(xs[tensor_of_entry.front()].dtype(), "sums_of_squares",
+                               [&](auto elem) {
     using Elem = decltype(elem);
-    sum_of_squares_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-        partials, x.data<Elem>(), n);
+    sums_of_squares_kernel<Elem><<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(
+        partials, device_entries, static_cast<int>(table.size()));
     TN_CUDA_CHECK_LAUNCH();
   });
-  std::vector<double> host_partials(static_cast<std::size_t>(blocks));
+  std::vector<double> host_partials(static_cast<std::size_t>(chunks));
   TN_CUDA_CHECK(cudaMemcpyAsync(host_partials.data(), partials,
                                 host_partials.size() * sizeof(double), cudaMemcpyDeviceToHost,
                                 stream));
   TN_CUDA_CHECK(cudaStreamSynchronize(stream));
-  double total = 0;
-  for (double partial : host_partials) total += partial;  // block order: deterministic
-  return total;
+  for (std::size_t e = 0; e < table.size(); ++e) {
+    const long long end = e + 1 < table.size() ? table[e + 1].first_chunk : chunks;
+    double total = 0;
+    for (long long c = table[e].first_chunk; c < end; ++c)  // chunk order: deterministic
+      total += host_partials[static_cast<std::size_t>(c)];
+    sums[tensor_of_entry[e]] = total;
+  }
+  return sums;
 }
 
 bool all_finite(const Tensor& x) {

@@ -168,7 +168,7 @@ TEST(GpuElementwise, GridStrideLoopsReachTheLastElement) {
 
 TEST(GpuElementwise, SumOfSquaresIsDeterministicAndMatchesCpu) {
   TN_REQUIRE_GPU();
-  // More elements than the 1024 blocks x 256 threads of one pass: every thread loops.
+  // One element, part of a chunk, and many chunks with a tail.
   for (std::int64_t n : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{1000003}}) {
     const Tensor x = random_tensor({n}, 9, -2.0f, 2.0f);
     for (DType dtype : {DType::F32, DType::BF16}) {
@@ -182,6 +182,32 @@ TEST(GpuElementwise, SumOfSquaresIsDeterministicAndMatchesCpu) {
     }
   }
   EXPECT_EQ(sum_of_squares(Tensor::empty({0}, DType::F32, gpu())), 0.0);
+}
+
+TEST(GpuElementwise, SumsOfSquaresMatchEachTensorAlone) {
+  TN_REQUIRE_GPU();
+  // One launch over tensors of sizes around the 16384-element chunk, an empty one among them:
+  // each tensor's sum is the CPU's to its summation order, and bit for bit the one-tensor
+  // call's (a tensor's chunks do not depend on its neighbours in the table).
+  const std::vector<std::int64_t> sizes = {1, 0, 16383, 16384, 16385, 1000003, 7};
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    std::vector<Tensor> on_gpu, on_cpu;
+    for (std::size_t t = 0; t < sizes.size(); ++t) {
+      const Tensor x = random_tensor({sizes[t]}, 20 + t, -2.0f, 2.0f);
+      on_gpu.push_back(to_gpu(x, dtype));
+      on_cpu.push_back(on_cpu_as(x, dtype));
+    }
+    const std::vector<double> got = sums_of_squares(on_gpu);
+    const std::vector<double> want = sums_of_squares(on_cpu);
+    ASSERT_EQ(got.size(), sizes.size());
+    for (std::size_t t = 0; t < sizes.size(); ++t) {
+      const std::string label = std::string("sums_of_squares ") + name_of(dtype) + " tensor " +
+                                std::to_string(t) + " n " + std::to_string(sizes[t]);
+      EXPECT_NEAR(got[t], want[t], 1e-12 * want[t]) << label;
+      EXPECT_EQ(got[t], sum_of_squares(on_gpu[t])) << label << " alone";
+    }
+    EXPECT_EQ(sums_of_squares(on_gpu), got) << "two runs";
+  }
 }
 
 TEST(GpuElementwise, AllFiniteFindsNanAndInf) {

@@ -1,10 +1,13 @@
-// Elementwise helpers against plain loops; sum_of_squares against a double sum; all_finite
-// finds NaN and both infinities anywhere.
+// Elementwise helpers against plain loops; sum_of_squares against a double sum, and
+// sums_of_squares against it tensor by tensor; all_finite finds NaN and both infinities
+// anywhere.
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "kernels/convert.h"
 #include "kernels/elementwise.h"
+#include "tests/kernels/bf16_test_util.h"
 #include "tests/test_util.h"
 
 namespace ternion {
@@ -41,6 +44,28 @@ TEST(Elementwise, SumOfSquares) {
   const double got = sum_of_squares(Tensor::from_vector(x, {kN}));
   EXPECT_NEAR(got, want, 1e-12 * want);
   EXPECT_EQ(sum_of_squares(Tensor::from_vector({3.0f, -4.0f}, {2})), 25.0);
+}
+
+TEST(Elementwise, SumsOfSquaresAreEachTensorsSum) {
+  // Sizes around the reduction chunk, an empty tensor among them, and a bf16 list.
+  const std::vector<int> sizes = {1, 0, 16383, 16384, 16385, kN, 7};
+  std::vector<Tensor> xs;
+  for (std::size_t t = 0; t < sizes.size(); ++t)
+    xs.push_back(Tensor::from_vector(
+        test::random_floats(static_cast<std::size_t>(sizes[t]), 10 + t, -2.0f, 2.0f),
+        {sizes[t]}));
+  const std::vector<double> sums = sums_of_squares(xs);
+  ASSERT_EQ(sums.size(), xs.size());
+  for (std::size_t t = 0; t < xs.size(); ++t)
+    EXPECT_EQ(sums[t], sum_of_squares(xs[t])) << "tensor " << t << " of " << sizes[t];
+  EXPECT_EQ(sums[1], 0.0);
+  EXPECT_TRUE(sums_of_squares({}).empty());
+
+  std::vector<Tensor> bf16;
+  for (const Tensor& x : xs) bf16.push_back(test::to_bf16(x));
+  const std::vector<double> bf16_sums = sums_of_squares(bf16);
+  for (std::size_t t = 0; t < xs.size(); ++t)
+    EXPECT_EQ(bf16_sums[t], sum_of_squares(as_f32(bf16[t]))) << "bf16 tensor " << t;
 }
 
 TEST(Elementwise, AllFiniteFindsNaNAndInf) {
