@@ -94,9 +94,11 @@ RowParallelLinear::RowParallelLinear(std::string name, std::int64_t in_features,
                                      std::int64_t out_features, bool bias, float init_std,
                                      const TensorParallel& tp)
     : Layer(name), tp_(tp),
-      local_(name, in_features, out_features, /*bias=*/false, init_std,
+      // With one tensor rank there is no reduction to wait for, so the bias is the local
+      // layer's (on CUDA, the GEMM's epilogue instead of another pass over the output).
+      local_(name, in_features, out_features, /*bias=*/bias && !tp.active(), init_std,
              WeightShard{1, tp.size(), tp.rank()}),
-      has_bias_(bias) {
+      has_bias_(bias && tp.active()) {
   if (has_bias_)
     bias_ = make_parameter(name + ".bias", {out_features}, ParameterInit::Zeros, 0.0f,
                            /*weight_decay=*/false);

@@ -13,8 +13,9 @@
 // RowParallelLinear: W split by input features (columns); the input is already split
 //   ([..., in / tp], e.g. a column-parallel output). The partial products are summed over the
 //   group (reduce_from_tensor_region; with sequence parallelism reduce-scattered along the
-//   sequence), then the bias, replicated on every rank, is added once. No activation: it would
-//   have to follow the reduction.
+//   sequence), then the bias, replicated on every rank, is added once (with one rank there is
+//   nothing to sum and the bias is the local GEMM's). No activation: it would have to follow
+//   the reduction.
 // A column-parallel activation is applied to this rank's features alone: GELU is elementwise,
 // so it commutes with the split by output features.
 #pragma once
@@ -82,9 +83,9 @@ class RowParallelLinear : public Layer {
 
  private:
   TensorParallel tp_;
-  Linear local_;    // the partial product, without bias
-  Parameter bias_;  // replicated, added after the reduction
-  bool has_bias_;
+  Linear local_;    // the partial product; with one tensor rank, the whole layer and its bias
+  Parameter bias_;  // replicated, added after the reduction (tensor parallel only)
+  bool has_bias_;   // bias_ is in use
 };
 
 }  // namespace ternion
