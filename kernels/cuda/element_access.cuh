@@ -1,9 +1,11 @@
 // What the elementwise CUDA kernels (bias_add, gelu, elementwise, convert, adamw) share: F32
 // math on F32 or BF16 storage, and the grid of a grid-stride loop.
 //
-// BF16 values convert through framework/bfloat16.h, the same functions the CPU staging uses,
-// so "load as float, compute, round to bf16" gives the CPU's bits whenever the F32 math does.
+// BF16 values convert as framework/bfloat16.h's functions, which the CPU staging uses, so
+// "load as float, compute, round to bf16" gives the CPU's bits whenever the F32 math does.
 #pragma once
+
+#include <cuda_bf16.h>
 
 #include <algorithm>
 #include <type_traits>
@@ -25,12 +27,15 @@ inline unsigned blocks_for(long long n) {
 __device__ inline float to_float(float x) { return x; }
 __device__ inline float to_float(BFloat16 x) { return bf16_to_float(x); }
 
+// To BF16 with the hardware's round-to-nearest-even conversion (one instruction where the
+// shared software rounding takes about eight): the same bits as float_to_bf16 for every number
+// and infinity; a NaN stays a NaN, though not necessarily with the same payload.
 template <class Elem>
 __device__ inline Elem from_float(float x) {
   if constexpr (std::is_same_v<Elem, float>) {
     return x;
   } else {
-    return float_to_bf16(x);
+    return BFloat16{__bfloat16_as_ushort(__float2bfloat16_rn(x))};
   }
 }
 
