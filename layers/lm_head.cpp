@@ -25,20 +25,27 @@ double LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
   Tensor logits = Tensor::empty({rows, wte_.compute_value().size(0)}, normed.dtype(), device);
   matmul(logits, normed, wte_.compute_value(), false, true);
 
-  const std::int64_t vocab_start = wte_.shard_offset;
   const Tensor flat_targets = targets.view({rows});
-  Tensor row_max = Tensor::empty({rows}, DType::F32, device);
-  cross_entropy_row_max(row_max, logits, vocab_start, vocab_size_);
-  all_reduce_in_place(row_max, tp_, ReduceOp::Max);
-  Tensor sum_exp = Tensor::empty({rows}, DType::F32, device);
-  cross_entropy_row_sum_exp(sum_exp, logits, row_max, vocab_start, vocab_size_);
-  Tensor target_logit = Tensor::empty({rows}, DType::F32, device);
-  cross_entropy_target_logit(target_logit, logits, flat_targets, vocab_start, vocab_size_);
-  all_reduce_in_place(sum_exp, tp_);
-  all_reduce_in_place(target_logit, tp_);
   Tensor losses = Tensor::empty({rows}, DType::F32, device);
   Tensor lse = Tensor::empty({rows}, DType::F32, device);
-  cross_entropy_finish(losses, lse, row_max, sum_exp, target_logit, flat_targets);
+  if (tp_.active()) {
+    const std::int64_t vocab_start = wte_.shard_offset;
+    Tensor row_max = Tensor::empty({rows}, DType::F32, device);
+    cross_entropy_row_max(row_max, logits, vocab_start, vocab_size_);
+    all_reduce_in_place(row_max, tp_, ReduceOp::Max);
+    Tensor sum_exp = Tensor::empty({rows}, DType::F32, device);
+    cross_entropy_row_sum_exp(sum_exp, logits, row_max, vocab_start, vocab_size_);
+    Tensor target_logit = Tensor::empty({rows}, DType::F32, device);
+    cross_entropy_target_logit(target_logit, logits, flat_targets, vocab_start, vocab_size_);
+    all_reduce_in_place(sum_exp, tp_);
+    all_reduce_in_place(target_logit, tp_);
+    cross_entropy_finish(losses, lse, row_max, sum_exp, target_logit, flat_targets);
+  } else {
+    // The whole vocabulary here: the pieces' composition in one op, which reads each row of
+    // the logits once on a GPU (twice in a row's turn, from cache, on the CPU) where the
+    // pieces read them twice over.
+    cross_entropy_forward(losses, lse, logits, flat_targets, vocab_size_);
+  }
 
   Saved& saved = ctx.save<Saved>(this);
   saved.normed = normed;

@@ -3,6 +3,9 @@
 //
 //   forward        lse[n] = max + log(sum_v exp(logit - max)) over the real columns
 //                  losses[n] = lse[n] - logits[n, target]   (0 where target == ignore_index)
+//                  in one read of the row (online softmax: each thread keeps a running max
+//                  and its sum of exponentials, rescaled when the max grows, and the block
+//                  merges the pairs), where the pieces below read a shard twice
 //   backward       dlogits[n, v] = (exp(logit - lse[n]) - [v == target]) * dloss on real
 //                  columns, 0 on padding columns and on every column of an ignored row
 //   row_max, row_sum_exp, target_logit, finish: the pieces, each as the CPU's
@@ -89,18 +92,59 @@ __device__ float sum_exp_of_row(const Elem* row, i64 n_real, float shift, float*
   return block_reduce(sum, SumOp{}, scratch);
 }
 
-// Row n of logits [rows, padded_vocab]; real columns [0, vocab_size).
+// A running softmax normaliser: max, and the sum of exp(x - max) over the values seen. Empty:
+// (-inf, 0).
+struct MaxSumExp {
+  float max;
+  float sum;
+};
+
+__device__ inline MaxSumExp merge(MaxSumExp a, MaxSumExp b) {
+  const float max = fmaxf(a.max, b.max);
+  if (max == -INFINITY) return {max, 0.0f};  // both empty: -inf - -inf would be NaN
+  return {max, a.sum * fast_exp(a.max - max) + b.sum * fast_exp(b.max - max)};
+}
+
+// Merges one pair per thread over the block (blockDim.x == kRowThreads) in a fixed order and
+// returns the result to every thread; `scratch` holds kRowWarps pairs.
+__device__ MaxSumExp block_merge(MaxSumExp value, MaxSumExp* scratch) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const MaxSumExp other{__shfl_xor_sync(0xFFFFFFFFu, value.max, offset),
+                          __shfl_xor_sync(0xFFFFFFFFu, value.sum, offset)};
+    value = merge(value, other);
+  }
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize);
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  MaxSumExp total = scratch[0];
+  for (int w = 1; w < kRowWarps; ++w) total = merge(total, scratch[w]);
+  return total;
+}
+
+// Row n of logits [rows, padded_vocab]; real columns [0, vocab_size). One exponential per
+// element: a thread's max rarely grows after its first few columns, and when it does the
+// rescale replaces the element's own exponential.
 template <class Elem>
 __global__ void cross_entropy_forward_kernel(float* losses, float* lse, const Elem* logits,
                                              const std::int32_t* targets, i64 padded_vocab,
                                              i64 vocab_size, std::int32_t ignore_index) {
-  __shared__ float scratch[kRowWarps];
+  __shared__ MaxSumExp scratch[kRowWarps];
   const i64 r = blockIdx.x;
   const Elem* row = logits + r * padded_vocab;
-  const float max_logit = max_of_row(row, vocab_size, scratch);
-  const float sum_exp = sum_exp_of_row(row, vocab_size, max_logit, scratch);
+  MaxSumExp mine{-INFINITY, 0.0f};
+  for (i64 v = threadIdx.x; v < vocab_size; v += kRowThreads) {
+    const float x = to_float(row[v]);
+    if (x > mine.max) {  // a NaN never is, and then poisons the sum below, as on the CPU
+      mine.sum = mine.sum * fast_exp(mine.max - x) + 1.0f;
+      mine.max = x;
+    } else if (x != -INFINITY) {  // exp(-inf) adds nothing, even while the max is -inf
+      mine.sum += fast_exp(x - mine.max);
+    }
+  }
+  const MaxSumExp row_total = block_merge(mine, scratch);
   if (threadIdx.x == 0) {
-    const float row_lse = max_logit + logf(sum_exp);
+    const float row_lse = row_total.max + logf(row_total.sum);
     const std::int32_t t = targets[r];
     lse[r] = row_lse;
     if (!target_valid(t, ignore_index, vocab_size)) {

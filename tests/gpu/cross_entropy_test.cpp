@@ -1,4 +1,5 @@
-// Cross-entropy on the GPU against the CPU op: forward, backward (in place too), ignored rows
+// Cross-entropy on the GPU against the CPU op: forward (also over GPT-2's vocabulary, where
+// each thread's online softmax sees ~100 columns), backward (in place too), ignored rows
 // and padding columns exactly zero, the vocab-parallel pieces on two shards (the second with
 // vocab_start > 0 and padding) combined by hand equal to the whole op, F32 and BF16 logits.
 #include <algorithm>
@@ -177,6 +178,37 @@ void check_vocab_parallel(DType dtype) {
                          kIgnoreIndex, kSplit);
   expect_close("shard backward vs cpu", to_host_floats(shard_dlogits), want_shard.to_vector(),
                1e-9, bf16 ? 1e-2 : 1e-5);
+}
+
+// GPT-2's vocabulary: ~100 columns per thread, so the forward's online max and sum of
+// exponentials really runs. Rows in the order that rescales at every column (increasing), that
+// never rescales (decreasing), one spike, all equal, and random, in F32 and BF16.
+TEST(GpuCrossEntropy, GptVocabularyRowsMatchCpu) {
+  TN_REQUIRE_GPU();
+  constexpr std::int64_t kGptVocab = 50257, kGptPadded = 50304, kGptRows = 5;
+  std::vector<float> values = random_floats(kGptRows * kGptPadded, 31, -20.0f, 20.0f);
+  for (std::int64_t v = 0; v < kGptPadded; ++v) {
+    const float ramp = -20.0f + 40.0f * static_cast<float>(v) / kGptPadded;
+    values[0 * kGptPadded + v] = ramp;
+    values[1 * kGptPadded + v] = -ramp;
+    values[2 * kGptPadded + v] = v == 31337 ? 30.0f : 0.5f;
+    values[3 * kGptPadded + v] = 1.25f;
+  }
+  const Tensor targets = i32_tensor({5, 50000, 31337, 0, 777}, {kGptRows});
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor logits = Tensor::from_vector(values, {kGptRows, kGptPadded});
+    if (dtype == DType::BF16) logits = round_to_bf16(logits);
+    Tensor want_losses = Tensor::empty({kGptRows}), want_lse = Tensor::empty({kGptRows});
+    cross_entropy_forward(want_losses, want_lse, logits, targets, kGptVocab);
+    Tensor losses = Tensor::empty({kGptRows}, DType::F32, gpu());
+    Tensor lse = Tensor::empty({kGptRows}, DType::F32, gpu());
+    cross_entropy_forward(losses, lse, to_gpu(logits, dtype), to_gpu(targets, DType::I32),
+                          kGptVocab);
+    expect_close("gpt-vocabulary losses", to_host_floats(losses), want_losses.to_vector(), 1e-5,
+                 1e-5);
+    expect_close("gpt-vocabulary lse", to_host_floats(lse), want_lse.to_vector(), 1e-5, 1e-6);
+  }
 }
 
 TEST(GpuCrossEntropy, VocabParallelPiecesEqualTheWholeOp) {
