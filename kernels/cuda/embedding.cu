@@ -8,11 +8,15 @@
 //
 // dtypes: wte, out, wpe and dout F32 or BF16 (wpe the dtype of out); dwte, dwpe F32.
 //
-// Both backward passes are deterministic and add in the CPU's order, so with F32 they match it
-// bit for bit. The token backward sorts (token, n) pairs by token with CUB's radix sort, which
-// is stable: within a token the positions n stay ascending. Then one block per run of equal
-// tokens walks its run, each thread adding one column's contributions to dwte in order. No
-// float atomics anywhere.
+// Both backward passes are deterministic (no float atomics). The position backward adds in the
+// CPU's order, so with F32 it matches it bit for bit. The token backward sorts (token, n) pairs
+// by token with CUB's radix sort, which is stable: within a token the positions n stay
+// ascending. The sorted entries are cut into segments of kSegmentRows; a run of equal tokens
+// belongs to the block of its first entry, which adds the run's entries in its own segment to
+// dwte in order (the CPU's order, so a run within one segment gives the CPU's bits), then the
+// sums of the run's entries in each later segment, computed in parallel beforehand, in segment
+// order. A frequent token (a space in a byte-level corpus: thousands of rows per batch) so
+// costs one segment's serial walk plus a few additions, not one block walking every row.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <cstddef>
@@ -61,10 +65,43 @@ __global__ void iota_kernel(std::int32_t* values, i64 n) {
     values[i] = static_cast<std::int32_t>(i);
 }
 
+// Rows of sorted entries per segment: long enough that a short run's block does one serial
+// walk, short enough that a long run's is cheap.
+constexpr i64 kSegmentRows = 64;
+
+// Block k sums the entries of segment k that continue a run begun in an earlier segment (its
+// leading entries equal to the previous segment's last token) into segment_sums[k, :]; the
+// run's block adds them. Nothing to do where segment k starts a run.
+template <class Elem>
+__global__ void token_embedding_segment_sums_kernel(float* segment_sums, const Elem* dout,
+                                                    const std::int32_t* sorted_tokens,
+                                                    const std::int32_t* sorted_positions,
+                                                    i64 n_tokens, i64 vocab_rows, i64 channels,
+                                                    i64 vocab_start) {
+  const i64 begin = static_cast<i64>(blockIdx.x) * kSegmentRows;
+  if (begin == 0) return;
+  const std::int32_t token = sorted_tokens[begin];
+  if (sorted_tokens[begin - 1] != token) return;  // a run starts here
+  const i64 row = static_cast<i64>(token) - vocab_start;
+  if (row < 0 || row >= vocab_rows) return;  // another shard's token: nobody reads the sums
+  const i64 limit = begin + kSegmentRows < n_tokens ? begin + kSegmentRows : n_tokens;
+  i64 end = begin + 1;
+  while (end < limit && sorted_tokens[end] == token) ++end;
+  float* dst = segment_sums + static_cast<i64>(blockIdx.x) * channels;
+  for (i64 c = threadIdx.x; c < channels; c += blockDim.x) {
+    float sum = 0.0f;
+    for (i64 j = begin; j < end; ++j)
+      sum += to_float(dout[static_cast<i64>(sorted_positions[j]) * channels + c]);
+    dst[c] = sum;
+  }
+}
+
 // Block i handles sorted entry i if it starts a run of equal tokens (else it leaves at once):
-// dwte[row, c] += dout[n, c] for the run's positions n in ascending order, as the CPU adds them.
+// dwte[row, c] += dout[n, c] for the run's positions n within this segment in ascending order,
+// as the CPU adds them, then += the sums of each later segment the run reaches, in order.
 template <class Elem>
 __global__ void token_embedding_backward_kernel(float* dwte, const Elem* dout,
+                                                const float* segment_sums,
                                                 const std::int32_t* sorted_tokens,
                                                 const std::int32_t* sorted_positions,
                                                 i64 n_tokens, i64 vocab_rows, i64 channels,
@@ -74,13 +111,22 @@ __global__ void token_embedding_backward_kernel(float* dwte, const Elem* dout,
   if (first > 0 && sorted_tokens[first - 1] == token) return;  // inside another block's run
   const i64 row = static_cast<i64>(token) - vocab_start;
   if (row < 0 || row >= vocab_rows) return;  // another shard's token
+  const i64 segment = first / kSegmentRows;
+  const i64 segment_end =
+      (segment + 1) * kSegmentRows < n_tokens ? (segment + 1) * kSegmentRows : n_tokens;
   i64 end = first + 1;
-  while (end < n_tokens && sorted_tokens[end] == token) ++end;
+  while (end < segment_end && sorted_tokens[end] == token) ++end;
+  // The run reaches segment k > segment exactly when k's first entry is this token (sorted).
+  i64 last_segment = segment;
+  while ((last_segment + 1) * kSegmentRows < n_tokens &&
+         sorted_tokens[(last_segment + 1) * kSegmentRows] == token)
+    ++last_segment;
   float* dst = dwte + row * channels;
   for (i64 c = threadIdx.x; c < channels; c += blockDim.x) {
     float sum = dst[c];
     for (i64 j = first; j < end; ++j)
       sum += to_float(dout[static_cast<i64>(sorted_positions[j]) * channels + c]);
+    for (i64 k = segment + 1; k <= last_segment; ++k) sum += segment_sums[k * channels + c];
     dst[c] = sum;
   }
 }
@@ -154,10 +200,19 @@ void token_backward(Tensor& dwte, const Tensor& dout, const Tensor& tokens, i64 
       sorted_positions.data<std::int32_t>(), n_items, 0, 32, stream));
   TN_CUDA_CHECK_LAUNCH();
 
+  const i64 n_segments = (n_tokens + kSegmentRows - 1) / kSegmentRows;
+  Tensor segment_sums = Tensor::empty({n_segments, dwte.size(1)}, DType::F32, device);
+  token_embedding_segment_sums_kernel<Elem>
+      <<<static_cast<unsigned>(n_segments), kThreadsPerBlock, 0, stream>>>(
+          segment_sums.data<float>(), dout.data<Elem>(), sorted_tokens.data<std::int32_t>(),
+          sorted_positions.data<std::int32_t>(), n_tokens, dwte.size(0), dwte.size(1),
+          vocab_start);
+  TN_CUDA_CHECK_LAUNCH();
   token_embedding_backward_kernel<Elem><<<static_cast<unsigned>(n_tokens), kThreadsPerBlock, 0,
                                           stream>>>(
-      dwte.data<float>(), dout.data<Elem>(), sorted_tokens.data<std::int32_t>(),
-      sorted_positions.data<std::int32_t>(), n_tokens, dwte.size(0), dwte.size(1), vocab_start);
+      dwte.data<float>(), dout.data<Elem>(), segment_sums.data<float>(),
+      sorted_tokens.data<std::int32_t>(), sorted_positions.data<std::int32_t>(), n_tokens,
+      dwte.size(0), dwte.size(1), vocab_start);
   TN_CUDA_CHECK_LAUNCH();
   // The scratch tensors return to the caching allocator here; only later work on the compute
   // stream can reuse them.
