@@ -5,6 +5,7 @@
 #include "framework/features.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/elementwise.h"
 #if TN_HAVE_CUDA
 #include "kernels/cuda/cuda_kernels.h"
 #endif
@@ -78,7 +79,7 @@ void layer_norm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x
 
 void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout,
                          const Tensor& x, const Tensor& weight, const Tensor& mean,
-                         const Tensor& rstd) {
+                         const Tensor& rstd, const Tensor* residual) {
   auto [rows, cols] = check_layer_norm_operands(
       "layer_norm_backward", {&dx, &dout, &x, &weight}, {&dweight, &dbias, &mean, &rstd}, x,
       weight, mean, rstd);
@@ -87,6 +88,12 @@ void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tenso
            "layer_norm_backward: dx ", shape_str(dx.shape()), ", dout ", shape_str(dout.shape()),
            ", dweight ", shape_str(dweight.shape()), ", dbias ", shape_str(dbias.shape()),
            " for x ", shape_str(x.shape()));
+  if (residual != nullptr)
+    TN_CHECK(residual->shape() == x.shape() && residual->dtype() == x.dtype() &&
+                 residual->is_contiguous() && residual->device() == x.device() &&
+                 residual->raw_data() != dx.raw_data(),
+             "layer_norm_backward: residual ", residual->str(), " for x ", x.str(),
+             " (it must not be dx itself)");
   if (x.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout), x32 = as_f32(x), weight32 = as_f32(weight);
     F32Output dx32(dx);  // overwritten: nothing to load (dx may alias dout, staged above)
@@ -95,9 +102,10 @@ void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tenso
                                     weight32.data<float>(), mean.data<float>(),
                                     rstd.data<float>(), rows, cols);
     dx32.store();
+    if (residual != nullptr) accumulate(dx, *residual);
   } else {
 #if TN_HAVE_CUDA
-    cuda::layer_norm_backward(dx, dweight, dbias, dout, x, weight, mean, rstd);
+    cuda::layer_norm_backward(dx, dweight, dbias, dout, x, weight, mean, rstd, residual);
 #else
     TN_THROW(CudaError, "layer_norm_backward: no CUDA kernel in this build");
 #endif

@@ -29,11 +29,22 @@ Tensor LayerNorm::forward(const Tensor& input, ActivationContext& ctx) {
 }
 
 Tensor LayerNorm::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  return backward_rows(grad_output, ctx, nullptr);
+}
+
+Tensor LayerNorm::backward(const Tensor& grad_output, ActivationContext& ctx,
+                           const Tensor& residual_grad) {
+  const Tensor residual_rows = residual_grad.view({-1, features_});
+  return backward_rows(grad_output, ctx, &residual_rows);
+}
+
+Tensor LayerNorm::backward_rows(const Tensor& grad_output, ActivationContext& ctx,
+                                const Tensor* residual_rows) {
   const Saved saved = ctx.take<Saved>(this);
   const Tensor dy = grad_output.view({-1, features_});
   Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
-  layer_norm_backward(dx, weight_.grad, bias_.grad, dy, saved.input, weight_.compute_value(), saved.mean,
-                      saved.rstd);
+  layer_norm_backward(dx, weight_.grad, bias_.grad, dy, saved.input, weight_.compute_value(),
+                      saved.mean, saved.rstd, residual_rows);
   return dx.view(grad_output.shape());
 }
 

@@ -22,12 +22,10 @@ Tensor TransformerBlock::forward(const Tensor& input, ActivationContext& ctx) {
 }
 
 Tensor TransformerBlock::backward(const Tensor& grad_output, ActivationContext& ctx) {
-  // The residual stream's gradient passes straight through each branch and adds to it.
-  Tensor dresidual = ln_2_.backward(mlp_.backward(grad_output, ctx), ctx);
-  accumulate(dresidual, grad_output);
-  Tensor dinput = ln_1_.backward(attn_.backward(dresidual, ctx), ctx);
-  accumulate(dinput, dresidual);
-  return dinput;
+  // The residual stream's gradient passes straight through each branch and adds to the
+  // branch's, which the LayerNorm adds as it writes its input's gradient.
+  Tensor dresidual = ln_2_.backward(mlp_.backward(grad_output, ctx), ctx, grad_output);
+  return ln_1_.backward(attn_.backward(dresidual, ctx), ctx, dresidual);
 }
 
 void TransformerBlock::collect_parameters(std::vector<Parameter*>& out) {

@@ -48,7 +48,7 @@ void layer_norm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x
                         const Tensor& weight, const Tensor& bias, float eps);
 void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout,
                          const Tensor& x, const Tensor& weight, const Tensor& mean,
-                         const Tensor& rstd);
+                         const Tensor& rstd, const Tensor* residual);
 
 // qkv [B, T, 3C] (per-head [q|k|v] layout, as kernels/attention.h), out/dout [B, T, C], dqkv:
 // all F32 or all BF16; lse [B, H, T] F32. `kernel` picks cuDNN's fused SDPA or the cuBLAS

@@ -5,14 +5,18 @@
 //             out  = (x - mean) * rstd * weight + bias
 //   backward  dweight[c] += sum_r dout[r,c] xhat[r,c],  dbias[c] += sum_r dout[r,c]
 //             dx = rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)),  dnorm = dout * weight
-//             (dx overwritten; dweight and dbias accumulate)
+//             (dx overwritten; dweight and dbias accumulate); with a residual gradient, dx is
+//             rounded to its dtype, then the residual added and the sum rounded, as the CPU's
+//             layer_norm_backward + accumulate
 //
 // dtypes: x, out, dout, dx, weight, bias all F32 or all BF16; mean, rstd, dweight, dbias F32.
 // Every sum is F32.
 //
 // The parameter gradients are column sums over rows. They are deterministic without float
 // atomics: rows are cut into fixed chunks (a function of the shape only), one kernel writes each
-// chunk's column sums into a scratch buffer, a second adds the chunks in chunk order. They run
+// chunk's column sums into a scratch buffer, a second adds the chunks (one warp per column, its
+// lanes striding over the chunks, then a fixed shuffle tree), so it has warps to spread over
+// every SM instead of one thread per column walking every chunk. They run
 // before the dx kernel, so dx may alias dout (each dout element is read before, or by the same
 // thread that, writes its dx element), as on the CPU.
 #include <cmath>
@@ -97,27 +101,34 @@ __global__ void layer_norm_param_partials_kernel(float* dweight_partial, float* 
   dbias_partial[chunk * cols + c] = db;
 }
 
-// dweight[c] += the chunks' sums of column c, added in chunk order.
+// dweight[c] += the chunks' sums of column c: warp w of the grid takes column w, lane l adds
+// chunks l, l + 32, ... in order, then the lanes' sums meet in warp_sum's fixed tree.
 __global__ void layer_norm_param_sum_kernel(float* dweight, float* dbias,
                                             const float* dweight_partial,
                                             const float* dbias_partial, int n_chunks, int cols) {
-  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= cols) return;
+  const i64 c = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  if (c >= cols) return;  // whole warps leave together
   float dw = 0.0f, db = 0.0f;
-  for (int k = 0; k < n_chunks; ++k) {
+  for (int k = lane; k < n_chunks; k += kWarpSize) {
     dw += dweight_partial[static_cast<i64>(k) * cols + c];
     db += dbias_partial[static_cast<i64>(k) * cols + c];
   }
-  dweight[c] += dw;
-  dbias[c] += db;
+  dw = warp_sum(dw);
+  db = warp_sum(db);
+  if (lane == 0) {
+    dweight[c] += dw;
+    dbias[c] += db;
+  }
 }
 
 // One warp per row, as the forward. dx may alias dout: the row's sums are complete before any
-// lane writes, and each lane writes only the elements it read.
+// lane writes, and each lane writes only the elements it read. residual (may be null) is
+// added to dx after dx is rounded, as a separate accumulate would.
 template <class Elem>
 __global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
                                      const Elem* weight, const float* mean, const float* rstd,
-                                     i64 rows, int cols) {
+                                     const Elem* residual, i64 rows, int cols) {
   const i64 row = static_cast<i64>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   if (row >= rows) return;
@@ -133,10 +144,14 @@ __global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
   const float mean_dnorm = warp_sum(sum_dnorm) / static_cast<float>(cols);
   const float mean_dnorm_xhat = warp_sum(sum_dnorm_xhat) / static_cast<float>(cols);
   Elem* dxr = dx + row * cols;
+  const Elem* residual_row = residual != nullptr ? residual + row * cols : nullptr;
   for (int c = lane; c < cols; c += kWarpSize) {
     const float xhat = (to_float(xr[c]) - mu) * s;
-    dxr[c] = from_float<Elem>(
+    const Elem value = from_float<Elem>(
         (to_float(dr[c]) * to_float(weight[c]) - mean_dnorm - xhat * mean_dnorm_xhat) * s);
+    dxr[c] = residual_row != nullptr
+                 ? from_float<Elem>(to_float(value) + to_float(residual_row[c]))
+                 : value;
   }
 }
 
@@ -164,7 +179,8 @@ void forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Ten
 
 template <class Elem>
 void backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout, const Tensor& x,
-              const Tensor& weight, const Tensor& mean, const Tensor& rstd) {
+              const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+              const Tensor* residual) {
   const int cols = checked_cols(x);
   const i64 rows = x.numel() / cols;
   if (rows == 0) return;  // nothing to add to dweight, dbias; dx is empty
@@ -186,13 +202,15 @@ void backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout, co
       dweight_partial, dbias_partial, dout.data<Elem>(), x.data<Elem>(), mean.data<float>(),
       rstd.data<float>(), rows, cols, rows_per_chunk);
   TN_CUDA_CHECK_LAUNCH();
-  layer_norm_param_sum_kernel<<<column_blocks, kThreadsPerBlock, 0, stream>>>(
+  const auto column_warp_blocks = static_cast<unsigned>(
+      (static_cast<i64>(cols) * kWarpSize + kThreadsPerBlock - 1) / kThreadsPerBlock);
+  layer_norm_param_sum_kernel<<<column_warp_blocks, kThreadsPerBlock, 0, stream>>>(
       dweight.data<float>(), dbias.data<float>(), dweight_partial, dbias_partial,
       static_cast<int>(n_chunks), cols);
   TN_CUDA_CHECK_LAUNCH();
   layer_norm_dx_kernel<Elem><<<row_blocks(rows), kThreadsPerBlock, 0, stream>>>(
       dx.data<Elem>(), dout.data<Elem>(), x.data<Elem>(), weight.data<Elem>(), mean.data<float>(),
-      rstd.data<float>(), rows, cols);
+      rstd.data<float>(), residual != nullptr ? residual->data<Elem>() : nullptr, rows, cols);
   TN_CUDA_CHECK_LAUNCH();
   // `partials` goes back to the caching allocator here; only later work on the compute stream
   // can reuse it, and that runs after these kernels.
@@ -211,11 +229,11 @@ void layer_norm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x
 
 void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout,
                          const Tensor& x, const Tensor& weight, const Tensor& mean,
-                         const Tensor& rstd) {
+                         const Tensor& rstd, const Tensor* residual) {
   if (x.dtype() == DType::BF16) {
-    backward<BFloat16>(dx, dweight, dbias, dout, x, weight, mean, rstd);
+    backward<BFloat16>(dx, dweight, dbias, dout, x, weight, mean, rstd, residual);
   } else {
-    backward<float>(dx, dweight, dbias, dout, x, weight, mean, rstd);
+    backward<float>(dx, dweight, dbias, dout, x, weight, mean, rstd, residual);
   }
 }
 

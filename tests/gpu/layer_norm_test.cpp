@@ -1,6 +1,8 @@
 // LayerNorm on the GPU against the CPU op: forward and backward, F32 tightly and BF16 to its
-// rounding, dweight/dbias accumulating and bit-for-bit reproducible, dx in place.
+// rounding, dweight/dbias accumulating and bit-for-bit reproducible, dx in place, and the
+// backward with a residual gradient bit for bit the GPU's backward + accumulate.
 #include "gpu_test_util.h"
+#include "kernels/elementwise.h"
 #include "kernels/layer_norm.h"
 
 namespace ternion::test {
@@ -116,6 +118,35 @@ TEST(GpuLayerNorm, Bf16MatchesCpuToBf16Rounding) {
                  want.dweight.to_vector(), sum_atol, 1e-5);
     expect_close("bf16 layer_norm dbias (f32)", to_host_floats(dbias), want.dbias.to_vector(),
                  sum_atol, 1e-5);
+  }
+}
+
+TEST(GpuLayerNorm, ResidualGradientIsBackwardThenAccumulate) {
+  TN_REQUIRE_GPU();
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (const auto& [rows, cols] : kCases) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + ", rows " + std::to_string(rows) +
+                   ", cols " + std::to_string(cols));
+      const Tensor gx = to_gpu(random_tensor({rows, cols}, 21, -2.0f, 3.0f), dtype);
+      const Tensor gweight = to_gpu(random_tensor({cols}, 22, 0.5f, 1.5f), dtype);
+      const Tensor gdout = to_gpu(random_tensor({rows, cols}, 23), dtype);
+      const Tensor gresidual = to_gpu(random_tensor({rows, cols}, 24), dtype);
+      const Tensor gmean = to_gpu(random_tensor({rows}, 25, -0.5f, 0.5f));
+      const Tensor grstd = to_gpu(random_tensor({rows}, 26, 0.5f, 2.0f));
+
+      Tensor want = Tensor::empty({rows, cols}, dtype, gpu());
+      Tensor want_dweight = Tensor::zeros({cols}, DType::F32, gpu());
+      Tensor want_dbias = Tensor::zeros({cols}, DType::F32, gpu());
+      layer_norm_backward(want, want_dweight, want_dbias, gdout, gx, gweight, gmean, grstd);
+      accumulate(want, gresidual);
+      Tensor got = to_gpu(Tensor::full({rows, cols}, NAN), dtype);  // every element written
+      Tensor dweight = Tensor::zeros({cols}, DType::F32, gpu());
+      Tensor dbias = Tensor::zeros({cols}, DType::F32, gpu());
+      layer_norm_backward(got, dweight, dbias, gdout, gx, gweight, gmean, grstd, &gresidual);
+      expect_bitwise_equal("dx + residual", to_host_floats(got), to_host_floats(want));
+      expect_bitwise_equal("dweight", to_host_floats(dweight), to_host_floats(want_dweight));
+      expect_bitwise_equal("dbias", to_host_floats(dbias), to_host_floats(want_dbias));
+    }
   }
 }
 

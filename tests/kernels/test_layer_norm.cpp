@@ -1,10 +1,13 @@
 // LayerNorm: forward against a naive normalisation, every gradient (dx, dweight, dbias)
-// against finite differences, the f32 op against the f64 template.
+// against finite differences, the f32 op against the f64 template, the backward with a
+// residual gradient against backward + accumulate.
 #include <cmath>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/elementwise.h"
 #include "kernels/layer_norm.h"
+#include "tests/kernels/bf16_test_util.h"
 #include "tests/test_util.h"
 
 namespace ternion {
@@ -109,4 +112,40 @@ TEST(LayerNorm, FloatOpMatchesDoubleTemplate) {
 }
 
 }  // namespace
+TEST(LayerNorm, ResidualGradientIsBackwardThenAccumulate) {
+  const int rows = 13, cols = 40;
+  const LayerNormInputs in = random_inputs(rows, cols, 5);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    auto as_dtype = [&](const Tensor& f32) {
+      return dtype == DType::BF16 ? test::to_bf16(f32) : f32;
+    };
+    const Tensor x = as_dtype(Tensor::from_vector(test::convert<float>(in.x), {rows, cols}));
+    const Tensor weight =
+        as_dtype(Tensor::from_vector(test::convert<float>(in.weight), {cols}));
+    const Tensor bias = as_dtype(Tensor::from_vector(test::convert<float>(in.bias), {cols}));
+    const Tensor dout = as_dtype(Tensor::from_vector(test::random_floats(rows * cols, 21), {rows, cols}));
+    const Tensor residual =
+        as_dtype(Tensor::from_vector(test::random_floats(rows * cols, 22), {rows, cols}));
+    Tensor out = Tensor::empty({rows, cols}, dtype), mean = Tensor::empty({rows}),
+           rstd = Tensor::empty({rows});
+    layer_norm_forward(out, mean, rstd, x, weight, bias);
+
+    Tensor want = Tensor::empty({rows, cols}, dtype);
+    Tensor want_dweight = Tensor::zeros({cols}), want_dbias = Tensor::zeros({cols});
+    layer_norm_backward(want, want_dweight, want_dbias, dout, x, weight, mean, rstd);
+    accumulate(want, residual);
+    Tensor got = Tensor::empty({rows, cols}, dtype);
+    Tensor dweight = Tensor::zeros({cols}), dbias = Tensor::zeros({cols});
+    layer_norm_backward(got, dweight, dbias, dout, x, weight, mean, rstd, &residual);
+    test::expect_bitwise_equal("dx + residual", as_f32(got).to_vector(),
+                               as_f32(want).to_vector());
+    test::expect_bitwise_equal("dweight", dweight.to_vector(), want_dweight.to_vector());
+    test::expect_bitwise_equal("dbias", dbias.to_vector(), want_dbias.to_vector());
+    // The residual cannot be dx itself: dx is written before the residual would be read.
+    EXPECT_THROW(layer_norm_backward(got, dweight, dbias, dout, x, weight, mean, rstd, &got),
+                 InternalError);
+  }
+}
+
 }  // namespace ternion
