@@ -1,6 +1,7 @@
 #include "kernels/gelu.h"
 
 #include "framework/features.h"
+#include "kernels/bias_add.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -37,18 +38,24 @@ void gelu_forward(Tensor& out, const Tensor& x) {
   }
 }
 
-void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout) {
+void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout, Tensor* dbias) {
   check_same_float("gelu_backward", dx, x);
   check_same_float("gelu_backward", dout, x);
+  if (dbias != nullptr)
+    TN_CHECK(dbias->dtype() == DType::F32 && dbias->is_contiguous() && dbias->dim() == 1 &&
+                 x.dim() >= 1 && x.size(-1) == dbias->size(0) && dbias->device() == x.device(),
+             "gelu_backward: dbias ", dbias->str(), " for x ", x.str(),
+             " (f32, one value per column of x)");
   if (x.device().is_cpu()) {
     const Tensor x32 = as_f32(x), dout32 = as_f32(dout);
     F32Output dx32(dx);
     cpu::gelu_backward<float>(dx32.get().data<float>(), x32.data<float>(), dout32.data<float>(),
                               x.numel());
     dx32.store();
+    if (dbias != nullptr) bias_add_backward(*dbias, dx);
   } else {
 #if TN_HAVE_CUDA
-    cuda::gelu_backward(dx, x, dout);
+    cuda::gelu_backward(dx, x, dout, dbias);
 #else
     TN_THROW(CudaError, "gelu_backward: no CUDA kernel in this build");
 #endif

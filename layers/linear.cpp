@@ -52,14 +52,17 @@ Tensor Linear::forward(const Tensor& input, ActivationContext& ctx) {
 Tensor Linear::backward(const Tensor& grad_output, ActivationContext& ctx) {
   const Saved saved = ctx.take<Saved>(this);
   Tensor dy = grad_output.view({-1, out_features()});
+  bool bias_grad_done = false;
   if (activation_ == LinearActivation::gelu) {
-    // The gradient of the pre-activation, ours to write (grad_output is the caller's).
+    // The gradient of the pre-activation, ours to write (grad_output is the caller's); the
+    // bias's gradient, its column sums, comes with it.
     Tensor dpre = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
-    gelu_backward(dpre, saved.pre_activation, dy);
+    gelu_backward(dpre, saved.pre_activation, dy, has_bias_ ? &bias_.grad : nullptr);
+    bias_grad_done = true;
     dy = dpre;
   }
   matmul(weight_.grad, dy, saved.input, true, false, 1.0f, 1.0f);
-  if (has_bias_) bias_add_backward(bias_.grad, dy);
+  if (has_bias_ && !bias_grad_done) bias_add_backward(bias_.grad, dy);
   Tensor dx = Tensor::empty({dy.size(0), in_features()}, dy.dtype(), dy.device());
   matmul(dx, dy, weight_.compute_value(), false, false);
   return dx.view(with_last(grad_output.shape(), in_features()));

@@ -40,7 +40,7 @@ void bias_add_backward(Tensor& dbias, const Tensor& dout);
 
 // out, x, dx, dout: all one dtype, F32 or BF16 (math in F32 via gelu_math.h).
 void gelu_forward(Tensor& out, const Tensor& x);
-void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout);
+void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout, Tensor* dbias);
 
 // x/out/dx/dout F32 or BF16; weight/bias the same dtype as x; mean/rstd F32;
 // dweight/dbias F32 (accumulate +=).

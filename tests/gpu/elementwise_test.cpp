@@ -1,4 +1,5 @@
-// Bias add, GELU and the elementwise helpers on the GPU against the CPU ops, F32 and BF16.
+// Bias add, GELU (also with the fused bias gradient, against the GPU's unfused ops) and the
+// elementwise helpers on the GPU against the CPU ops, F32 and BF16.
 // Ops that are one F32 operation and one rounding per element (bias forward, add, accumulate,
 // scale) must match the CPU bit for bit; GELU to a few ulps (each compiler fuses multiply-adds
 // where it likes); the reductions (dbias, sum_of_squares) to their summation order, and
@@ -95,6 +96,40 @@ TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
     gelu_backward(dx_in_place, gx, dx_in_place);
     expect_bitwise_equal("gelu' in place " + name, to_host_floats(dx_in_place),
                          to_host_floats(dx));
+  }
+}
+
+TEST(GpuGelu, BackwardWithBiasGradientIsBackwardThenBiasAddBackward) {
+  TN_REQUIRE_GPU();
+  struct Case {
+    std::int64_t rows, cols;
+  };
+  // Many row chunks; columns not a multiple of 32; fewer rows than one chunk.
+  for (const auto& [rows, cols] : {Case{5000, 64}, Case{67, 771}, Case{3, 40}}) {
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const std::string label = std::string("gelu' + dbias ") + name_of(dtype) + " [" +
+                                std::to_string(rows) + ", " + std::to_string(cols) + "]";
+      const Tensor gx = to_gpu(random_tensor({rows, cols}, 7, -4.0f, 4.0f), dtype);
+      const Tensor gdout = to_gpu(random_tensor({rows, cols}, 8), dtype);
+      const Tensor dbias0 = random_tensor({cols}, 9);
+      // The GPU's own unfused ops: the fused kernel must give their bits.
+      Tensor want_dx = Tensor::empty({rows, cols}, dtype, gpu());
+      Tensor want_dbias = to_gpu(dbias0);
+      gelu_backward(want_dx, gx, gdout);
+      bias_add_backward(want_dbias, want_dx);
+      Tensor dx = Tensor::empty({rows, cols}, dtype, gpu());
+      Tensor dbias = to_gpu(dbias0);
+      gelu_backward(dx, gx, gdout, &dbias);
+      expect_bitwise_equal(label + " dx", to_host_floats(dx), to_host_floats(want_dx));
+      expect_bitwise_equal(label + " dbias", to_host_floats(dbias), to_host_floats(want_dbias));
+      // dx in place of dout.
+      Tensor in_place = to_gpu(random_tensor({rows, cols}, 8), dtype);
+      Tensor dbias_in_place = to_gpu(dbias0);
+      gelu_backward(in_place, gx, in_place, &dbias_in_place);
+      expect_bitwise_equal(label + " in place", to_host_floats(in_place), to_host_floats(dx));
+      expect_bitwise_equal(label + " dbias in place", to_host_floats(dbias_in_place),
+                           to_host_floats(dbias));
+    }
   }
 }
 

@@ -1,10 +1,13 @@
 // GELU: the sigmoid form against GPT-2's tanh formula, backward against finite differences,
-// the f32 op against the f64 template, saturation at large |x|, and in-place use.
+// the f32 op against the f64 template, saturation at large |x|, in-place use, and the
+// backward with the linear layer's bias gradient against backward + bias_add_backward.
 #include <cmath>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/bias_add.h"
 #include "kernels/gelu.h"
+#include "tests/kernels/bf16_test_util.h"
 #include "tests/test_util.h"
 
 namespace ternion {
@@ -82,6 +85,30 @@ TEST(Gelu, InPlaceMatchesOutOfPlace) {
   test::expect_bitwise_equal("gelu forward in place", in_place.to_vector(), out.to_vector());
   gelu_backward(dout, x, dout);
   test::expect_bitwise_equal("gelu backward in place", dout.to_vector(), dx.to_vector());
+}
+
+TEST(Gelu, BackwardWithBiasGradientIsBackwardThenBiasAddBackward) {
+  constexpr int kRows = 37, kCols = 11;
+  const Tensor x = Tensor::from_vector(test::random_floats(kRows * kCols, 8, -3.0f, 3.0f),
+                                       {kRows, kCols});
+  const Tensor dout = Tensor::from_vector(test::random_floats(kRows * kCols, 9), {kRows, kCols});
+  const Tensor dbias0 = Tensor::from_vector(test::random_floats(kCols, 10), {kCols});
+  for (bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16" : "f32");
+    const Tensor xt = bf16 ? test::to_bf16(x) : x, doutt = bf16 ? test::to_bf16(dout) : dout;
+    Tensor want_dx = Tensor::empty({kRows, kCols}, xt.dtype());
+    Tensor want_dbias = dbias0.clone();
+    gelu_backward(want_dx, xt, doutt);
+    bias_add_backward(want_dbias, want_dx);
+    Tensor dx = Tensor::empty({kRows, kCols}, xt.dtype());
+    Tensor dbias = dbias0.clone();
+    gelu_backward(dx, xt, doutt, &dbias);
+    test::expect_bitwise_equal("dx", as_f32(dx).to_vector(), as_f32(want_dx).to_vector());
+    test::expect_bitwise_equal("dbias", dbias.to_vector(), want_dbias.to_vector());
+  }
+  Tensor wrong = Tensor::zeros({kCols + 1});
+  Tensor dx = Tensor::empty({kRows, kCols});
+  EXPECT_THROW(gelu_backward(dx, x, dout, &wrong), InternalError);
 }
 
 }  // namespace
