@@ -1,19 +1,29 @@
-// Per-op timings at GPT-2 124M shapes (batch 4 x 64 tokens by default), to see where a
-// training step's time goes beside the GEMMs.
-//   bench_kernels [--batch 4 --seq 64 --width 768 --heads 12 --vocab 50304 --threads N]
-// Each op runs a few times; the best time is printed with its GFLOP/s (GEMMs) or its
-// effective memory bandwidth (everything else: bytes read + written / time).
+// Per-op timings at GPT-2 124M shapes, to see where a training step's time goes beside the
+// GEMMs, on the CPU (default: batch 4 x 64 tokens, f32) or the GPU (GPT-2's micro-batch of
+// 16 x 1024 tokens in bf16 is `--device cuda --dtype bf16 --batch 16 --seq 1024`):
+//   bench_kernels [--device cpu|cuda] [--dtype f32|bf16] [--batch 4] [--seq 64] [--width 768]
+//                 [--heads 12] [--vocab 50304] [--threads N]
+// Each op runs once to warm up, then a few times, each call followed by a device
+// synchronisation; the best time is printed with its GFLOP/s (GEMMs, attention) or its
+// effective memory bandwidth (everything else: the bytes the op must read and write / time,
+// so a fused op's figure counts only its own traffic). Fused ops are timed beside the
+// unfused sequence they replace. On the GPU the percentages say how far each memory-bound op
+// is from the bandwidth of a plain device-to-device copy measured in the same run.
+// Exit status: 0; with --device cuda and no GPU it says so and exits 0.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "framework/device_runtime.h"
 #include "framework/philox.h"
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
 #include "kernels/bias_add.h"
+#include "kernels/convert.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/dropout.h"
 #include "kernels/elementwise.h"
@@ -27,66 +37,122 @@ using namespace ternion;
 
 namespace {
 
+Device g_device = Device::cpu();
+DType g_dtype = DType::F32;
+double g_copy_bandwidth = 0.0;  // bytes/s of a device-to-device copy; 0 on the CPU
+
 double best_seconds(const std::function<void()>& op, int repeats = 5) {
   op();  // warm-up
+  device_synchronize(g_device);
   double best = 1e30;
   for (int r = 0; r < repeats; ++r) {
-    auto start = std::chrono::steady_clock::now();
+    const auto start = std::chrono::steady_clock::now();
     op();
+    device_synchronize(g_device);
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
 }
 
-Tensor random(const Shape& shape, std::uint64_t seed) {
+// A tensor of small normal values in `dtype` on the benchmark's device.
+Tensor random(const Shape& shape, std::uint64_t seed, DType dtype = g_dtype) {
   Tensor t = Tensor::empty(shape);
   float* p = t.data<float>();
   for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = philox_normal({seed, 7}, i) * 0.1f;
-  return t;
+  if (dtype != DType::F32) {
+    Tensor converted = Tensor::empty(shape, dtype);
+    convert(converted, t);
+    t = converted;
+  }
+  return t.to(g_device);
+}
+Tensor empty(const Shape& shape, DType dtype = g_dtype) {
+  return Tensor::empty(shape, dtype, g_device);
+}
+Tensor zeros(const Shape& shape) { return Tensor::zeros(shape, DType::F32, g_device); }
+Tensor on_device_ints(const std::vector<std::int32_t>& values, const Shape& shape) {
+  Tensor t = Tensor::empty(shape, DType::I32);
+  std::copy(values.begin(), values.end(), t.data<std::int32_t>());
+  return t.to(g_device);
 }
 
 void report_flops(const char* name, double seconds, double flops) {
-  std::printf("%-34s %9.3f ms  %8.1f GFLOP/s\n", name, seconds * 1e3, flops / seconds / 1e9);
+  std::printf("%-44s %9.3f ms  %8.1f GFLOP/s\n", name, seconds * 1e3, flops / seconds / 1e9);
 }
 void report_bytes(const char* name, double seconds, double bytes) {
-  std::printf("%-34s %9.3f ms  %8.1f GB/s\n", name, seconds * 1e3, bytes / seconds / 1e9);
+  const double rate = bytes / seconds;
+  if (g_copy_bandwidth > 0) {
+    std::printf("%-44s %9.3f ms  %8.1f GB/s  %5.1f%% of copy\n", name, seconds * 1e3, rate / 1e9,
+                100.0 * rate / g_copy_bandwidth);
+  } else {
+    std::printf("%-44s %9.3f ms  %8.1f GB/s\n", name, seconds * 1e3, rate / 1e9);
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::int64_t batch = 4, seq = 64, width = 768, heads = 12, vocab = 50304, threads = 0;
+  std::string device_name = "cpu", dtype_name_arg = "f32";
   for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const std::int64_t v = std::atoll(argv[i + 1]);
+    const std::string flag = argv[i], value = argv[i + 1];
+    const std::int64_t v = std::atoll(value.c_str());
     if (flag == "--batch") batch = v;
     else if (flag == "--seq") seq = v;
     else if (flag == "--width") width = v;
     else if (flag == "--heads") heads = v;
     else if (flag == "--vocab") vocab = v;
     else if (flag == "--threads") threads = v;
+    else if (flag == "--device") device_name = value;
+    else if (flag == "--dtype") dtype_name_arg = value;
     else {
       std::fprintf(stderr, "bench_kernels: unknown flag %s\n", flag.c_str());
       return 2;
     }
   }
+  if ((device_name != "cpu" && device_name != "cuda") ||
+      (dtype_name_arg != "f32" && dtype_name_arg != "bf16") || argc % 2 == 0) {
+    std::fprintf(stderr, "bench_kernels: --device takes cpu or cuda, --dtype f32 or bf16, each "
+                         "flag one value\n");
+    return 2;
+  }
+  if (device_name == "cuda") {
+    if (cuda_device_count() == 0) {
+      std::printf("bench_kernels: no GPU to measure (%s): nothing to do\n",
+                  cuda_unavailable_reason().c_str());
+      return 0;
+    }
+    g_device = init_cuda_device(0);
+  }
+  g_dtype = dtype_name_arg == "bf16" ? DType::BF16 : DType::F32;
   if (threads > 0) set_num_threads(static_cast<int>(threads));
+  const double es = static_cast<double>(dtype_size(g_dtype));  // bytes per activation element
   const std::int64_t rows = batch * seq, ff = 4 * width;
-  std::printf("shapes: %lld tokens, width %lld, %lld heads, vocab %lld, %d threads\n",
-              (long long)rows, (long long)width, (long long)heads, (long long)vocab, num_threads());
+  std::printf("shapes: %lld tokens, width %lld, %lld heads, vocab %lld, %s %s, %d threads\n",
+              (long long)rows, (long long)width, (long long)heads, (long long)vocab,
+              device_name.c_str(), dtype_name_arg.c_str(), num_threads());
+
+  if (!g_device.is_cpu()) {
+    // The yardstick for the memory-bound ops: a 1 GiB device-to-device copy (read + write).
+    Tensor src = Tensor::zeros({1 << 28}, DType::F32, g_device), dst = empty({1 << 28}, DType::F32);
+    const double seconds = best_seconds([&] { dst.copy_from(src); });
+    g_copy_bandwidth = 2.0 * static_cast<double>(src.nbytes()) / seconds;
+    std::printf("%-44s %9.3f ms  %8.1f GB/s\n", "device copy (1 GiB, read + write)",
+                seconds * 1e3, g_copy_bandwidth / 1e9);
+  }
 
   Tensor x = random({rows, width}, 1), w_ff = random({ff, width}, 2), h = random({rows, ff}, 3);
-  Tensor y_ff = Tensor::empty({rows, ff}), dw_ff = Tensor::zeros({ff, width});
+  Tensor y_ff = empty({rows, ff}), dw_ff = zeros({ff, width});
   report_flops("matmul fc forward  x W^T", best_seconds([&] { matmul(y_ff, x, w_ff, false, true); }),
                2.0 * rows * ff * width);
   report_flops("matmul fc dW += dy^T x", best_seconds([&] { matmul(dw_ff, h, x, true, false, 1, 1); }),
                2.0 * rows * ff * width);
-  Tensor dx = Tensor::empty({rows, width});
+  Tensor dx = empty({rows, width});
   report_flops("matmul fc dx = dy W", best_seconds([&] { matmul(dx, h, w_ff, false, false); }),
                2.0 * rows * ff * width);
 
-  Tensor wte = random({vocab, width}, 4), logits = Tensor::empty({rows, vocab});
-  Tensor dwte = Tensor::zeros({vocab, width});
+  Tensor wte = random({vocab, width}, 4), logits = empty({rows, vocab});
+  Tensor dwte = zeros({vocab, width});
   report_flops("matmul lm head forward", best_seconds([&] { matmul(logits, x, wte, false, true); }, 3),
                2.0 * rows * vocab * width);
   report_flops("matmul lm head dW += dy^T x", best_seconds([&] { matmul(dwte, logits, x, true, false, 1, 1); }, 3),
@@ -96,18 +162,19 @@ int main(int argc, char** argv) {
 
   // GPT-2's 50257 tokens inside the padded 50304 columns; a smaller --vocab is all real.
   const std::int64_t real_vocab = std::min<std::int64_t>(vocab, 50257);
-  Tensor targets = Tensor::empty({rows}, DType::I32);
-  for (std::int64_t i = 0; i < rows; ++i) targets.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 7 % real_vocab);
-  Tensor losses = Tensor::empty({rows}), lse = Tensor::empty({rows});
+  std::vector<std::int32_t> target_values(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) target_values[i] = static_cast<std::int32_t>(i * 7 % real_vocab);
+  const Tensor targets = on_device_ints(target_values, {rows});
+  Tensor losses = empty({rows}, DType::F32), lse = empty({rows}, DType::F32);
   Tensor logits_copy = logits.clone();
   report_bytes("cross_entropy forward", best_seconds([&] { cross_entropy_forward(losses, lse, logits, targets, real_vocab); }),
-               4.0 * rows * vocab);
+               es * rows * vocab);
   report_bytes("cross_entropy backward (in place)",
                best_seconds([&] { cross_entropy_backward(logits_copy, logits_copy, lse, targets, 1e-3f, real_vocab); }),
-               8.0 * rows * vocab);
+               2.0 * es * rows * vocab);
 
-  Tensor qkv = random({batch, seq, 3 * width}, 5), att = Tensor::empty({batch, seq, width});
-  Tensor att_lse = Tensor::empty({batch, heads, seq}), dqkv = Tensor::empty(qkv.shape());
+  Tensor qkv = random({batch, seq, 3 * width}, 5), att = empty({batch, seq, width});
+  Tensor att_lse = empty({batch, heads, seq}, DType::F32), dqkv = empty(qkv.shape());
   Tensor datt = random({batch, seq, width}, 6);
   const double att_flops = 4.0 * batch * heads * seq * seq * (width / heads) / 2.0;
   report_flops("attention forward", best_seconds([&] { attention_forward(att, att_lse, qkv, heads); }), att_flops);
@@ -115,37 +182,94 @@ int main(int argc, char** argv) {
   report_flops("attention backward", best_seconds([&] { attention_backward(dqkv, datt, qkv, att, att_lse, heads); }),
                2.0 * att_flops);
 
-  Tensor ln_out = Tensor::empty({rows, width}), mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
-  Tensor lnw = Tensor::full({width}, 1.0f), lnb = Tensor::zeros({width});
-  Tensor dlnw = Tensor::zeros({width}), dlnb = Tensor::zeros({width});
+  Tensor ln_out = empty({rows, width}), mean = empty({rows}, DType::F32), rstd = empty({rows}, DType::F32);
+  Tensor lnw = random({width}, 9), lnb = random({width}, 10);
+  Tensor dlnw = zeros({width}), dlnb = zeros({width});
+  Tensor residual = random({rows, width}, 11), sum = empty({rows, width});
+  report_bytes("residual add", best_seconds([&] { add(sum, x, residual); }), 3.0 * es * rows * width);
   report_bytes("layer_norm forward", best_seconds([&] { layer_norm_forward(ln_out, mean, rstd, x, lnw, lnb); }),
-               8.0 * rows * width);
+               2.0 * es * rows * width);
   report_bytes("layer_norm backward",
                best_seconds([&] { layer_norm_backward(dx, dlnw, dlnb, ln_out, x, lnw, mean, rstd); }),
-               12.0 * rows * width);
-  Tensor g = Tensor::empty({rows, ff});
-  report_bytes("gelu forward", best_seconds([&] { gelu_forward(g, h); }), 8.0 * rows * ff);
-  report_bytes("gelu backward", best_seconds([&] { gelu_backward(g, h, g); }), 12.0 * rows * ff);
-  Tensor bias = random({ff}, 8), dbias = Tensor::zeros({ff});
-  report_bytes("bias_add forward", best_seconds([&] { bias_add_forward(y_ff, bias); }), 8.0 * rows * ff);
-  report_bytes("bias_add backward", best_seconds([&] { bias_add_backward(dbias, y_ff); }), 4.0 * rows * ff);
-  Tensor x3 = x.view({batch, seq, width}), d3 = Tensor::empty({batch, seq, width});
-  report_bytes("dropout forward", best_seconds([&] { dropout_forward(d3, x3, 0.1f, {1, 2}, {0, 0, seq}); }),
-               8.0 * rows * width);
-  Tensor tokens = Tensor::empty({batch, seq}, DType::I32);
-  for (std::int64_t i = 0; i < rows; ++i) tokens.data<std::int32_t>()[i] = static_cast<std::int32_t>(i * 13 % real_vocab);
-  Tensor emb = Tensor::empty({batch, seq, width});
-  report_bytes("token_embedding backward", best_seconds([&] { token_embedding_backward(dwte, emb, tokens); }),
-               8.0 * rows * width);
+               3.0 * es * rows * width);
+  report_bytes("layer_norm backward, then accumulate", best_seconds([&] {
+                 layer_norm_backward(dx, dlnw, dlnb, ln_out, x, lnw, mean, rstd);
+                 accumulate(dx, residual);
+               }),
+               4.0 * es * rows * width);
+  report_bytes("layer_norm backward + residual (fused)",
+               best_seconds([&] { layer_norm_backward(dx, dlnw, dlnb, ln_out, x, lnw, mean, rstd, &residual); }),
+               4.0 * es * rows * width);
 
-  // The optimizer and the gradient norm at GPT-2 124M's parameter count, as one flat tensor.
+  Tensor g = empty({rows, ff});
+  Tensor bias = random({ff}, 8), dbias = zeros({ff});
+  report_bytes("gelu forward", best_seconds([&] { gelu_forward(g, h); }), 2.0 * es * rows * ff);
+  report_bytes("gelu backward", best_seconds([&] { gelu_backward(g, h, g); }), 3.0 * es * rows * ff);
+  report_bytes("gelu backward, then bias_add backward", best_seconds([&] {
+                 gelu_backward(g, h, g);
+                 bias_add_backward(dbias, g);
+               }),
+               3.0 * es * rows * ff);
+  report_bytes("gelu backward + bias gradient (fused)",
+               best_seconds([&] { gelu_backward(g, h, g, &dbias); }), 3.0 * es * rows * ff);
+  Tensor bias_act = random({ff}, 12);
+  report_bytes("bias_add forward", best_seconds([&] { bias_add_forward(y_ff, bias_act); }), 2.0 * es * rows * ff);
+  report_bytes("bias_add backward", best_seconds([&] { bias_add_backward(dbias, y_ff); }), es * rows * ff);
+  Tensor x3 = x.view({batch, seq, width}), d3 = empty({batch, seq, width});
+  report_bytes("dropout forward", best_seconds([&] { dropout_forward(d3, x3, 0.1f, {1, 2}, {0, 0, seq}); }),
+               2.0 * es * rows * width);
+  std::vector<std::int32_t> token_values(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) token_values[i] = static_cast<std::int32_t>(i * 13 % real_vocab);
+  Tensor tokens = on_device_ints(token_values, {batch, seq});
+  Tensor emb = random({batch, seq, width}, 13);
+  report_bytes("token_embedding backward", best_seconds([&] { token_embedding_backward(dwte, emb, tokens); }),
+               (es + 8.0) * rows * width);
+  // A byte-level corpus: one token (a space) in every sixth position, as in English text.
+  for (std::int64_t i = 0; i < rows; i += 6) token_values[i] = 32;
+  Tensor spaced_tokens = on_device_ints(token_values, {batch, seq});
+  report_bytes("token_embedding backward, 1/6 one token",
+               best_seconds([&] { token_embedding_backward(dwte, emb, spaced_tokens); }),
+               (es + 8.0) * rows * width);
+
+  // The optimizer, the gradient norm and the compute copies at GPT-2 124M's parameter count:
+  // one flat tensor, then the 148 tensors of the model's layout (12 layers of 12, and 4).
   const std::int64_t n = 124'000'000;
-  Tensor param = Tensor::zeros({n}), grad = Tensor::full({n}, 1e-3f), m = Tensor::zeros({n}), v = Tensor::zeros({n});
+  Tensor param = zeros({n}), grad = Tensor::full({n}, 1e-3f).to(g_device), m = zeros({n}), v = zeros({n});
   AdamWHyper hyper;
   hyper.lr = 1e-4f;
   report_bytes("adamw update (124M)", best_seconds([&] { adamw_update(param, grad, m, v, hyper); }, 3),
                7.0 * 4 * n);
   report_bytes("sum_of_squares (124M)", best_seconds([&] { (void)sum_of_squares(grad); }, 3), 4.0 * n);
   report_bytes("zero (124M)", best_seconds([&] { m.zero(); }, 3), 4.0 * n);
+  if (g_dtype != DType::F32) {
+    Tensor compute_copy = empty({n});
+    report_bytes("convert f32 -> compute dtype (124M)",
+                 best_seconds([&] { convert(compute_copy, param); }, 3), (4.0 + es) * n);
+  }
+  std::vector<std::int64_t> sizes;
+  for (int layer = 0; layer < 12; ++layer)
+    for (std::int64_t size : {width, width, 3 * width * width, 3 * width, width * width, width,
+                              width, width, ff * width, ff, width * ff, width})
+      sizes.push_back(size);
+  for (std::int64_t size : {vocab * width, 1024 * width, width, width}) sizes.push_back(size);
+  std::vector<Tensor> grads;
+  std::vector<AdamWTensors> optimizer_tensors;
+  std::int64_t total = 0;
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    grads.push_back(grad.slice(0, 0, sizes[t]).contiguous());
+    optimizer_tensors.push_back({zeros({sizes[t]}), grads.back(), zeros({sizes[t]}), zeros({sizes[t]}), 0.1f});
+    total += sizes[t];
+  }
+  char label[96];
+  std::snprintf(label, sizeof label, "sums_of_squares (%zu tensors, %.0fM)", sizes.size(), total / 1e6);
+  report_bytes(label, best_seconds([&] { (void)sums_of_squares(grads); }, 3), 4.0 * total);
+  std::snprintf(label, sizeof label, "sum_of_squares each (%zu tensors)", sizes.size());
+  report_bytes(label, best_seconds([&] {
+                 for (const Tensor& t : grads) (void)sum_of_squares(t);
+               }, 3),
+               4.0 * total);
+  std::snprintf(label, sizeof label, "adamw_update_many (%zu tensors)", sizes.size());
+  report_bytes(label, best_seconds([&] { adamw_update_many(optimizer_tensors, hyper); }, 3),
+               7.0 * 4 * total);
   return 0;
 }

@@ -15,12 +15,13 @@
 #   5. the parallel layouts on the one GPU over the MPI backend (several ranks share it)
 #      against one GPU rank: tests/cli/compare_runs.sh on CI's layout config (pp_run.yaml),
 #      the same losses to 1e-5 and the same sample;
-#   6. benchmarks: bench_gemm (the bf16 GEMM peak, measured now), GPT-2 124M and a 1.3B model
-#      in bf16 on one GPU: tokens/s, MFU against that peak, peak memory.
+#   6. benchmarks: bench_gemm (the bf16 GEMM peak, measured now), bench_linear, GPT-2 124M and
+#      a 1.3B model in bf16 on one GPU: tokens/s, MFU against that peak, peak memory; then
+#      bench_kernels: every op at GPT-2's micro-batch against a device copy's bandwidth.
 # Every step has a timeout and the whole check a budget (TN_GPU_CHECK_BUDGET_S, default 450 s:
 # under 8 minutes); a failed step is recorded and the next one runs. Writes to $OUT (the device
 # tool's output folder) or else runs/gpu-check: summary.md (the table), gpu-check.log (every
-# step's output), bench_gemm.txt, runs.tar.gz (each run's metrics and log). Exit status 0 only
+# step's output), bench_gemm.txt, bench_linear.txt, bench_kernels.txt, runs.tar.gz (each run's metrics and log). Exit status 0 only
 # if every step passed.
 #
 # TN_GPU_CMAKE_ARGS: more -D arguments for the configure (a CMake before 3.26 does not know
@@ -225,7 +226,7 @@ configure() {
 
 build_targets() {
   cmake --build "$build" -j"$jobs" --target ternion-train ternion-prepare test_gpu bench_gemm \
-    bench_linear
+    bench_linear bench_kernels
 }
 
 # ---- 3. the gpu tests ----------------------------------------------------------------------
@@ -360,6 +361,19 @@ linear_bench() {
   return "$rc"
 }
 
+# Every op at GPT-2 124M's micro-batch (16 x 1024 tokens, bf16): where the step's time goes
+# beside the GEMMs, each memory-bound op against a device copy's bandwidth, fused ops beside
+# the unfused sequences they replace.
+kernels_bench() {
+  "$build/bench/bench_kernels" --device cuda --dtype bf16 --batch 16 --seq 1024 |
+    tee "$work/bench_kernels.txt"
+  local rc=${PIPESTATUS[0]}
+  grep -q '^device copy' "$work/bench_kernels.txt" || { note "no GPU measured"; return 1; }
+  note "$(grep -E '^(cross_entropy forward|layer_norm backward \+|gelu backward \+)' \
+    "$work/bench_kernels.txt" | awk '{print $1, $2, $NF=="copy" ? $(NF-2) : $NF}' | tr '\n' ';')"
+  return "$rc"
+}
+
 # Trains CONFIG on one GPU for its steps; a row of the benchmark table from its metrics.
 train_bench() {
   local name=$1 config=$2
@@ -411,7 +425,8 @@ EOF
 }
 
 export -f configure build_targets cuda_extra_args gpu_tests write_small_config prepare_data \
-  write_layout_config compare_losses gpu_vs_cpu layout_vs_one_rank gemm_bench linear_bench train_bench machine_facts
+  write_layout_config compare_losses gpu_vs_cpu layout_vs_one_rank gemm_bench linear_bench train_bench \
+  kernels_bench machine_facts
 export repo lib budget
 
 # ---- the run -------------------------------------------------------------------------------
@@ -451,6 +466,7 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "bench_linear" 45 linear_bench
   step "GPT-2 124M bf16, 1 GPU" 120 train_bench gpt2-124m "$repo/configs/gpu/gpt2-124m-bf16.yaml"
   step "GPT 1.3B bf16, 1 GPU" 150 train_bench gpt-1.3b "$repo/configs/gpu/gpt-1.3b-bf16.yaml"
+  step "bench_kernels (bf16, 16 x 1024)" 60 kernels_bench
 elif [ -z "$until_step" ]; then
   record "everything after the build" "NOT RUN" 0 "the build did not succeed"
 fi
@@ -487,6 +503,7 @@ summary=$out/summary.md
 } > "$summary"
 [ -s "$work/bench_gemm.txt" ] && cp "$work/bench_gemm.txt" "$out/bench_gemm.txt"
 [ -s "$work/bench_linear.txt" ] && cp "$work/bench_linear.txt" "$out/bench_linear.txt"
+[ -s "$work/bench_kernels.txt" ] && cp "$work/bench_kernels.txt" "$out/bench_kernels.txt"
 (cd "$work" && tar -czf "$out/runs.tar.gz" --exclude='data' --exclude='*.bin' --exclude='note.*' \
    --exclude='checkpoints' . 2>/dev/null)
 echo
