@@ -268,6 +268,23 @@ int main(int argc, char** argv) {
                  for (const Tensor& t : grads) (void)sum_of_squares(t);
                }, 3),
                4.0 * total);
+  if (g_dtype != DType::F32) {
+    std::vector<Tensor> masters, copies;
+    for (const AdamWTensors& t : optimizer_tensors) {
+      masters.push_back(t.param);
+      copies.push_back(empty(t.param.shape()));
+    }
+    std::snprintf(label, sizeof label, "convert_many to compute copies (%zu tensors)",
+                  sizes.size());
+    report_bytes(label, best_seconds([&] { convert_many(copies, masters); }, 3),
+                 (4.0 + es) * total);
+    std::snprintf(label, sizeof label, "convert each to compute copies (%zu tensors)",
+                  sizes.size());
+    report_bytes(label, best_seconds([&] {
+                   for (std::size_t t = 0; t < copies.size(); ++t) convert(copies[t], masters[t]);
+                 }, 3),
+                 (4.0 + es) * total);
+  }
   std::snprintf(label, sizeof label, "adamw_update_many (%zu tensors)", sizes.size());
   report_bytes(label, best_seconds([&] { adamw_update_many(optimizer_tensors, hyper); }, 3),
                7.0 * 4 * total);

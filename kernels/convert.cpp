@@ -42,6 +42,27 @@ void convert(Tensor& out, const Tensor& in) {
   }
 }
 
+void convert_many(std::span<Tensor> outs, std::span<const Tensor> ins) {
+  TN_CHECK(outs.size() == ins.size(), "convert_many: ", outs.size(), " outputs for ", ins.size(),
+           " inputs");
+  bool one_launch = !outs.empty() && !outs.front().device().is_cpu();
+  for (std::size_t t = 0; t < outs.size(); ++t) {
+    TN_CHECK(outs[t].shape() == ins[t].shape() && outs[t].device() == ins[t].device() &&
+                 outs[t].is_contiguous() && ins[t].is_contiguous() &&
+                 outs[t].device() == outs.front().device(),
+             "convert_many: ", ins[t].str(), " into ", outs[t].str(),
+             " (contiguous, one shape, every pair on one device)");
+    one_launch = one_launch && outs[t].dtype() == DType::BF16 && ins[t].dtype() == DType::F32;
+  }
+#if TN_HAVE_CUDA
+  if (one_launch) {
+    cuda::convert_many_f32_to_bf16(outs, ins);
+    return;
+  }
+#endif
+  for (std::size_t t = 0; t < outs.size(); ++t) convert(outs[t], ins[t]);
+}
+
 Tensor as_f32(const Tensor& t) {
   if (t.dtype() == DType::F32) return t;
   Tensor f32 = Tensor::empty(t.shape(), DType::F32, t.device());

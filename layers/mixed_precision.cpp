@@ -38,8 +38,13 @@ void set_compute_precision(const std::vector<Parameter*>& params, Precision prec
 }
 
 void refresh_compute_copies(const std::vector<Parameter*>& params) {
-  for (Parameter* p : params)
-    if (p->compute.defined()) convert(p->compute, p->value.contiguous());
+  std::vector<Tensor> copies, masters;
+  for (Parameter* p : params) {
+    if (!p->compute.defined()) continue;
+    copies.push_back(p->compute);  // a handle: converting into it writes the parameter's copy
+    masters.push_back(p->value.contiguous());
+  }
+  convert_many(copies, masters);  // one launch on a GPU
 }
 
 }  // namespace ternion

@@ -1,11 +1,20 @@
 // F32 <-> BF16 on the GPU (contract in kernels/convert.h): bfloat16.h's round-to-nearest-even,
 // the function the CPU uses, so both devices give the same bits. Equal dtypes copy.
+// convert_many_f32_to_bf16 is a multi-tensor apply (multi_tensor.cuh): one block per chunk of
+// kChunk elements of the concatenated tensors, so refreshing a model's ~150 compute copies
+// after an optimizer step is one launch, not one each.
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_runtime.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/element_access.cuh"
+#include "kernels/cuda/multi_tensor.cuh"
+#include "kernels/cuda/pinned_staging.h"
 
 namespace ternion::cuda {
 
@@ -17,7 +26,52 @@ __global__ void convert_kernel(To* __restrict__ out, const From* __restrict__ in
     out[i] = detail::from_float<To>(detail::to_float(in[i]));
 }
 
+constexpr long long kChunk = 1 << 16;  // elements per block of the multi-tensor kernel
+
+struct ConvertTableEntry {
+  BFloat16* out;
+  const float* in;
+  long long numel;
+  long long first_chunk;
+};
+
+__global__ void convert_many_kernel(const ConvertTableEntry* __restrict__ table, int n_entries) {
+  const long long chunk = blockIdx.x;
+  const ConvertTableEntry entry = table[detail::entry_of_chunk(table, n_entries, chunk)];
+  const long long begin = (chunk - entry.first_chunk) * kChunk;
+  const long long end = begin + kChunk < entry.numel ? begin + kChunk : entry.numel;
+  for (long long i = begin + threadIdx.x; i < end; i += blockDim.x)
+    entry.out[i] = detail::from_float<BFloat16>(entry.in[i]);
+}
+
 }  // namespace
+
+void convert_many_f32_to_bf16(std::span<Tensor> outs, std::span<const Tensor> ins) {
+  std::vector<ConvertTableEntry> table;
+  long long chunks = 0;
+  for (std::size_t t = 0; t < outs.size(); ++t) {
+    const long long n = outs[t].numel();
+    if (n == 0) continue;
+    table.push_back({outs[t].data<BFloat16>(), ins[t].data<float>(), n, chunks});
+    chunks += (n + kChunk - 1) / kChunk;
+  }
+  if (table.empty()) return;
+  TN_CHECK(chunks <= 2147483647LL && table.size() <= 2147483647u,
+           "convert_many (cuda): ", chunks, " chunks exceed the grid");
+  cudaStream_t stream = compute_stream();
+  // The table in a device buffer from the caching allocator, filled through pinned staging.
+  const std::size_t table_bytes = table.size() * sizeof(ConvertTableEntry);
+  Tensor device_table = Tensor::empty(
+      {static_cast<std::int64_t>((table_bytes + sizeof(std::int32_t) - 1) / sizeof(std::int32_t))},
+      DType::I32, outs.front().device());
+  auto* device_entries = reinterpret_cast<ConvertTableEntry*>(device_table.data<std::int32_t>());
+  TN_CHECK(reinterpret_cast<std::uintptr_t>(device_entries) % alignof(ConvertTableEntry) == 0,
+           "convert_many (cuda): table buffer is not aligned");
+  copy_table_to_device(device_entries, table.data(), table_bytes, stream);
+  convert_many_kernel<<<static_cast<unsigned>(chunks), detail::kThreads, 0, stream>>>(
+      device_entries, static_cast<int>(table.size()));
+  TN_CUDA_CHECK_LAUNCH();
+}
 
 void convert(Tensor& out, const Tensor& in) {
   cudaStream_t stream = compute_stream();

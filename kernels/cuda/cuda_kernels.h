@@ -100,6 +100,9 @@ std::vector<double> sums_of_squares(std::span<const Tensor> xs);
 bool all_finite(const Tensor& x);        // synchronises
 // out = in converted (F32 <-> BF16, or a plain copy for equal dtypes); same shape.
 void convert(Tensor& out, const Tensor& in);
+// outs[i] = ins[i] rounded to BF16 for every i (F32 inputs, BF16 outputs, contiguous, equal
+// shapes): one launch for all.
+void convert_many_f32_to_bf16(std::span<Tensor> outs, std::span<const Tensor> ins);
 
 // Optimizer updates, all F32. The `_many` forms update every tensor in one launch
 // (multi-tensor apply): element i of each vector belongs together.

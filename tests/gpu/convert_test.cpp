@@ -1,4 +1,5 @@
-// convert on the GPU rounds exactly as the CPU does (bfloat16.h on both sides).
+// convert on the GPU rounds exactly as the CPU does (bfloat16.h on both sides); convert_many's
+// one launch gives each pair's bits.
 #include "gpu_test_util.h"
 
 namespace ternion::test {
@@ -16,6 +17,24 @@ TEST(GpuConvert, Bf16RoundTripMatchesCpuBitForBit) {
 
   const Tensor gpu_bf16 = to_gpu(cpu_in, DType::BF16);
   expect_bitwise_equal("bf16(x)", to_host_floats(gpu_bf16), as_f32(cpu_bf16).to_vector());
+}
+
+TEST(GpuConvert, ManyF32ToBf16IsEachPairConverted) {
+  TN_REQUIRE_GPU();
+  // Sizes around the 65536-element chunk of the multi-tensor kernel, an empty one among them.
+  const std::vector<std::int64_t> sizes = {1, 0, 65535, 65536, 65537, 300001, 7};
+  std::vector<Tensor> ins, outs;
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    ins.push_back(to_gpu(random_tensor({sizes[t]}, 50 + t, -4.0f, 4.0f)));
+    outs.push_back(to_gpu(Tensor::full({sizes[t]}, NAN), DType::BF16));  // every element written
+  }
+  convert_many(outs, ins);
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    Tensor want = Tensor::empty({sizes[t]}, DType::BF16, gpu());
+    convert(want, ins[t]);
+    expect_bitwise_equal("pair " + std::to_string(t) + " of " + std::to_string(sizes[t]),
+                         to_host_floats(outs[t]), to_host_floats(want));
+  }
 }
 
 }  // namespace

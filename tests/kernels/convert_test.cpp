@@ -1,7 +1,8 @@
-// convert and the F32 staging that lets CPU kernels take BF16 tensors.
+// convert, convert_many, and the F32 staging that lets CPU kernels take BF16 tensors.
 #include <gtest/gtest.h>
 
 #include "kernels/convert.h"
+#include "tests/test_util.h"
 
 namespace ternion {
 namespace {
@@ -30,6 +31,32 @@ TEST(Convert, F32OutputStagesBf16Targets) {
   Tensor f32 = Tensor::zeros({2});
   F32Output direct(f32);
   EXPECT_TRUE(direct.get().shares_storage_with(f32));  // no staging for F32 targets
+}
+
+TEST(Convert, ManyIsEachPairConverted) {
+  std::vector<Tensor> ins, outs, want;
+  const std::vector<std::int64_t> sizes = {5, 0, 70000, 3};
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    ins.push_back(Tensor::from_vector(
+        test::random_floats(static_cast<std::size_t>(sizes[t]), 40 + t, -3.0f, 3.0f),
+        {sizes[t]}));
+    // F32 -> BF16, except one BF16 -> F32 pair: the lists may mix directions.
+    const DType to = t == 3 ? DType::F32 : DType::BF16;
+    if (t == 3) {
+      Tensor bf16 = Tensor::empty({sizes[t]}, DType::BF16);
+      convert(bf16, ins.back());
+      ins.back() = bf16;
+    }
+    outs.push_back(Tensor::empty({sizes[t]}, to));
+    want.push_back(Tensor::empty({sizes[t]}, to));
+    convert(want.back(), ins.back());
+  }
+  convert_many(outs, ins);
+  for (std::size_t t = 0; t < sizes.size(); ++t)
+    test::expect_bitwise_equal("pair " + std::to_string(t), as_f32(outs[t]).to_vector(),
+                               as_f32(want[t]).to_vector());
+  std::vector<Tensor> one_out(outs.begin(), outs.begin() + 1);
+  EXPECT_THROW(convert_many(one_out, ins), InternalError);
 }
 
 }  // namespace
