@@ -13,6 +13,7 @@
 #include "framework/cuda/cuda_runtime.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/element_access.cuh"
+#include "kernels/cuda/elementwise_map.cuh"
 #include "kernels/cuda/multi_tensor.cuh"
 #include "kernels/cuda/pinned_staging.h"
 
@@ -20,11 +21,9 @@ namespace ternion::cuda {
 
 namespace {
 
-template <class To, class From>
-__global__ void convert_kernel(To* __restrict__ out, const From* __restrict__ in, long long n) {
-  for (long long i = detail::grid_start(); i < n; i += detail::grid_stride())
-    out[i] = detail::from_float<To>(detail::to_float(in[i]));
-}
+struct IdentityOp {  // the conversion is the map's rounding to out's dtype
+  __device__ float operator()(float x) const { return x; }
+};
 
 constexpr long long kChunk = 1 << 16;  // elements per block of the multi-tensor kernel
 
@@ -83,13 +82,9 @@ void convert(Tensor& out, const Tensor& in) {
     TN_CUDA_CHECK(cudaMemcpyAsync(out.raw_data(), in.raw_data(), out.nbytes(),
                                   cudaMemcpyDeviceToDevice, stream));
   } else if (out.dtype() == DType::BF16 && in.dtype() == DType::F32) {
-    convert_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(
-        out.data<BFloat16>(), in.data<float>(), n);
-    TN_CUDA_CHECK_LAUNCH();
+    detail::map1(out.data<BFloat16>(), in.data<float>(), n, IdentityOp{}, stream);
   } else if (out.dtype() == DType::F32 && in.dtype() == DType::BF16) {
-    convert_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(
-        out.data<float>(), in.data<BFloat16>(), n);
-    TN_CUDA_CHECK_LAUNCH();
+    detail::map1(out.data<float>(), in.data<BFloat16>(), n, IdentityOp{}, stream);
   } else {
     TN_THROW(InternalError, "convert (cuda): no conversion from ", in.str(), " to ", out.str());
   }

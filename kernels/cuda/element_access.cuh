@@ -1,5 +1,5 @@
-// What the elementwise CUDA kernels (bias_add, gelu, elementwise, convert, adamw) share: F32
-// math on F32 or BF16 storage, and the grid of a grid-stride loop.
+// What the elementwise CUDA kernels (bias_add, gelu, elementwise, convert, adamw, layer_norm)
+// share: F32 math on F32 or BF16 storage, the grid of a grid-stride loop, and vector access.
 //
 // BF16 values convert as framework/bfloat16.h's functions, which the CPU staging uses, so
 // "load as float, compute, round to bf16" gives the CPU's bits whenever the F32 math does.
@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "framework/bfloat16.h"
@@ -45,6 +46,54 @@ __device__ inline long long grid_start() {
 }
 __device__ inline long long grid_stride() {
   return static_cast<long long>(gridDim.x) * blockDim.x;
+}
+
+// N consecutive elements loaded or stored as one: with N = kVecWidth, one 16-byte access for
+// BF16 (two for F32), which keep far more bytes in flight per instruction than 2- or 4-byte
+// ones, so a memory-bound kernel gets near the bandwidth; with N = 1, one element. An access
+// at p needs p aligned to N elements (vector_width checks the base pointers on the host; the
+// kernels only step by multiples of N from them).
+constexpr int kVecWidth = 8;
+
+template <class Elem, int N>
+struct alignas(N * sizeof(Elem)) Vec {
+  Elem v[N];
+};
+
+template <int N, class Elem>
+__device__ inline Vec<Elem, N> load_vec(const Elem* p) {
+  if constexpr (N * sizeof(Elem) % 16 == 0) {
+    Vec<Elem, N> out;
+    const int4* src = reinterpret_cast<const int4*>(p);
+    int4* dst = reinterpret_cast<int4*>(out.v);
+#pragma unroll
+    for (int k = 0; k < static_cast<int>(N * sizeof(Elem) / 16); ++k) dst[k] = src[k];
+    return out;
+  } else {
+    return *reinterpret_cast<const Vec<Elem, N>*>(p);
+  }
+}
+
+template <int N, class Elem>
+__device__ inline void store_vec(Elem* p, const Vec<Elem, N>& value) {
+  if constexpr (N * sizeof(Elem) % 16 == 0) {
+    int4* dst = reinterpret_cast<int4*>(p);
+    const int4* src = reinterpret_cast<const int4*>(value.v);
+#pragma unroll
+    for (int k = 0; k < static_cast<int>(N * sizeof(Elem) / 16); ++k) dst[k] = src[k];
+  } else {
+    *reinterpret_cast<Vec<Elem, N>*>(p) = value;
+  }
+}
+
+// kVecWidth if `count` (elements, or a row's columns) is a multiple of it and every pointer is
+// aligned to kVecWidth of its own elements; else 1. Tensors from the caching allocator are
+// 256-byte aligned, so views at odd offsets and odd sizes are what take the narrow path.
+template <class... T>
+int vector_width(long long count, const T*... pointers) {
+  const bool aligned =
+      ((reinterpret_cast<std::uintptr_t>(pointers) % (kVecWidth * sizeof(T)) == 0) && ...);
+  return count % kVecWidth == 0 && aligned ? kVecWidth : 1;
 }
 
 // Calls f(float{}) or f(BFloat16{}) for a float dtype, so one launcher serves both.

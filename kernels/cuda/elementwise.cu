@@ -19,6 +19,7 @@
 #include "framework/cuda/cuda_runtime.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/element_access.cuh"
+#include "kernels/cuda/elementwise_map.cuh"
 #include "kernels/cuda/multi_tensor.cuh"
 #include "kernels/cuda/pinned_staging.h"
 
@@ -26,7 +27,6 @@ namespace ternion::cuda {
 
 namespace {
 
-using detail::from_float;
 using detail::grid_start;
 using detail::grid_stride;
 using detail::kThreads;
@@ -34,24 +34,14 @@ using detail::to_float;
 
 constexpr long long kReductionChunk = 1 << 14;  // elements per block of sums_of_squares
 
-// out may alias a or b: element i is read before it is written.
-template <class Elem>
-__global__ void add_kernel(Elem* out, const Elem* a, const Elem* b, long long n) {
-  for (long long i = grid_start(); i < n; i += grid_stride())
-    out[i] = from_float<Elem>(to_float(a[i]) + to_float(b[i]));
-}
+struct AddOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
 
-template <class Out, class In>
-__global__ void accumulate_kernel(Out* out, const In* x, long long n) {
-  for (long long i = grid_start(); i < n; i += grid_stride())
-    out[i] = from_float<Out>(to_float(out[i]) + to_float(x[i]));
-}
-
-template <class Elem>
-__global__ void scale_kernel(Elem* x, float factor, long long n) {
-  for (long long i = grid_start(); i < n; i += grid_stride())
-    x[i] = from_float<Elem>(to_float(x[i]) * factor);
-}
+struct ScaleOp {
+  float factor;
+  __device__ float operator()(float x) const { return x * factor; }
+};
 
 // One tensor of a sums_of_squares launch (multi_tensor.cuh); every tensor has the launch's Elem.
 struct SquaresTableEntry {
@@ -100,44 +90,32 @@ __global__ void find_non_finite_kernel(int* any_non_finite, const Elem* __restri
 
 }  // namespace
 
+// add, accumulate and scale are elementwise_map.cuh's maps: one F32 operation, one rounding.
 void add(Tensor& out, const Tensor& a, const Tensor& b) {
-  cudaStream_t stream = compute_stream();
-  const long long n = out.numel();
-  if (n == 0) return;
   detail::dispatch_float_dtype(out.dtype(), "add", [&](auto elem) {
     using Elem = decltype(elem);
-    add_kernel<<<detail::blocks_for(n), kThreads, 0, stream>>>(
-        out.data<Elem>(), a.data<Elem>(), b.data<Elem>(), n);
-    TN_CUDA_CHECK_LAUNCH();
+    detail::map2(out.data<Elem>(), a.data<Elem>(), b.data<Elem>(), out.numel(), AddOp{},
+                 compute_stream());
   });
 }
 
 void accumulate(Tensor& out, const Tensor& x) {
-  cudaStream_t stream = compute_stream();
-  const long long n = out.numel();
-  if (n == 0) return;
   if (out.dtype() == DType::F32 && x.dtype() == DType::BF16) {
-    accumulate_kernel<<<detail::blocks_for(n), kThreads, 0, stream>>>(
-        out.data<float>(), x.data<BFloat16>(), n);
-    TN_CUDA_CHECK_LAUNCH();
+    detail::map2(out.data<float>(), out.data<float>(), x.data<BFloat16>(), out.numel(), AddOp{},
+                 compute_stream());
     return;
   }
   detail::dispatch_float_dtype(out.dtype(), "accumulate", [&](auto elem) {
     using Elem = decltype(elem);
-    accumulate_kernel<<<detail::blocks_for(n), kThreads, 0, stream>>>(
-        out.data<Elem>(), x.data<Elem>(), n);
-    TN_CUDA_CHECK_LAUNCH();
+    detail::map2(out.data<Elem>(), out.data<Elem>(), x.data<Elem>(), out.numel(), AddOp{},
+                 compute_stream());
   });
 }
 
 void scale(Tensor& x, float factor) {
-  cudaStream_t stream = compute_stream();
-  const long long n = x.numel();
-  if (n == 0) return;
   detail::dispatch_float_dtype(x.dtype(), "scale", [&](auto elem) {
     using Elem = decltype(elem);
-    scale_kernel<<<detail::blocks_for(n), kThreads, 0, stream>>>(x.data<Elem>(), factor, n);
-    TN_CUDA_CHECK_LAUNCH();
+    detail::map1(x.data<Elem>(), x.data<Elem>(), x.numel(), ScaleOp{factor}, compute_stream());
   });
 }
 
@@ -149,9 +127,10 @@ std::vector<double> sums_of_squares(std::span<const Tensor> xs) {
   for (std::size_t t = 0; t < xs.size(); ++t) {
     const long long n = xs[t].numel();
     if (n == 0) continue;
-    TN_CHECK(xs[t].dtype() == xs.front().dtype() && xs[t].device() == xs.front().device(),
+    const Tensor& first = xs[tensor_of_entry.empty() ? t : tensor_of_entry.front()];
+    TN_CHECK(xs[t].dtype() == first.dtype() && xs[t].device() == first.device(),
              "sums_of_squares (cuda): needs one dtype and device, got ", xs[t].str(), " with ",
-             xs.front().str());
+             first.str());
     table.push_back({xs[t].raw_data(), n, chunks});
     tensor_of_entry.push_back(t);
     chunks += (n + kReductionChunk - 1) / kReductionChunk;

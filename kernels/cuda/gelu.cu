@@ -8,6 +8,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/element_access.cuh"
+#include "kernels/cuda/elementwise_map.cuh"
 #include "kernels/gelu_math.h"
 
 namespace ternion::cuda {
@@ -15,21 +16,15 @@ namespace ternion::cuda {
 namespace {
 
 using detail::from_float;
-using detail::grid_start;
-using detail::grid_stride;
 using detail::to_float;
 
-template <class Elem>
-__global__ void gelu_forward_kernel(Elem* out, const Elem* x, long long n) {
-  for (long long i = grid_start(); i < n; i += grid_stride())
-    out[i] = from_float<Elem>(gelu_value(to_float(x[i])));
-}
+struct GeluOp {
+  __device__ float operator()(float x) const { return gelu_value(x); }
+};
 
-template <class Elem>
-__global__ void gelu_backward_kernel(Elem* dx, const Elem* x, const Elem* dout, long long n) {
-  for (long long i = grid_start(); i < n; i += grid_stride())
-    dx[i] = from_float<Elem>(gelu_derivative(to_float(x[i])) * to_float(dout[i]));
-}
+struct GeluGradientOp {  // (x, dout) -> gelu'(x) * dout
+  __device__ float operator()(float x, float dout) const { return gelu_derivative(x) * dout; }
+};
 
 // dx[i] = gelu'(x[i]) * dout[i], written, and returned for column_sums.cuh to add. dx may
 // alias dout: each index is read, then written, by one thread.
@@ -48,19 +43,13 @@ struct GeluGradient {
 }  // namespace
 
 void gelu_forward(Tensor& out, const Tensor& x) {
-  cudaStream_t stream = compute_stream();
-  const long long n = x.numel();
-  if (n == 0) return;
   detail::dispatch_float_dtype(x.dtype(), "gelu_forward", [&](auto elem) {
     using Elem = decltype(elem);
-    gelu_forward_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(
-        out.data<Elem>(), x.data<Elem>(), n);
-    TN_CUDA_CHECK_LAUNCH();
+    detail::map1(out.data<Elem>(), x.data<Elem>(), x.numel(), GeluOp{}, compute_stream());
   });
 }
 
 void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout, Tensor* dbias) {
-  cudaStream_t stream = compute_stream();
   const long long n = x.numel();
   if (n == 0) return;
   detail::dispatch_float_dtype(x.dtype(), "gelu_backward", [&](auto elem) {
@@ -72,9 +61,8 @@ void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout, Tensor* dbia
                           n / cols, cols);
       return;
     }
-    gelu_backward_kernel<<<detail::blocks_for(n), detail::kThreads, 0, stream>>>(
-        dx.data<Elem>(), x.data<Elem>(), dout.data<Elem>(), n);
-    TN_CUDA_CHECK_LAUNCH();
+    detail::map2(dx.data<Elem>(), x.data<Elem>(), dout.data<Elem>(), n, GeluGradientOp{},
+                 compute_stream());
   });
 }
 

@@ -8,15 +8,25 @@ namespace {
 TEST(GpuConvert, Bf16RoundTripMatchesCpuBitForBit) {
   TN_REQUIRE_GPU();
   // Values around rounding ties, tiny and huge magnitudes, and the extremes of [-4, 4).
+  // 4105 values take the one-element path; their first 4096 the vector path.
   std::vector<float> values = random_floats(4099, 7, -4.0f, 4.0f);
-  values.insert(values.end(), {0.0f, -0.0f, 1.00390625f, 1.01171875f, 3.0e38f, -1.0e-39f});
-  const Shape shape{static_cast<std::int64_t>(values.size())};
-  const Tensor cpu_in = Tensor::from_vector(values, shape);
-  Tensor cpu_bf16 = Tensor::empty(shape, DType::BF16);
-  convert(cpu_bf16, cpu_in);
+  values.insert(values.begin(), {0.0f, -0.0f, 1.00390625f, 1.01171875f, 3.0e38f, -1.0e-39f});
+  for (std::size_t count : {values.size(), std::size_t{4096}}) {
+    values.resize(count);
+    const Shape shape{static_cast<std::int64_t>(values.size())};
+    const Tensor cpu_in = Tensor::from_vector(values, shape);
+    Tensor cpu_bf16 = Tensor::empty(shape, DType::BF16);
+    convert(cpu_bf16, cpu_in);
 
-  const Tensor gpu_bf16 = to_gpu(cpu_in, DType::BF16);
-  expect_bitwise_equal("bf16(x)", to_host_floats(gpu_bf16), as_f32(cpu_bf16).to_vector());
+    const Tensor gpu_bf16 = to_gpu(cpu_in, DType::BF16);
+    expect_bitwise_equal("bf16(x), n " + std::to_string(count), to_host_floats(gpu_bf16),
+                         as_f32(cpu_bf16).to_vector());
+    // And back: bf16 -> f32 on the GPU is exact.
+    Tensor back = Tensor::empty(shape, DType::F32, gpu());
+    convert(back, gpu_bf16);
+    expect_bitwise_equal("f32(bf16(x)), n " + std::to_string(count), to_host_floats(back),
+                         as_f32(cpu_bf16).to_vector());
+  }
 }
 
 TEST(GpuConvert, ManyF32ToBf16IsEachPairConverted) {

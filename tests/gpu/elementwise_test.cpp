@@ -68,34 +68,37 @@ TEST(GpuBiasAdd, BackwardAccumulatesColumnSumsDeterministically) {
 
 TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
   TN_REQUIRE_GPU();
-  const Shape shape{333, 129};
-  const Tensor x = random_tensor(shape, 5, -6.0f, 6.0f), dout = random_tensor(shape, 6);
-  for (DType dtype : {DType::F32, DType::BF16}) {
-    const std::string name = name_of(dtype);
-    // F32: a few ulps (fused multiply-adds differ). BF16: the same F32 math rounded once, so at
-    // most one bf16 ulp (2^-8 relative) apart where the F32 values straddle a rounding boundary.
-    const double atol = 1e-6;
-    const double rtol = dtype == DType::F32 ? 1e-5 : 1e-2;
-    const Tensor cx = on_cpu_as(x, dtype), cdout = on_cpu_as(dout, dtype);
-    Tensor want = Tensor::empty(shape, dtype), want_dx = Tensor::empty(shape, dtype);
-    gelu_forward(want, cx);
-    gelu_backward(want_dx, cx, cdout);
+  // [256, 96] takes the vector path, [333, 129] the one-element path.
+  for (const Shape& shape : {Shape{256, 96}, Shape{333, 129}}) {
+    SCOPED_TRACE(shape_str(shape));
+    const Tensor x = random_tensor(shape, 5, -6.0f, 6.0f), dout = random_tensor(shape, 6);
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const std::string name = name_of(dtype);
+      // F32: a few ulps (fused multiply-adds differ). BF16: the same F32 math rounded once, so at
+      // most one bf16 ulp (2^-8 relative) apart where the F32 values straddle a rounding boundary.
+      const double atol = 1e-6;
+      const double rtol = dtype == DType::F32 ? 1e-5 : 1e-2;
+      const Tensor cx = on_cpu_as(x, dtype), cdout = on_cpu_as(dout, dtype);
+      Tensor want = Tensor::empty(shape, dtype), want_dx = Tensor::empty(shape, dtype);
+      gelu_forward(want, cx);
+      gelu_backward(want_dx, cx, cdout);
 
-    const Tensor gx = to_gpu(x, dtype), gdout = to_gpu(dout, dtype);
-    Tensor out = Tensor::empty(shape, dtype, gpu()), dx = Tensor::empty(shape, dtype, gpu());
-    gelu_forward(out, gx);
-    gelu_backward(dx, gx, gdout);
-    expect_close("gelu " + name, to_host_floats(out), host_values(want), atol, rtol);
-    expect_close("gelu' " + name, to_host_floats(dx), host_values(want_dx), atol, rtol);
+      const Tensor gx = to_gpu(x, dtype), gdout = to_gpu(dout, dtype);
+      Tensor out = Tensor::empty(shape, dtype, gpu()), dx = Tensor::empty(shape, dtype, gpu());
+      gelu_forward(out, gx);
+      gelu_backward(dx, gx, gdout);
+      expect_close("gelu " + name, to_host_floats(out), host_values(want), atol, rtol);
+      expect_close("gelu' " + name, to_host_floats(dx), host_values(want_dx), atol, rtol);
 
-    // In place: out aliases x, dx aliases dout.
-    Tensor in_place = to_gpu(x, dtype);
-    gelu_forward(in_place, in_place);
-    expect_bitwise_equal("gelu in place " + name, to_host_floats(in_place), to_host_floats(out));
-    Tensor dx_in_place = to_gpu(dout, dtype);
-    gelu_backward(dx_in_place, gx, dx_in_place);
-    expect_bitwise_equal("gelu' in place " + name, to_host_floats(dx_in_place),
-                         to_host_floats(dx));
+      // In place: out aliases x, dx aliases dout.
+      Tensor in_place = to_gpu(x, dtype);
+      gelu_forward(in_place, in_place);
+      expect_bitwise_equal("gelu in place " + name, to_host_floats(in_place), to_host_floats(out));
+      Tensor dx_in_place = to_gpu(dout, dtype);
+      gelu_backward(dx_in_place, gx, dx_in_place);
+      expect_bitwise_equal("gelu' in place " + name, to_host_floats(dx_in_place),
+                           to_host_floats(dx));
+    }
   }
 }
 
@@ -135,45 +138,85 @@ TEST(GpuGelu, BackwardWithBiasGradientIsBackwardThenBiasAddBackward) {
 
 TEST(GpuElementwise, AddAccumulateScaleAreTheCpuOpsBitForBit) {
   TN_REQUIRE_GPU();
-  const Shape shape{100003};
-  const Tensor a = random_tensor(shape, 7, -3.0f, 3.0f), b = random_tensor(shape, 8);
+  // 100000 elements take the vector path (8 per thread), 100003 the one-element path.
+  for (const std::int64_t n : {std::int64_t{100000}, std::int64_t{100003}}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    const Shape shape{n};
+    const Tensor a = random_tensor(shape, 7, -3.0f, 3.0f), b = random_tensor(shape, 8);
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const std::string name = name_of(dtype);
+      const Tensor ca = on_cpu_as(a, dtype), cb = on_cpu_as(b, dtype);
+      const Tensor ga = to_gpu(a, dtype), gb = to_gpu(b, dtype);
+
+      Tensor want_sum = Tensor::empty(shape, dtype);
+      add(want_sum, ca, cb);
+      Tensor sum = Tensor::empty(shape, dtype, gpu());
+      add(sum, ga, gb);
+      expect_bitwise_equal("add " + name, to_host_floats(sum), host_values(want_sum));
+
+      Tensor want_acc = ca.clone();
+      accumulate(want_acc, cb);
+      Tensor acc = to_gpu(a, dtype);
+      accumulate(acc, gb);
+      expect_bitwise_equal("accumulate " + name, to_host_floats(acc), host_values(want_acc));
+
+      Tensor want_scaled = ca.clone();
+      scale(want_scaled, -0.37f);
+      Tensor scaled = to_gpu(a, dtype);
+      scale(scaled, -0.37f);
+      expect_bitwise_equal("scale " + name, to_host_floats(scaled), host_values(want_scaled));
+    }
+    // F32 out += BF16 x (bf16 gradients into f32 accumulators).
+    Tensor want_mixed = a.clone();
+    accumulate(want_mixed, on_cpu_as(b, DType::BF16));
+    Tensor mixed = to_gpu(a);
+    accumulate(mixed, to_gpu(b, DType::BF16));
+    ASSERT_EQ(mixed.dtype(), DType::F32);
+    expect_bitwise_equal("f32 += bf16", to_host_floats(mixed), want_mixed.to_vector());
+  }
+}
+
+// A view one element into its storage is not aligned for vector access: the same op on it
+// takes the one-element path, and both paths give the CPU's bits.
+TEST(GpuElementwise, UnalignedViewsTakeTheElementPath) {
+  TN_REQUIRE_GPU();
+  const std::int64_t n = 4096;
+  const Tensor a = random_tensor({n + 1}, 14, -3.0f, 3.0f), b = random_tensor({n + 1}, 15);
   for (DType dtype : {DType::F32, DType::BF16}) {
     const std::string name = name_of(dtype);
-    const Tensor ca = on_cpu_as(a, dtype), cb = on_cpu_as(b, dtype);
+    Tensor want = Tensor::empty({n}, dtype);
+    add(want, on_cpu_as(a, dtype).slice(0, 1, n), on_cpu_as(b, dtype).slice(0, 1, n));
     const Tensor ga = to_gpu(a, dtype), gb = to_gpu(b, dtype);
-
-    Tensor want_sum = Tensor::empty(shape, dtype);
-    add(want_sum, ca, cb);
-    Tensor sum = Tensor::empty(shape, dtype, gpu());
-    add(sum, ga, gb);
-    expect_bitwise_equal("add " + name, to_host_floats(sum), host_values(want_sum));
-
-    Tensor want_acc = ca.clone();
-    accumulate(want_acc, cb);
-    Tensor acc = to_gpu(a, dtype);
-    accumulate(acc, gb);
-    expect_bitwise_equal("accumulate " + name, to_host_floats(acc), host_values(want_acc));
-
-    Tensor want_scaled = ca.clone();
-    scale(want_scaled, -0.37f);
-    Tensor scaled = to_gpu(a, dtype);
-    scale(scaled, -0.37f);
-    expect_bitwise_equal("scale " + name, to_host_floats(scaled), host_values(want_scaled));
+    Tensor out_storage = Tensor::empty({n + 1}, dtype, gpu());
+    Tensor out = out_storage.slice(0, 1, n);
+    add(out, ga.slice(0, 1, n), gb.slice(0, 1, n));
+    expect_bitwise_equal("add on unaligned views " + name, to_host_floats(out),
+                         host_values(want));
+    // GELU on an aligned copy (vector path) and on the unaligned view (element path).
+    Tensor gelu_want = Tensor::empty({n}, dtype, gpu()), gelu_got = out_storage.slice(0, 1, n);
+    gelu_forward(gelu_want, ga.slice(0, 1, n).clone());
+    gelu_forward(gelu_got, ga.slice(0, 1, n));
+    expect_bitwise_equal("gelu on unaligned views " + name, to_host_floats(gelu_got),
+                         to_host_floats(gelu_want));
   }
-  // F32 out += BF16 x (bf16 gradients into f32 accumulators).
-  Tensor want_mixed = a.clone();
-  accumulate(want_mixed, on_cpu_as(b, DType::BF16));
-  Tensor mixed = to_gpu(a);
-  accumulate(mixed, to_gpu(b, DType::BF16));
-  ASSERT_EQ(mixed.dtype(), DType::F32);
-  expect_bitwise_equal("f32 += bf16", to_host_floats(mixed), want_mixed.to_vector());
 }
 
 // The elementwise grids are capped at 65535 blocks of 256 threads; past 65535 * 256 elements
-// every thread loops. A tensor just longer than one pass must be covered to its last element
-// (the element a loop that stopped after one pass would miss).
+// (times 8 on the vector path) every thread loops. A tensor just longer than one pass must be
+// covered to its last element (the element a loop that stopped after one pass would miss).
 TEST(GpuElementwise, GridStrideLoopsReachTheLastElement) {
   TN_REQUIRE_GPU();
+  {
+    // The vector path covers 8 elements per thread: past 65535 * 256 * 8 it loops too.
+    const std::int64_t n = std::int64_t{65535} * 256 * 8 + 4096;
+    const Tensor a = random_tensor({n}, 16, -3.0f, 3.0f);
+    Tensor want = a.clone();
+    scale(want, 0.75f);
+    Tensor got = to_gpu(a);
+    scale(got, 0.75f);
+    expect_bitwise_equal("vector scale, n " + std::to_string(n), to_host_floats(got),
+                         want.to_vector());
+  }
   const std::int64_t n = std::int64_t{65535} * 256 + 1001;
   const Tensor a = random_tensor({n}, 12, -3.0f, 3.0f), b = random_tensor({n}, 13);
 
