@@ -5,8 +5,10 @@
 namespace ternion {
 
 double grad_sum_of_squares(const std::vector<Parameter*>& params) {
+  std::vector<Tensor> grads;
+  for (const Parameter* p : params) grads.push_back(p->grad);
   double total = 0.0;
-  for (const Parameter* p : params) total += sum_of_squares(p->grad);
+  for (double squares : sums_of_squares(grads)) total += squares;  // one host wait on a GPU
   return total;
 }
 

@@ -40,9 +40,11 @@ __global__ void column_sum_partials_kernel(float* __restrict__ partials, Source 
   const long long row_begin = static_cast<long long>(blockIdx.y) * rows_per_chunk;
   const long long row_end = row_begin + rows_per_chunk < rows ? row_begin + rows_per_chunk : rows;
   float sum = 0.0f;
+  // __fadd_rn: never contracted with a source's last product into a fused multiply-add, so
+  // the sum sees the value the source wrote, as a separate bias_add_backward would.
   if (c < cols)
     for (long long r = row_begin + threadIdx.y; r < row_end; r += kSumRowLanes)
-      sum += to_float(source(r * cols + c));
+      sum = __fadd_rn(sum, to_float(source(r * cols + c)));
   lane_sums[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {

@@ -101,7 +101,9 @@ struct MaxSumExp {
 
 __device__ inline MaxSumExp merge(MaxSumExp a, MaxSumExp b) {
   const float max = fmaxf(a.max, b.max);
-  if (max == -INFINITY) return {max, 0.0f};  // both empty: -inf - -inf would be NaN
+  // Both maxima -inf: -inf - -inf would be NaN. Each sum is then 0 (nothing, or only -inf
+  // values, seen) or NaN (a NaN seen), and a NaN must survive the merge.
+  if (max == -INFINITY) return {max, a.sum + b.sum};
   return {max, a.sum * fast_exp(a.max - max) + b.sum * fast_exp(b.max - max)};
 }
 
@@ -135,7 +137,7 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse, const El
   MaxSumExp mine{-INFINITY, 0.0f};
   for (i64 v = threadIdx.x; v < vocab_size; v += kRowThreads) {
     const float x = to_float(row[v]);
-    if (x > mine.max) {  // a NaN never is, and then poisons the sum below, as on the CPU
+    if (x > mine.max) {  // a NaN never is: it poisons the sum below, and the row's lse
       mine.sum = mine.sum * fast_exp(mine.max - x) + 1.0f;
       mine.max = x;
     } else if (x != -INFINITY) {  // exp(-inf) adds nothing, even while the max is -inf

@@ -149,8 +149,10 @@ __global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
     const float xhat = (to_float(xr[c]) - mu) * s;
     const Elem value = from_float<Elem>(
         (to_float(dr[c]) * to_float(weight[c]) - mean_dnorm - xhat * mean_dnorm_xhat) * s);
+    // __fadd_rn: never contracted with the product above into one fused multiply-add, which
+    // would skip dx's rounding (for F32) that a separate accumulate performs.
     dxr[c] = residual_row != nullptr
-                 ? from_float<Elem>(to_float(value) + to_float(residual_row[c]))
+                 ? from_float<Elem>(__fadd_rn(to_float(value), to_float(residual_row[c])))
                  : value;
   }
 }

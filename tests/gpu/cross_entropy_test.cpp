@@ -29,7 +29,8 @@ Tensor make_targets() {
   return i32_tensor(t, {kRows});
 }
 
-Tensor gpu_rows() { return Tensor::empty({kRows}, DType::F32, gpu()); }
+Tensor gpu_rows_of(std::int64_t rows) { return Tensor::empty({rows}, DType::F32, gpu()); }
+Tensor gpu_rows() { return gpu_rows_of(kRows); }
 
 // Row r's values [r * cols, (r + 1) * cols) of a host vector.
 bool row_is_zero(const std::vector<float>& values, std::int64_t row, std::int64_t cols) {
@@ -208,6 +209,34 @@ TEST(GpuCrossEntropy, GptVocabularyRowsMatchCpu) {
     expect_close("gpt-vocabulary losses", to_host_floats(losses), want_losses.to_vector(), 1e-5,
                  1e-5);
     expect_close("gpt-vocabulary lse", to_host_floats(lse), want_lse.to_vector(), 1e-5, 1e-6);
+  }
+}
+
+// A NaN logit makes its row's loss and lse NaN wherever it sits, also when its thread sees
+// nothing else and meets an empty thread in the reduction (vocabulary 100 < 512 threads:
+// column 96's thread merges with column 112's, which has none); -inf logits add nothing.
+TEST(GpuCrossEntropy, NanLogitPoisonsItsRowAndMinusInfinityAddsNothing) {
+  TN_REQUIRE_GPU();
+  constexpr std::int64_t kSmallVocab = 100, kSmallPadded = 104, kSmallRows = 4;
+  std::vector<float> values = random_floats(kSmallRows * kSmallPadded, 41, -3.0f, 3.0f);
+  values[0 * kSmallPadded + 96] = NAN;
+  values[1 * kSmallPadded + 5] = NAN;
+  for (std::int64_t v : {0, 33, 96, 99}) values[3 * kSmallPadded + v] = -INFINITY;
+  const Tensor logits = Tensor::from_vector(values, {kSmallRows, kSmallPadded});
+  const Tensor targets = i32_tensor({1, 2, 3, 4}, {kSmallRows});
+  Tensor want_losses = Tensor::empty({kSmallRows}), want_lse = Tensor::empty({kSmallRows});
+  cross_entropy_forward(want_losses, want_lse, logits, targets, kSmallVocab);
+  Tensor losses = gpu_rows_of(kSmallRows), lse = gpu_rows_of(kSmallRows);
+  cross_entropy_forward(losses, lse, to_gpu(logits), to_gpu(targets, DType::I32), kSmallVocab);
+  const std::vector<float> got_losses = to_host_floats(losses), got_lse = to_host_floats(lse);
+  for (int r : {0, 1}) {
+    EXPECT_TRUE(std::isnan(got_losses[r])) << "row " << r << " loss " << got_losses[r];
+    EXPECT_TRUE(std::isnan(got_lse[r])) << "row " << r << " lse " << got_lse[r];
+  }
+  const std::vector<float> want = want_losses.to_vector(), want_lses = want_lse.to_vector();
+  for (int r : {2, 3}) {
+    EXPECT_NEAR(got_losses[r], want[r], 1e-5 * std::abs(want[r]) + 1e-5) << "row " << r;
+    EXPECT_NEAR(got_lse[r], want_lses[r], 1e-5 * std::abs(want_lses[r]) + 1e-6) << "row " << r;
   }
 }
 
