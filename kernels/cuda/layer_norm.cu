@@ -1,5 +1,5 @@
 // LayerNorm on CUDA: the CPU op's math (kernels/cpu/layer_norm.cpp, contract in
-// kernels/layer_norm.h) with one warp per row.
+// kernels/layer_norm.h) with one warp per row, 16-byte vector access where the row allows.
 //
 //   forward   mean = sum(x) / C, rstd = 1 / sqrt(sum((x - mean)^2) / C + eps)   (two passes, F32)
 //             out  = (x - mean) * rstd * weight + bias
@@ -21,6 +21,7 @@
 // thread that, writes its dx element), as on the CPU.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "framework/bfloat16.h"
 #include "framework/cuda/cuda_check.h"
@@ -50,29 +51,48 @@ __device__ inline float warp_sum(float value) {
   return value;
 }
 
-// Warp w of block b normalises row b * kRowsPerBlock + w; its lanes stride over the columns.
-// out may alias x: each element is read by the lane that later writes it.
-template <class Elem>
+// Warp w of block b normalises row b * kRowsPerBlock + w; its lanes stride over the columns,
+// N adjacent ones at a time (N = kVecWidth: 16-byte loads and stores where the row length and
+// the pointers allow, element_access.cuh). out may alias x: each element is read by the lane
+// that later writes it.
+template <int N, class Elem>
 __global__ void layer_norm_forward_kernel(Elem* out, float* mean, float* rstd, const Elem* x,
                                           const Elem* weight, const Elem* bias, i64 rows, int cols,
                                           float eps) {
+  using detail::load_vec;
   const i64 row = static_cast<i64>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   if (row >= rows) return;  // the whole warp leaves together, so the shuffles stay full
   const Elem* xr = x + row * cols;
   float sum = 0.0f;
-  for (int c = lane; c < cols; c += kWarpSize) sum += to_float(xr[c]);
+  for (int c = lane * N; c < cols; c += kWarpSize * N) {
+    const auto xv = load_vec<N>(xr + c);
+#pragma unroll
+    for (int k = 0; k < N; ++k) sum += to_float(xv.v[k]);
+  }
   const float mu = warp_sum(sum) / static_cast<float>(cols);
   float squares = 0.0f;
-  for (int c = lane; c < cols; c += kWarpSize) {
-    const float deviation = to_float(xr[c]) - mu;
-    squares += deviation * deviation;
+  for (int c = lane * N; c < cols; c += kWarpSize * N) {
+    const auto xv = load_vec<N>(xr + c);
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const float deviation = to_float(xv.v[k]) - mu;
+      squares += deviation * deviation;
+    }
   }
   const float s = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(cols) + eps);
   Elem* outr = out + row * cols;
-  for (int c = lane; c < cols; c += kWarpSize)
-    outr[c] =
-        from_float<Elem>((to_float(xr[c]) - mu) * s * to_float(weight[c]) + to_float(bias[c]));
+  for (int c = lane * N; c < cols; c += kWarpSize * N) {
+    const auto xv = load_vec<N>(xr + c);
+    const auto wv = load_vec<N>(weight + c);
+    const auto bv = load_vec<N>(bias + c);
+    detail::Vec<Elem, N> ov;
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      ov.v[k] = from_float<Elem>((to_float(xv.v[k]) - mu) * s * to_float(wv.v[k]) +
+                                 to_float(bv.v[k]));
+    detail::store_vec<N>(outr + c, ov);
+  }
   if (lane == 0) {
     mean[row] = mu;
     rstd[row] = s;
@@ -122,13 +142,14 @@ __global__ void layer_norm_param_sum_kernel(float* dweight, float* dbias,
   }
 }
 
-// One warp per row, as the forward. dx may alias dout: the row's sums are complete before any
-// lane writes, and each lane writes only the elements it read. residual (may be null) is
-// added to dx after dx is rounded, as a separate accumulate would.
-template <class Elem>
+// One warp per row, N columns at a time, as the forward. dx may alias dout: the row's sums are
+// complete before any lane writes, and each lane writes only the elements it read. residual
+// (may be null) is added to dx after dx is rounded, as a separate accumulate would.
+template <int N, class Elem>
 __global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
                                      const Elem* weight, const float* mean, const float* rstd,
                                      const Elem* residual, i64 rows, int cols) {
+  using detail::load_vec;
   const i64 row = static_cast<i64>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
   if (row >= rows) return;
@@ -136,24 +157,41 @@ __global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
   const Elem* dr = dout + row * cols;
   const float mu = mean[row], s = rstd[row];
   float sum_dnorm = 0.0f, sum_dnorm_xhat = 0.0f;
-  for (int c = lane; c < cols; c += kWarpSize) {
-    const float dnorm = to_float(dr[c]) * to_float(weight[c]);
-    sum_dnorm += dnorm;
-    sum_dnorm_xhat += dnorm * ((to_float(xr[c]) - mu) * s);
+  for (int c = lane * N; c < cols; c += kWarpSize * N) {
+    const auto dv = load_vec<N>(dr + c);
+    const auto wv = load_vec<N>(weight + c);
+    const auto xv = load_vec<N>(xr + c);
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const float dnorm = to_float(dv.v[k]) * to_float(wv.v[k]);
+      sum_dnorm += dnorm;
+      sum_dnorm_xhat += dnorm * ((to_float(xv.v[k]) - mu) * s);
+    }
   }
   const float mean_dnorm = warp_sum(sum_dnorm) / static_cast<float>(cols);
   const float mean_dnorm_xhat = warp_sum(sum_dnorm_xhat) / static_cast<float>(cols);
   Elem* dxr = dx + row * cols;
   const Elem* residual_row = residual != nullptr ? residual + row * cols : nullptr;
-  for (int c = lane; c < cols; c += kWarpSize) {
-    const float xhat = (to_float(xr[c]) - mu) * s;
-    const Elem value = from_float<Elem>(
-        (to_float(dr[c]) * to_float(weight[c]) - mean_dnorm - xhat * mean_dnorm_xhat) * s);
-    // __fadd_rn: never contracted with the product above into one fused multiply-add, which
-    // would skip dx's rounding (for F32) that a separate accumulate performs.
-    dxr[c] = residual_row != nullptr
-                 ? from_float<Elem>(__fadd_rn(to_float(value), to_float(residual_row[c])))
-                 : value;
+  for (int c = lane * N; c < cols; c += kWarpSize * N) {
+    const auto dv = load_vec<N>(dr + c);
+    const auto wv = load_vec<N>(weight + c);
+    const auto xv = load_vec<N>(xr + c);
+    detail::Vec<Elem, N> out;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const float xhat = (to_float(xv.v[k]) - mu) * s;
+      out.v[k] = from_float<Elem>(
+          (to_float(dv.v[k]) * to_float(wv.v[k]) - mean_dnorm - xhat * mean_dnorm_xhat) * s);
+    }
+    if (residual_row != nullptr) {
+      // __fadd_rn: never contracted with the product above into one fused multiply-add, which
+      // would skip dx's rounding (for F32) that a separate accumulate performs.
+      const auto rv = load_vec<N>(residual_row + c);
+#pragma unroll
+      for (int k = 0; k < N; ++k)
+        out.v[k] = from_float<Elem>(__fadd_rn(to_float(out.v[k]), to_float(rv.v[k])));
+    }
+    detail::store_vec<N>(dxr + c, out);
   }
 }
 
@@ -173,10 +211,19 @@ void forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Ten
   const int cols = checked_cols(x);
   const i64 rows = x.numel() / cols;
   if (rows == 0) return;
-  layer_norm_forward_kernel<Elem><<<row_blocks(rows), kThreadsPerBlock, 0, compute_stream()>>>(
-      out.data<Elem>(), mean.data<float>(), rstd.data<float>(), x.data<Elem>(),
-      weight.data<Elem>(), bias.data<Elem>(), rows, cols, eps);
-  TN_CUDA_CHECK_LAUNCH();
+  const auto launch = [&](auto width) {
+    layer_norm_forward_kernel<decltype(width)::value, Elem>
+        <<<row_blocks(rows), kThreadsPerBlock, 0, compute_stream()>>>(
+            out.data<Elem>(), mean.data<float>(), rstd.data<float>(), x.data<Elem>(),
+            weight.data<Elem>(), bias.data<Elem>(), rows, cols, eps);
+    TN_CUDA_CHECK_LAUNCH();
+  };
+  if (detail::vector_width(cols, out.data<Elem>(), x.data<Elem>(), weight.data<Elem>(),
+                           bias.data<Elem>()) == detail::kVecWidth) {
+    launch(std::integral_constant<int, detail::kVecWidth>{});
+  } else {
+    launch(std::integral_constant<int, 1>{});
+  }
 }
 
 template <class Elem>
@@ -210,10 +257,21 @@ void backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout, co
       dweight.data<float>(), dbias.data<float>(), dweight_partial, dbias_partial,
       static_cast<int>(n_chunks), cols);
   TN_CUDA_CHECK_LAUNCH();
-  layer_norm_dx_kernel<Elem><<<row_blocks(rows), kThreadsPerBlock, 0, stream>>>(
-      dx.data<Elem>(), dout.data<Elem>(), x.data<Elem>(), weight.data<Elem>(), mean.data<float>(),
-      rstd.data<float>(), residual != nullptr ? residual->data<Elem>() : nullptr, rows, cols);
-  TN_CUDA_CHECK_LAUNCH();
+  const Elem* residual_data = residual != nullptr ? residual->data<Elem>() : nullptr;
+  const auto launch_dx = [&](auto width) {
+    layer_norm_dx_kernel<decltype(width)::value, Elem>
+        <<<row_blocks(rows), kThreadsPerBlock, 0, stream>>>(
+            dx.data<Elem>(), dout.data<Elem>(), x.data<Elem>(), weight.data<Elem>(),
+            mean.data<float>(), rstd.data<float>(), residual_data, rows, cols);
+    TN_CUDA_CHECK_LAUNCH();
+  };
+  // A null residual is aligned; so vector access needs only the tensors there are.
+  if (detail::vector_width(cols, dx.data<Elem>(), dout.data<Elem>(), x.data<Elem>(),
+                           weight.data<Elem>(), residual_data) == detail::kVecWidth) {
+    launch_dx(std::integral_constant<int, detail::kVecWidth>{});
+  } else {
+    launch_dx(std::integral_constant<int, 1>{});
+  }
   // `partials` goes back to the caching allocator here; only later work on the compute stream
   // can reuse it, and that runs after these kernels.
 }

@@ -12,8 +12,9 @@ struct LayerNormCase {
   std::int64_t rows, cols;
 };
 
-// rows not a multiple of the 8 rows per block, cols not a multiple of the 32 lanes; 5000 rows
-// cut into many row chunks for the parameter gradients.
+// rows not a multiple of the 8 rows per block, cols not a multiple of the 32 lanes (771: one
+// element at a time; 64 and 40: 8 at a time, the vector path); 5000 rows cut into many row
+// chunks for the parameter gradients.
 const LayerNormCase kCases[] = {{67, 771}, {5000, 64}, {3, 40}};
 
 struct CpuReference {
