@@ -96,6 +96,17 @@ int vector_width(long long count, const T*... pointers) {
   return count % kVecWidth == 0 && aligned ? kVecWidth : 1;
 }
 
+// Calls f(std::integral_constant<int, W>{}) for W = width (kVecWidth or 1), so a launcher can
+// pick a kernel's compile-time vector width from vector_width's answer.
+template <class F>
+void with_vector_width(int width, F&& f) {
+  if (width == kVecWidth) {
+    f(std::integral_constant<int, kVecWidth>{});
+  } else {
+    f(std::integral_constant<int, 1>{});
+  }
+}
+
 // Calls f(float{}) or f(BFloat16{}) for a float dtype, so one launcher serves both.
 template <class F>
 void dispatch_float_dtype(DType dtype, const char* op, F&& f) {

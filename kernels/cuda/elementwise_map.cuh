@@ -38,23 +38,21 @@ __global__ void map2_kernel(Out* out, const A* a, const B* b, long long n, Op op
 template <class Out, class A, class Op>
 void map1(Out* out, const A* a, long long n, Op op, cudaStream_t stream) {
   if (n == 0) return;
-  if (vector_width(n, out, a) == kVecWidth) {
-    map1_kernel<kVecWidth><<<blocks_for(n / kVecWidth), kThreads, 0, stream>>>(out, a, n, op);
-  } else {
-    map1_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>(out, a, n, op);
-  }
-  TN_CUDA_CHECK_LAUNCH();
+  with_vector_width(vector_width(n, out, a), [&](auto width) {
+    constexpr int kWidth = decltype(width)::value;
+    map1_kernel<kWidth><<<blocks_for(n / kWidth), kThreads, 0, stream>>>(out, a, n, op);
+    TN_CUDA_CHECK_LAUNCH();
+  });
 }
 
 template <class Out, class A, class B, class Op>
 void map2(Out* out, const A* a, const B* b, long long n, Op op, cudaStream_t stream) {
   if (n == 0) return;
-  if (vector_width(n, out, a, b) == kVecWidth) {
-    map2_kernel<kVecWidth><<<blocks_for(n / kVecWidth), kThreads, 0, stream>>>(out, a, b, n, op);
-  } else {
-    map2_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>(out, a, b, n, op);
-  }
-  TN_CUDA_CHECK_LAUNCH();
+  with_vector_width(vector_width(n, out, a, b), [&](auto width) {
+    constexpr int kWidth = decltype(width)::value;
+    map2_kernel<kWidth><<<blocks_for(n / kWidth), kThreads, 0, stream>>>(out, a, b, n, op);
+    TN_CUDA_CHECK_LAUNCH();
+  });
 }
 
 }  // namespace ternion::cuda::detail

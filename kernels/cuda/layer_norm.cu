@@ -21,7 +21,6 @@
 // thread that, writes its dx element), as on the CPU.
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "framework/bfloat16.h"
 #include "framework/cuda/cuda_check.h"
@@ -211,19 +210,15 @@ void forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Ten
   const int cols = checked_cols(x);
   const i64 rows = x.numel() / cols;
   if (rows == 0) return;
-  const auto launch = [&](auto width) {
-    layer_norm_forward_kernel<decltype(width)::value, Elem>
+  const int width = detail::vector_width(cols, out.data<Elem>(), x.data<Elem>(),
+                                         weight.data<Elem>(), bias.data<Elem>());
+  detail::with_vector_width(width, [&](auto n) {
+    layer_norm_forward_kernel<decltype(n)::value, Elem>
         <<<row_blocks(rows), kThreadsPerBlock, 0, compute_stream()>>>(
             out.data<Elem>(), mean.data<float>(), rstd.data<float>(), x.data<Elem>(),
             weight.data<Elem>(), bias.data<Elem>(), rows, cols, eps);
     TN_CUDA_CHECK_LAUNCH();
-  };
-  if (detail::vector_width(cols, out.data<Elem>(), x.data<Elem>(), weight.data<Elem>(),
-                           bias.data<Elem>()) == detail::kVecWidth) {
-    launch(std::integral_constant<int, detail::kVecWidth>{});
-  } else {
-    launch(std::integral_constant<int, 1>{});
-  }
+  });
 }
 
 template <class Elem>
@@ -258,20 +253,16 @@ void backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout, co
       static_cast<int>(n_chunks), cols);
   TN_CUDA_CHECK_LAUNCH();
   const Elem* residual_data = residual != nullptr ? residual->data<Elem>() : nullptr;
-  const auto launch_dx = [&](auto width) {
-    layer_norm_dx_kernel<decltype(width)::value, Elem>
+  // A null residual counts as aligned: vector access needs only the tensors there are.
+  const int width = detail::vector_width(cols, dx.data<Elem>(), dout.data<Elem>(),
+                                         x.data<Elem>(), weight.data<Elem>(), residual_data);
+  detail::with_vector_width(width, [&](auto n) {
+    layer_norm_dx_kernel<decltype(n)::value, Elem>
         <<<row_blocks(rows), kThreadsPerBlock, 0, stream>>>(
             dx.data<Elem>(), dout.data<Elem>(), x.data<Elem>(), weight.data<Elem>(),
             mean.data<float>(), rstd.data<float>(), residual_data, rows, cols);
     TN_CUDA_CHECK_LAUNCH();
-  };
-  // A null residual is aligned; so vector access needs only the tensors there are.
-  if (detail::vector_width(cols, dx.data<Elem>(), dout.data<Elem>(), x.data<Elem>(),
-                           weight.data<Elem>(), residual_data) == detail::kVecWidth) {
-    launch_dx(std::integral_constant<int, detail::kVecWidth>{});
-  } else {
-    launch_dx(std::integral_constant<int, 1>{});
-  }
+  });
   // `partials` goes back to the caching allocator here; only later work on the compute stream
   // can reuse it, and that runs after these kernels.
 }
