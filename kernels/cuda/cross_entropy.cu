@@ -124,10 +124,22 @@ __device__ MaxSumExp block_merge(MaxSumExp value, MaxSumExp* scratch) {
   return total;
 }
 
+// Adds x to a thread's running normaliser: one exponential, the rescale when the max grows
+// taking the place of x's own.
+__device__ inline void absorb(MaxSumExp& mine, float x) {
+  if (x > mine.max) {  // a NaN never is: it poisons the sum below, and the row's lse
+    mine.sum = mine.sum * fast_exp(mine.max - x) + 1.0f;
+    mine.max = x;
+  } else if (x != -INFINITY) {  // exp(-inf) adds nothing, even while the max is -inf
+    mine.sum += fast_exp(x - mine.max);
+  }
+}
+
 // Row n of logits [rows, padded_vocab]; real columns [0, vocab_size). One exponential per
-// element: a thread's max rarely grows after its first few columns, and when it does the
-// rescale replaces the element's own exponential.
-template <class Elem>
+// element: a thread's max rarely grows after its first few columns. N columns at a time
+// (16-byte loads with N = kVecWidth, where padded_vocab and the pointer allow) up to the last
+// multiple of N below vocab_size, then one at a time.
+template <int N, class Elem>
 __global__ void cross_entropy_forward_kernel(float* losses, float* lse, const Elem* logits,
                                              const std::int32_t* targets, i64 padded_vocab,
                                              i64 vocab_size, std::int32_t ignore_index) {
@@ -135,15 +147,14 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse, const El
   const i64 r = blockIdx.x;
   const Elem* row = logits + r * padded_vocab;
   MaxSumExp mine{-INFINITY, 0.0f};
-  for (i64 v = threadIdx.x; v < vocab_size; v += kRowThreads) {
-    const float x = to_float(row[v]);
-    if (x > mine.max) {  // a NaN never is: it poisons the sum below, and the row's lse
-      mine.sum = mine.sum * fast_exp(mine.max - x) + 1.0f;
-      mine.max = x;
-    } else if (x != -INFINITY) {  // exp(-inf) adds nothing, even while the max is -inf
-      mine.sum += fast_exp(x - mine.max);
-    }
+  const i64 vector_end = vocab_size / N * N;
+  for (i64 v = static_cast<i64>(threadIdx.x) * N; v < vector_end; v += kRowThreads * N) {
+    const auto xv = detail::load_vec<N>(row + v);
+#pragma unroll
+    for (int k = 0; k < N; ++k) absorb(mine, to_float(xv.v[k]));
   }
+  for (i64 v = vector_end + threadIdx.x; v < vocab_size; v += kRowThreads)
+    absorb(mine, to_float(row[v]));
   const MaxSumExp row_total = block_merge(mine, scratch);
   if (threadIdx.x == 0) {
     const float row_lse = row_total.max + logf(row_total.sum);
@@ -157,8 +168,9 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse, const El
   }
 }
 
-// dlogits may alias logits: each element is read, then written, by the same thread.
-template <class Elem>
+// dlogits may alias logits: each element is read, then written, by the same thread. N columns
+// at a time (16-byte access with N = kVecWidth where local_vocab and the pointers allow).
+template <int N, class Elem>
 __global__ void cross_entropy_backward_kernel(Elem* dlogits, const Elem* logits, const float* lse,
                                               const std::int32_t* targets, float dloss,
                                               i64 local_vocab, i64 vocab_start, i64 vocab_size,
@@ -174,14 +186,22 @@ __global__ void cross_entropy_backward_kernel(Elem* dlogits, const Elem* logits,
       !ignored && t >= vocab_start && t < vocab_start + local_vocab ? t - vocab_start : -1;
   const i64 n_real = real_columns(local_vocab, vocab_start, vocab_size);
   const float row_lse = lse[r];
-  for (i64 v = threadIdx.x; v < local_vocab; v += kRowThreads) {
-    float grad = 0.0f;
-    if (!ignored && v < n_real) {
-      // Rounded product, then the subtraction: the CPU's two steps, not one fused multiply-add.
-      grad = __fmul_rn(fast_exp(to_float(row[v]) - row_lse), dloss);
-      if (v == target_column) grad -= dloss;
+  for (i64 v0 = static_cast<i64>(threadIdx.x) * N; v0 < local_vocab; v0 += kRowThreads * N) {
+    const auto xv = detail::load_vec<N>(row + v0);
+    detail::Vec<Elem, N> dv;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const i64 v = v0 + k;
+      float grad = 0.0f;
+      if (!ignored && v < n_real) {
+        // Rounded product, then the subtraction: the CPU's two steps, not one fused
+        // multiply-add.
+        grad = __fmul_rn(fast_exp(to_float(xv.v[k]) - row_lse), dloss);
+        if (v == target_column) grad -= dloss;
+      }
+      dv.v[k] = from_float<Elem>(valid ? grad : NAN);
     }
-    drow[v] = from_float<Elem>(valid ? grad : NAN);
+    detail::store_vec<N>(drow + v0, dv);
   }
 }
 
@@ -245,22 +265,29 @@ bool is_bf16(const Tensor& t) { return t.dtype() == DType::BF16; }
 template <class Elem>
 void forward(Tensor& losses, Tensor& lse, const Tensor& logits, const Tensor& targets,
              i64 vocab_size, std::int32_t ignore_index) {
-  cross_entropy_forward_kernel<Elem>
-      <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
-          losses.data<float>(), lse.data<float>(), logits.data<Elem>(),
-          targets.data<std::int32_t>(), logits.size(1), vocab_size, ignore_index);
-  TN_CUDA_CHECK_LAUNCH();
+  const int width = detail::vector_width(logits.size(1), logits.data<Elem>());
+  detail::with_vector_width(width, [&](auto n) {
+    cross_entropy_forward_kernel<decltype(n)::value, Elem>
+        <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+            losses.data<float>(), lse.data<float>(), logits.data<Elem>(),
+            targets.data<std::int32_t>(), logits.size(1), vocab_size, ignore_index);
+    TN_CUDA_CHECK_LAUNCH();
+  });
 }
 
 template <class Elem>
 void backward(Tensor& dlogits, const Tensor& logits, const Tensor& lse, const Tensor& targets,
               float dloss, i64 vocab_size, std::int32_t ignore_index, i64 vocab_start) {
-  cross_entropy_backward_kernel<Elem>
-      <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
-          dlogits.data<Elem>(), logits.data<Elem>(), lse.data<float>(),
-          targets.data<std::int32_t>(), dloss, logits.size(1), vocab_start, vocab_size,
-          ignore_index);
-  TN_CUDA_CHECK_LAUNCH();
+  const int width =
+      detail::vector_width(logits.size(1), logits.data<Elem>(), dlogits.data<Elem>());
+  detail::with_vector_width(width, [&](auto n) {
+    cross_entropy_backward_kernel<decltype(n)::value, Elem>
+        <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+            dlogits.data<Elem>(), logits.data<Elem>(), lse.data<float>(),
+            targets.data<std::int32_t>(), dloss, logits.size(1), vocab_start, vocab_size,
+            ignore_index);
+    TN_CUDA_CHECK_LAUNCH();
+  });
 }
 
 template <class Elem>

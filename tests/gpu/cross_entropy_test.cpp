@@ -182,7 +182,7 @@ void check_vocab_parallel(DType dtype) {
 }
 
 // GPT-2's vocabulary: ~100 columns per thread, so the forward's online max and sum of
-// exponentials really runs. Rows in the order that rescales at every column (increasing), that
+// exponentials really runs, 8 columns at a time (50304 padded columns) as the backward does. Rows in the order that rescales at every column (increasing), that
 // never rescales (decreasing), one spike, all equal, and random, in F32 and BF16.
 TEST(GpuCrossEntropy, GptVocabularyRowsMatchCpu) {
   TN_REQUIRE_GPU();
@@ -209,6 +209,14 @@ TEST(GpuCrossEntropy, GptVocabularyRowsMatchCpu) {
     expect_close("gpt-vocabulary losses", to_host_floats(losses), want_losses.to_vector(), 1e-5,
                  1e-5);
     expect_close("gpt-vocabulary lse", to_host_floats(lse), want_lse.to_vector(), 1e-5, 1e-6);
+    // The backward over the padded rows (8 columns at a time), from the CPU's lse.
+    Tensor want_dlogits = Tensor::empty({kGptRows, kGptPadded});
+    cross_entropy_backward(want_dlogits, logits, want_lse, targets, kDloss, kGptVocab);
+    Tensor dlogits = Tensor::empty({kGptRows, kGptPadded}, dtype, gpu());
+    cross_entropy_backward(dlogits, to_gpu(logits, dtype), to_gpu(want_lse),
+                           to_gpu(targets, DType::I32), kDloss, kGptVocab);
+    expect_close("gpt-vocabulary dlogits", to_host_floats(dlogits), want_dlogits.to_vector(),
+                 1e-9, dtype == DType::BF16 ? 1e-2 : 1e-5);
   }
 }
 
