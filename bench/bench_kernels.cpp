@@ -49,7 +49,8 @@ double best_seconds(const std::function<void()>& op, int repeats = 5) {
     const auto start = std::chrono::steady_clock::now();
     op();
     device_synchronize(g_device);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
 }
@@ -97,14 +98,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     const std::int64_t v = std::atoll(value.c_str());
-    if (flag == "--batch") batch = v;
-    else if (flag == "--seq") seq = v;
-    else if (flag == "--width") width = v;
-    else if (flag == "--heads") heads = v;
-    else if (flag == "--vocab") vocab = v;
-    else if (flag == "--threads") threads = v;
-    else if (flag == "--device") device_name = value;
-    else if (flag == "--dtype") dtype_name_arg = value;
+    if (flag == "--batch")
+      batch = v;
+    else if (flag == "--seq")
+      seq = v;
+    else if (flag == "--width")
+      width = v;
+    else if (flag == "--heads")
+      heads = v;
+    else if (flag == "--vocab")
+      vocab = v;
+    else if (flag == "--threads")
+      threads = v;
+    else if (flag == "--device")
+      device_name = value;
+    else if (flag == "--dtype")
+      dtype_name_arg = value;
     else {
       std::fprintf(stderr, "bench_kernels: unknown flag %s\n", flag.c_str());
       return 2;
@@ -112,8 +121,9 @@ int main(int argc, char** argv) {
   }
   if ((device_name != "cpu" && device_name != "cuda") ||
       (dtype_name_arg != "f32" && dtype_name_arg != "bf16") || argc % 2 == 0) {
-    std::fprintf(stderr, "bench_kernels: --device takes cpu or cuda, --dtype f32 or bf16, each "
-                         "flag one value\n");
+    std::fprintf(stderr,
+                 "bench_kernels: --device takes cpu or cuda, --dtype f32 or bf16, each "
+                 "flag one value\n");
     return 2;
   }
   if (device_name == "cuda") {
@@ -137,15 +147,16 @@ int main(int argc, char** argv) {
     Tensor src = Tensor::zeros({1 << 28}, DType::F32, g_device), dst = empty({1 << 28}, DType::F32);
     const double seconds = best_seconds([&] { dst.copy_from(src); });
     g_copy_bandwidth = 2.0 * static_cast<double>(src.nbytes()) / seconds;
-    std::printf("%-44s %9.3f ms  %8.1f GB/s\n", "device copy (1 GiB, read + write)",
-                seconds * 1e3, g_copy_bandwidth / 1e9);
+    std::printf("%-44s %9.3f ms  %8.1f GB/s\n", "device copy (1 GiB, read + write)", seconds * 1e3,
+                g_copy_bandwidth / 1e9);
   }
 
   Tensor x = random({rows, width}, 1), w_ff = random({ff, width}, 2), h = random({rows, ff}, 3);
   Tensor y_ff = empty({rows, ff}), dw_ff = zeros({ff, width});
-  report_flops("matmul fc forward  x W^T", best_seconds([&] { matmul(y_ff, x, w_ff, false, true); }),
-               2.0 * rows * ff * width);
-  report_flops("matmul fc dW += dy^T x", best_seconds([&] { matmul(dw_ff, h, x, true, false, 1, 1); }),
+  report_flops("matmul fc forward  x W^T",
+               best_seconds([&] { matmul(y_ff, x, w_ff, false, true); }), 2.0 * rows * ff * width);
+  report_flops("matmul fc dW += dy^T x",
+               best_seconds([&] { matmul(dw_ff, h, x, true, false, 1, 1); }),
                2.0 * rows * ff * width);
   Tensor dx = empty({rows, width});
   report_flops("matmul fc dx = dy W", best_seconds([&] { matmul(dx, h, w_ff, false, false); }),
@@ -153,58 +164,73 @@ int main(int argc, char** argv) {
 
   Tensor wte = random({vocab, width}, 4), logits = empty({rows, vocab});
   Tensor dwte = zeros({vocab, width});
-  report_flops("matmul lm head forward", best_seconds([&] { matmul(logits, x, wte, false, true); }, 3),
+  report_flops("matmul lm head forward",
+               best_seconds([&] { matmul(logits, x, wte, false, true); }, 3),
                2.0 * rows * vocab * width);
-  report_flops("matmul lm head dW += dy^T x", best_seconds([&] { matmul(dwte, logits, x, true, false, 1, 1); }, 3),
+  report_flops("matmul lm head dW += dy^T x",
+               best_seconds([&] { matmul(dwte, logits, x, true, false, 1, 1); }, 3),
                2.0 * rows * vocab * width);
-  report_flops("matmul lm head dx = dy W", best_seconds([&] { matmul(dx, logits, wte, false, false); }, 3),
+  report_flops("matmul lm head dx = dy W",
+               best_seconds([&] { matmul(dx, logits, wte, false, false); }, 3),
                2.0 * rows * vocab * width);
 
   // GPT-2's 50257 tokens inside the padded 50304 columns; a smaller --vocab is all real.
   const std::int64_t real_vocab = std::min<std::int64_t>(vocab, 50257);
   std::vector<std::int32_t> target_values(static_cast<std::size_t>(rows));
-  for (std::int64_t i = 0; i < rows; ++i) target_values[i] = static_cast<std::int32_t>(i * 7 % real_vocab);
+  for (std::int64_t i = 0; i < rows; ++i)
+    target_values[i] = static_cast<std::int32_t>(i * 7 % real_vocab);
   const Tensor targets = on_device_ints(target_values, {rows});
   Tensor losses = empty({rows}, DType::F32), lse = empty({rows}, DType::F32);
   Tensor logits_copy = logits.clone();
-  report_bytes("cross_entropy forward", best_seconds([&] { cross_entropy_forward(losses, lse, logits, targets, real_vocab); }),
+  report_bytes("cross_entropy forward", best_seconds([&] {
+                 cross_entropy_forward(losses, lse, logits, targets, real_vocab);
+               }),
                es * rows * vocab);
-  report_bytes("cross_entropy backward (in place)",
-               best_seconds([&] { cross_entropy_backward(logits_copy, logits_copy, lse, targets, 1e-3f, real_vocab); }),
+  report_bytes("cross_entropy backward (in place)", best_seconds([&] {
+                 cross_entropy_backward(logits_copy, logits_copy, lse, targets, 1e-3f, real_vocab);
+               }),
                2.0 * es * rows * vocab);
 
   Tensor qkv = random({batch, seq, 3 * width}, 5), att = empty({batch, seq, width});
   Tensor att_lse = empty({batch, heads, seq}, DType::F32), dqkv = empty(qkv.shape());
   Tensor datt = random({batch, seq, width}, 6);
   const double att_flops = 4.0 * batch * heads * seq * seq * (width / heads) / 2.0;
-  report_flops("attention forward", best_seconds([&] { attention_forward(att, att_lse, qkv, heads); }), att_flops);
+  report_flops("attention forward",
+               best_seconds([&] { attention_forward(att, att_lse, qkv, heads); }), att_flops);
   // Model FLOPs (twice the forward's), not executed ones: the backward also recomputes Q K^T.
-  report_flops("attention backward", best_seconds([&] { attention_backward(dqkv, datt, qkv, att, att_lse, heads); }),
+  report_flops("attention backward",
+               best_seconds([&] { attention_backward(dqkv, datt, qkv, att, att_lse, heads); }),
                2.0 * att_flops);
 
-  Tensor ln_out = empty({rows, width}), mean = empty({rows}, DType::F32), rstd = empty({rows}, DType::F32);
+  Tensor ln_out = empty({rows, width}), mean = empty({rows}, DType::F32),
+         rstd = empty({rows}, DType::F32);
   Tensor lnw = random({width}, 9), lnb = random({width}, 10);
   Tensor dlnw = zeros({width}), dlnb = zeros({width});
   Tensor residual = random({rows, width}, 11), sum = empty({rows, width});
-  report_bytes("residual add", best_seconds([&] { add(sum, x, residual); }), 3.0 * es * rows * width);
-  report_bytes("layer_norm forward", best_seconds([&] { layer_norm_forward(ln_out, mean, rstd, x, lnw, lnb); }),
+  report_bytes("residual add", best_seconds([&] { add(sum, x, residual); }),
+               3.0 * es * rows * width);
+  report_bytes("layer_norm forward",
+               best_seconds([&] { layer_norm_forward(ln_out, mean, rstd, x, lnw, lnb); }),
                2.0 * es * rows * width);
-  report_bytes("layer_norm backward",
-               best_seconds([&] { layer_norm_backward(dx, dlnw, dlnb, ln_out, x, lnw, mean, rstd); }),
+  report_bytes("layer_norm backward", best_seconds([&] {
+                 layer_norm_backward(dx, dlnw, dlnb, ln_out, x, lnw, mean, rstd);
+               }),
                3.0 * es * rows * width);
   report_bytes("layer_norm backward, then accumulate", best_seconds([&] {
                  layer_norm_backward(dx, dlnw, dlnb, ln_out, x, lnw, mean, rstd);
                  accumulate(dx, residual);
                }),
                4.0 * es * rows * width);
-  report_bytes("layer_norm backward + residual (fused)",
-               best_seconds([&] { layer_norm_backward(dx, dlnw, dlnb, ln_out, x, lnw, mean, rstd, &residual); }),
+  report_bytes("layer_norm backward + residual (fused)", best_seconds([&] {
+                 layer_norm_backward(dx, dlnw, dlnb, ln_out, x, lnw, mean, rstd, &residual);
+               }),
                4.0 * es * rows * width);
 
   Tensor g = empty({rows, ff});
   Tensor bias = random({ff}, 8), dbias = zeros({ff});
   report_bytes("gelu forward", best_seconds([&] { gelu_forward(g, h); }), 2.0 * es * rows * ff);
-  report_bytes("gelu backward", best_seconds([&] { gelu_backward(g, h, g); }), 3.0 * es * rows * ff);
+  report_bytes("gelu backward", best_seconds([&] { gelu_backward(g, h, g); }),
+               3.0 * es * rows * ff);
   report_bytes("gelu backward, then bias_add backward", best_seconds([&] {
                  gelu_backward(g, h, g);
                  bias_add_backward(dbias, g);
@@ -213,16 +239,22 @@ int main(int argc, char** argv) {
   report_bytes("gelu backward + bias gradient (fused)",
                best_seconds([&] { gelu_backward(g, h, g, &dbias); }), 3.0 * es * rows * ff);
   Tensor bias_act = random({ff}, 12);
-  report_bytes("bias_add forward", best_seconds([&] { bias_add_forward(y_ff, bias_act); }), 2.0 * es * rows * ff);
-  report_bytes("bias_add backward", best_seconds([&] { bias_add_backward(dbias, y_ff); }), es * rows * ff);
+  report_bytes("bias_add forward", best_seconds([&] { bias_add_forward(y_ff, bias_act); }),
+               2.0 * es * rows * ff);
+  report_bytes("bias_add backward", best_seconds([&] { bias_add_backward(dbias, y_ff); }),
+               es * rows * ff);
   Tensor x3 = x.view({batch, seq, width}), d3 = empty({batch, seq, width});
-  report_bytes("dropout forward", best_seconds([&] { dropout_forward(d3, x3, 0.1f, {1, 2}, {0, 0, seq}); }),
+  report_bytes("dropout forward", best_seconds([&] {
+                 dropout_forward(d3, x3, 0.1f, {1, 2}, {0, 0, seq});
+               }),
                2.0 * es * rows * width);
   std::vector<std::int32_t> token_values(static_cast<std::size_t>(rows));
-  for (std::int64_t i = 0; i < rows; ++i) token_values[i] = static_cast<std::int32_t>(i * 13 % real_vocab);
+  for (std::int64_t i = 0; i < rows; ++i)
+    token_values[i] = static_cast<std::int32_t>(i * 13 % real_vocab);
   Tensor tokens = on_device_ints(token_values, {batch, seq});
   Tensor emb = random({batch, seq, width}, 13);
-  report_bytes("token_embedding backward", best_seconds([&] { token_embedding_backward(dwte, emb, tokens); }),
+  report_bytes("token_embedding backward",
+               best_seconds([&] { token_embedding_backward(dwte, emb, tokens); }),
                (es + 8.0) * rows * width);
   // A byte-level corpus: one token (a space) in every sixth position, as in English text.
   for (std::int64_t i = 0; i < rows; i += 6) token_values[i] = 32;
@@ -234,12 +266,14 @@ int main(int argc, char** argv) {
   // The optimizer, the gradient norm and the compute copies at GPT-2 124M's parameter count:
   // one flat tensor, then the 148 tensors of the model's layout (12 layers of 12, and 4).
   const std::int64_t n = 124'000'000;
-  Tensor param = zeros({n}), grad = Tensor::full({n}, 1e-3f).to(g_device), m = zeros({n}), v = zeros({n});
+  Tensor param = zeros({n}), grad = Tensor::full({n}, 1e-3f).to(g_device), m = zeros({n}),
+         v = zeros({n});
   AdamWHyper hyper;
   hyper.lr = 1e-4f;
-  report_bytes("adamw update (124M)", best_seconds([&] { adamw_update(param, grad, m, v, hyper); }, 3),
-               7.0 * 4 * n);
-  report_bytes("sum_of_squares (124M)", best_seconds([&] { (void)sum_of_squares(grad); }, 3), 4.0 * n);
+  report_bytes("adamw update (124M)",
+               best_seconds([&] { adamw_update(param, grad, m, v, hyper); }, 3), 7.0 * 4 * n);
+  report_bytes("sum_of_squares (124M)", best_seconds([&] { (void)sum_of_squares(grad); }, 3),
+               4.0 * n);
   report_bytes("zero (124M)", best_seconds([&] { m.zero(); }, 3), 4.0 * n);
   if (g_dtype != DType::F32) {
     Tensor compute_copy = empty({n});
@@ -257,16 +291,21 @@ int main(int argc, char** argv) {
   std::int64_t total = 0;
   for (std::size_t t = 0; t < sizes.size(); ++t) {
     grads.push_back(grad.slice(0, 0, sizes[t]).contiguous());
-    optimizer_tensors.push_back({zeros({sizes[t]}), grads.back(), zeros({sizes[t]}), zeros({sizes[t]}), 0.1f});
+    optimizer_tensors.push_back(
+        {zeros({sizes[t]}), grads.back(), zeros({sizes[t]}), zeros({sizes[t]}), 0.1f});
     total += sizes[t];
   }
   char label[96];
-  std::snprintf(label, sizeof label, "sums_of_squares (%zu tensors, %.0fM)", sizes.size(), total / 1e6);
+  std::snprintf(label, sizeof label, "sums_of_squares (%zu tensors, %.0fM)", sizes.size(),
+                total / 1e6);
   report_bytes(label, best_seconds([&] { (void)sums_of_squares(grads); }, 3), 4.0 * total);
   std::snprintf(label, sizeof label, "sum_of_squares each (%zu tensors)", sizes.size());
-  report_bytes(label, best_seconds([&] {
-                 for (const Tensor& t : grads) (void)sum_of_squares(t);
-               }, 3),
+  report_bytes(label,
+               best_seconds(
+                   [&] {
+                     for (const Tensor& t : grads) (void)sum_of_squares(t);
+                   },
+                   3),
                4.0 * total);
   if (g_dtype != DType::F32) {
     std::vector<Tensor> masters, copies;
@@ -280,9 +319,13 @@ int main(int argc, char** argv) {
                  (4.0 + es) * total);
     std::snprintf(label, sizeof label, "convert each to compute copies (%zu tensors)",
                   sizes.size());
-    report_bytes(label, best_seconds([&] {
-                   for (std::size_t t = 0; t < copies.size(); ++t) convert(copies[t], masters[t]);
-                 }, 3),
+    report_bytes(label,
+                 best_seconds(
+                     [&] {
+                       for (std::size_t t = 0; t < copies.size(); ++t)
+                         convert(copies[t], masters[t]);
+                     },
+                     3),
                  (4.0 + es) * total);
   }
   std::snprintf(label, sizeof label, "adamw_update_many (%zu tensors)", sizes.size());

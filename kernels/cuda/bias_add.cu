@@ -25,11 +25,14 @@ __global__ void bias_add_forward_kernel(Elem* __restrict__ out, const Elem* __re
     out[i] = from_float<Elem>(to_float(out[i]) + to_float(bias[i % cols]));
 }
 
-// The dout element summed at a flat index (column_sums.cuh's Source).
+// The dout elements summed at flat indices [i, i + N) (column_sums.cuh's Source).
 template <class Elem>
 struct ReadGradient {
   const Elem* dout;
-  __device__ Elem operator()(long long i) const { return dout[i]; }
+  template <int N>
+  __device__ detail::Vec<Elem, N> load(long long i) const {
+    return detail::load_vec<N>(dout + i);
+  }
 };
 
 }  // namespace
@@ -51,7 +54,8 @@ void bias_add_backward(Tensor& dbias, const Tensor& dout) {
   const long long rows = cols == 0 ? 0 : dout.numel() / cols;
   detail::dispatch_float_dtype(dout.dtype(), "bias_add_backward", [&](auto elem) {
     using Elem = decltype(elem);
-    detail::sum_columns(dbias, ReadGradient<Elem>{dout.data<Elem>()}, rows, cols);
+    detail::sum_columns(dbias, ReadGradient<Elem>{dout.data<Elem>()}, rows, cols,
+                        detail::vector_width(cols, dout.data<Elem>()));
   });
 }
 

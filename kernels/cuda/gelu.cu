@@ -26,17 +26,23 @@ struct GeluGradientOp {  // (x, dout) -> gelu'(x) * dout
   __device__ float operator()(float x, float dout) const { return gelu_derivative(x) * dout; }
 };
 
-// dx[i] = gelu'(x[i]) * dout[i], written, and returned for column_sums.cuh to add. dx may
-// alias dout: each index is read, then written, by one thread.
+// dx[j] = gelu'(x[j]) * dout[j] for j in [i, i + N), written, and returned for column_sums.cuh
+// to add. dx may alias dout: each index is read, then written, by one thread.
 template <class Elem>
 struct GeluGradient {
   Elem* dx;
   const Elem* x;
   const Elem* dout;
-  __device__ Elem operator()(long long i) const {
-    const Elem value = from_float<Elem>(gelu_derivative(to_float(x[i])) * to_float(dout[i]));
-    dx[i] = value;
-    return value;
+  template <int N>
+  __device__ detail::Vec<Elem, N> load(long long i) const {
+    const auto xv = detail::load_vec<N>(x + i);
+    const auto dv = detail::load_vec<N>(dout + i);
+    detail::Vec<Elem, N> out;
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      out.v[k] = from_float<Elem>(GeluGradientOp{}(to_float(xv.v[k]), to_float(dv.v[k])));
+    detail::store_vec<N>(dx + i, out);
+    return out;
   }
 };
 
@@ -56,9 +62,11 @@ void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout, Tensor* dbia
     using Elem = decltype(elem);
     if (dbias != nullptr) {
       const long long cols = dbias->numel();
-      detail::sum_columns(*dbias, GeluGradient<Elem>{dx.data<Elem>(), x.data<Elem>(),
-                                                     dout.data<Elem>()},
-                          n / cols, cols);
+      const int width =
+          detail::vector_width(cols, dx.data<Elem>(), x.data<Elem>(), dout.data<Elem>());
+      detail::sum_columns(
+          *dbias, GeluGradient<Elem>{dx.data<Elem>(), x.data<Elem>(), dout.data<Elem>()},
+          n / cols, cols, width);
       return;
     }
     detail::map2(dx.data<Elem>(), x.data<Elem>(), dout.data<Elem>(), n, GeluGradientOp{},
