@@ -4,7 +4,7 @@
 // Pass 1 gives each block 32 x N columns of one chunk of rows (N adjacent columns per thread,
 // N = kVecWidth for 16-byte access where the row length and pointers allow, else 1), its 8 row
 // lanes each summing every 8th row of the chunk in order, then the lanes in lane order, into
-// partials [chunk, cols]; pass 2 adds each column's chunk partials in chunk order into dsum
+// partials [chunk, cols]; pass 2 adds each column's chunk partials in a fixed order into dsum
 // (F32, accumulating). Each column is summed in the same order whatever N is, and the chunking
 // depends only on rows, so a shape always gives the same bits, and every caller (whatever the
 // value it sums) gives the bits bias_add_backward gives on those values.
@@ -27,7 +27,9 @@ namespace ternion::cuda::detail {
 
 constexpr int kSumColumnsPerBlock = 32;  // one warp across adjacent columns: coalesced rows
 constexpr int kSumRowLanes = 8;          // 32 x 8 = 256 threads per block
-constexpr long long kSumMinRowsPerChunk = 256;
+// 64-row chunks: at a micro-batch of 16k rows, 256 chunks, so even 768 columns (3 blocks
+// across at 8 columns a thread) make 768 blocks, enough to fill every SM.
+constexpr long long kSumMinRowsPerChunk = 64;
 constexpr long long kSumMaxChunks = 1024;
 
 // partials[chunk * cols + c] = sum of source(r * cols + c) over the chunk's rows. Block (x, y):
@@ -58,17 +60,20 @@ __global__ void column_sum_partials_kernel(float* __restrict__ partials, Source 
 #pragma unroll
   for (int k = 0; k < N; ++k) lane_sums[threadIdx.y][threadIdx.x * N + k] = sum[k];
   __syncthreads();
-  if (threadIdx.y == 0 && c0 < cols) {
-#pragma unroll
-    for (int k = 0; k < N; ++k) {
-      float total = 0.0f;
-      for (int lane = 0; lane < kSumRowLanes; ++lane) total += lane_sums[lane][threadIdx.x * N + k];
-      partials[static_cast<long long>(blockIdx.y) * cols + c0 + k] = total;
-    }
+  // The block's 32 N columns, each the sum of its 8 lanes in lane order, spread over all 256
+  // threads (adjacent threads, adjacent columns: no bank conflicts, coalesced writes).
+  const long long block_c0 = static_cast<long long>(blockIdx.x) * kSumColumnsPerBlock * N;
+  for (int j = threadIdx.y * kSumColumnsPerBlock + threadIdx.x; j < kSumColumnsPerBlock * N;
+       j += kSumColumnsPerBlock * kSumRowLanes) {
+    if (block_c0 + j >= cols) break;
+    float total = 0.0f;
+    for (int lane = 0; lane < kSumRowLanes; ++lane) total += lane_sums[lane][j];
+    partials[static_cast<long long>(blockIdx.y) * cols + block_c0 + j] = total;
   }
 }
 
-// Pass 2: dsum[c] += partials[0, c] + partials[1, c] + ... in chunk order (column_sums.cu).
+// Pass 2: dsum[c] += the chunks' partials of column c: one warp per column, lane l adding
+// chunks l, l + 32, ... in order, then the lanes in a fixed shuffle tree (column_sums.cu).
 void launch_column_sum_finish(float* dsum, const float* partials, long long chunks,
                               long long cols, cudaStream_t stream);
 

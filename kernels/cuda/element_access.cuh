@@ -52,7 +52,11 @@ __device__ inline long long grid_stride() {
 // BF16 (two for F32), which keep far more bytes in flight per instruction than 2- or 4-byte
 // ones, so a memory-bound kernel gets near the bandwidth; with N = 1, one element. An access
 // at p needs p aligned to N elements (vector_width checks the base pointers on the host; the
-// kernels only step by multiples of N from them).
+// kernels only step by multiples of N from them). The 16-byte accesses go through the cache
+// intrinsics (__ldca, __stwb: the default caching), which always emit one vector
+// instruction: a plain int4 store of values also used afterwards was split by nvcc into
+// 4-byte stores once it lost track of the address's alignment. Values move through
+// memcpy and explicit packing, never by reading one type through another's pointer.
 constexpr int kVecWidth = 8;
 
 template <class Elem, int N>
@@ -62,27 +66,44 @@ struct alignas(N * sizeof(Elem)) Vec {
 
 template <int N, class Elem>
 __device__ inline Vec<Elem, N> load_vec(const Elem* p) {
+  Vec<Elem, N> out;
   if constexpr (N * sizeof(Elem) % 16 == 0) {
-    Vec<Elem, N> out;
-    const int4* src = reinterpret_cast<const int4*>(p);
-    int4* dst = reinterpret_cast<int4*>(out.v);
 #pragma unroll
-    for (int k = 0; k < static_cast<int>(N * sizeof(Elem) / 16); ++k) dst[k] = src[k];
-    return out;
+    for (int k = 0; k < static_cast<int>(N * sizeof(Elem) / 16); ++k) {
+      const int4 chunk = __ldca(reinterpret_cast<const int4*>(p) + k);
+      __builtin_memcpy(reinterpret_cast<char*>(out.v) + 16 * k, &chunk, 16);
+    }
   } else {
-    return *reinterpret_cast<const Vec<Elem, N>*>(p);
+#pragma unroll
+    for (int k = 0; k < N; ++k) out.v[k] = p[k];
   }
+  return out;
 }
 
 template <int N, class Elem>
 __device__ inline void store_vec(Elem* p, const Vec<Elem, N>& value) {
-  if constexpr (N * sizeof(Elem) % 16 == 0) {
-    int4* dst = reinterpret_cast<int4*>(p);
-    const int4* src = reinterpret_cast<const int4*>(value.v);
+  if constexpr (std::is_same_v<Elem, BFloat16> && N % 8 == 0) {
+    // The 16-bit values packed into 32-bit words by hand: where the values are also used after
+    // the store, nvcc otherwise splits a copied struct into 4-byte or narrower stores.
 #pragma unroll
-    for (int k = 0; k < static_cast<int>(N * sizeof(Elem) / 16); ++k) dst[k] = src[k];
+    for (int k = 0; k < N / 8; ++k) {
+      unsigned words[4];
+#pragma unroll
+      for (int w = 0; w < 4; ++w)
+        words[w] = static_cast<unsigned>(value.v[8 * k + 2 * w].bits) |
+                   (static_cast<unsigned>(value.v[8 * k + 2 * w + 1].bits) << 16);
+      __stwb(reinterpret_cast<int4*>(p) + k,
+             make_int4(static_cast<int>(words[0]), static_cast<int>(words[1]),
+                       static_cast<int>(words[2]), static_cast<int>(words[3])));
+    }
+  } else if constexpr (std::is_same_v<Elem, float> && N % 4 == 0) {
+#pragma unroll
+    for (int k = 0; k < N / 4; ++k)
+      __stwb(reinterpret_cast<float4*>(p) + k, make_float4(value.v[4 * k], value.v[4 * k + 1],
+                                                           value.v[4 * k + 2], value.v[4 * k + 3]));
   } else {
-    *reinterpret_cast<Vec<Elem, N>*>(p) = value;
+#pragma unroll
+    for (int k = 0; k < N; ++k) p[k] = value.v[k];
   }
 }
 

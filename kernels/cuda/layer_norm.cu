@@ -195,8 +195,9 @@ __global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
 }
 
 int checked_cols(const Tensor& x) {
-  TN_CHECK(x.size(-1) <= 0x7FFFFFFF, "layer_norm (cuda): ", x.size(-1),
-           " columns exceed 32-bit indexing");
+  // The lanes' column index steps by up to 32 x kVecWidth past the last column.
+  TN_CHECK(x.size(-1) <= 0x7FFFFFFF - kWarpSize * detail::kVecWidth, "layer_norm (cuda): ",
+           x.size(-1), " columns exceed 32-bit indexing");
   return static_cast<int>(x.size(-1));
 }
 

@@ -182,8 +182,10 @@ void check_vocab_parallel(DType dtype) {
 }
 
 // GPT-2's vocabulary: ~100 columns per thread, so the forward's online max and sum of
-// exponentials really runs, 8 columns at a time (50304 padded columns) as the backward does. Rows in the order that rescales at every column (increasing), that
-// never rescales (decreasing), one spike, all equal, and random, in F32 and BF16.
+// exponentials really runs, 8 columns at a time (50304 padded columns) as the backward does.
+// Rows in the order that rescales at every column (increasing), that never rescales
+// (decreasing), one spike, all equal, and an ignored random one, in F32 and BF16; the
+// backward also in place.
 TEST(GpuCrossEntropy, GptVocabularyRowsMatchCpu) {
   TN_REQUIRE_GPU();
   constexpr std::int64_t kGptVocab = 50257, kGptPadded = 50304, kGptRows = 5;
@@ -195,7 +197,7 @@ TEST(GpuCrossEntropy, GptVocabularyRowsMatchCpu) {
     values[2 * kGptPadded + v] = v == 31337 ? 30.0f : 0.5f;
     values[3 * kGptPadded + v] = 1.25f;
   }
-  const Tensor targets = i32_tensor({5, 50000, 31337, 0, 777}, {kGptRows});
+  const Tensor targets = i32_tensor({5, 50000, 31337, 0, kIgnoreIndex}, {kGptRows});
   for (DType dtype : {DType::F32, DType::BF16}) {
     SCOPED_TRACE(dtype_name(dtype));
     Tensor logits = Tensor::from_vector(values, {kGptRows, kGptPadded});
@@ -215,36 +217,57 @@ TEST(GpuCrossEntropy, GptVocabularyRowsMatchCpu) {
     Tensor dlogits = Tensor::empty({kGptRows, kGptPadded}, dtype, gpu());
     cross_entropy_backward(dlogits, to_gpu(logits, dtype), to_gpu(want_lse),
                            to_gpu(targets, DType::I32), kDloss, kGptVocab);
-    expect_close("gpt-vocabulary dlogits", to_host_floats(dlogits), want_dlogits.to_vector(),
-                 1e-9, dtype == DType::BF16 ? 1e-2 : 1e-5);
+    const std::vector<float> got_dlogits = to_host_floats(dlogits);
+    expect_close("gpt-vocabulary dlogits", got_dlogits, want_dlogits.to_vector(), 1e-9,
+                 dtype == DType::BF16 ? 1e-2 : 1e-5);
+    EXPECT_TRUE(row_is_zero(got_dlogits, kGptRows - 1, kGptPadded)) << "the ignored row";
+    for (std::int64_t v = kGptVocab; v < kGptPadded; ++v)
+      ASSERT_EQ(got_dlogits[v], 0.0f) << "padding column " << v;
+    // In place over the logits: the same bits.
+    Tensor in_place = to_gpu(logits, dtype);
+    cross_entropy_backward(in_place, in_place, to_gpu(want_lse), to_gpu(targets, DType::I32),
+                           kDloss, kGptVocab);
+    expect_bitwise_equal("gpt-vocabulary dlogits in place", to_host_floats(in_place),
+                         got_dlogits);
   }
 }
 
-// A NaN logit makes its row's loss and lse NaN wherever it sits, also when its thread sees
-// nothing else and meets an empty thread in the reduction (vocabulary 100 < 512 threads:
-// column 96's thread merges with column 112's, which has none); -inf logits add nothing.
+// A NaN logit makes its row's loss and lse NaN wherever it sits, also when the thread that
+// reads it sees nothing else and meets an empty thread in the reduction; -inf logits add
+// nothing. Vocabulary 100, fewer columns than the 512 threads:
+//  - rows of 100 columns take one column per thread: column 96's thread merges with column
+//    112's, which has none;
+//  - rows of 104 take 8 per thread up to column 96, then one (threads 0-3 take the tail
+//    96-99): thread 5 reads columns 40-47 alone, and merges with the empty thread 21.
 TEST(GpuCrossEntropy, NanLogitPoisonsItsRowAndMinusInfinityAddsNothing) {
   TN_REQUIRE_GPU();
-  constexpr std::int64_t kSmallVocab = 100, kSmallPadded = 104, kSmallRows = 4;
-  std::vector<float> values = random_floats(kSmallRows * kSmallPadded, 41, -3.0f, 3.0f);
-  values[0 * kSmallPadded + 96] = NAN;
-  values[1 * kSmallPadded + 5] = NAN;
-  for (std::int64_t v : {0, 33, 96, 99}) values[3 * kSmallPadded + v] = -INFINITY;
-  const Tensor logits = Tensor::from_vector(values, {kSmallRows, kSmallPadded});
-  const Tensor targets = i32_tensor({1, 2, 3, 4}, {kSmallRows});
-  Tensor want_losses = Tensor::empty({kSmallRows}), want_lse = Tensor::empty({kSmallRows});
-  cross_entropy_forward(want_losses, want_lse, logits, targets, kSmallVocab);
-  Tensor losses = gpu_rows_of(kSmallRows), lse = gpu_rows_of(kSmallRows);
-  cross_entropy_forward(losses, lse, to_gpu(logits), to_gpu(targets, DType::I32), kSmallVocab);
-  const std::vector<float> got_losses = to_host_floats(losses), got_lse = to_host_floats(lse);
-  for (int r : {0, 1}) {
-    EXPECT_TRUE(std::isnan(got_losses[r])) << "row " << r << " loss " << got_losses[r];
-    EXPECT_TRUE(std::isnan(got_lse[r])) << "row " << r << " lse " << got_lse[r];
-  }
-  const std::vector<float> want = want_losses.to_vector(), want_lses = want_lse.to_vector();
-  for (int r : {2, 3}) {
-    EXPECT_NEAR(got_losses[r], want[r], 1e-5 * std::abs(want[r]) + 1e-5) << "row " << r;
-    EXPECT_NEAR(got_lse[r], want_lses[r], 1e-5 * std::abs(want_lses[r]) + 1e-6) << "row " << r;
+  constexpr std::int64_t kSmallVocab = 100, kSmallRows = 4;
+  for (const std::int64_t padded : {std::int64_t{100}, std::int64_t{104}}) {
+    SCOPED_TRACE("padded " + std::to_string(padded));
+    std::vector<float> values = random_floats(kSmallRows * padded, 41, -3.0f, 3.0f);
+    if (padded == 100) {
+      values[0 * padded + 96] = NAN;
+    } else {
+      for (std::int64_t v = 40; v < 48; ++v) values[0 * padded + v] = v == 43 ? NAN : -INFINITY;
+    }
+    values[1 * padded + 5] = NAN;
+    for (std::int64_t v : {0, 33, 96, 99}) values[3 * padded + v] = -INFINITY;
+    const Tensor logits = Tensor::from_vector(values, {kSmallRows, padded});
+    const Tensor targets = i32_tensor({1, 2, 3, 4}, {kSmallRows});
+    Tensor want_losses = Tensor::empty({kSmallRows}), want_lse = Tensor::empty({kSmallRows});
+    cross_entropy_forward(want_losses, want_lse, logits, targets, kSmallVocab);
+    Tensor losses = gpu_rows_of(kSmallRows), lse = gpu_rows_of(kSmallRows);
+    cross_entropy_forward(losses, lse, to_gpu(logits), to_gpu(targets, DType::I32), kSmallVocab);
+    const std::vector<float> got_losses = to_host_floats(losses), got_lse = to_host_floats(lse);
+    for (int r : {0, 1}) {
+      EXPECT_TRUE(std::isnan(got_losses[r])) << "row " << r << " loss " << got_losses[r];
+      EXPECT_TRUE(std::isnan(got_lse[r])) << "row " << r << " lse " << got_lse[r];
+    }
+    const std::vector<float> want = want_losses.to_vector(), want_lses = want_lse.to_vector();
+    for (int r : {2, 3}) {
+      EXPECT_NEAR(got_losses[r], want[r], 1e-5 * std::abs(want[r]) + 1e-5) << "row " << r;
+      EXPECT_NEAR(got_lse[r], want_lses[r], 1e-5 * std::abs(want_lses[r]) + 1e-6) << "row " << r;
+    }
   }
 }
 

@@ -66,6 +66,23 @@ TEST(GpuBiasAdd, BackwardAccumulatesColumnSumsDeterministically) {
   }
 }
 
+// Each column sums in the same order whether a thread takes 8 columns (aligned rows) or one
+// (a view one element into its storage): the same bits.
+TEST(GpuBiasAdd, BackwardBitsDoNotDependOnTheVectorPath) {
+  TN_REQUIRE_GPU();
+  const std::int64_t rows = 300, cols = 64;
+  const Tensor values = random_tensor({rows * cols + 1}, 17), dbias0 = random_tensor({cols}, 18);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const Tensor unaligned = to_gpu(values, dtype).slice(0, 1, rows * cols).view({rows, cols});
+    const Tensor aligned = unaligned.clone();
+    Tensor one_at_a_time = to_gpu(dbias0), eight_at_a_time = to_gpu(dbias0);
+    bias_add_backward(one_at_a_time, unaligned);
+    bias_add_backward(eight_at_a_time, aligned);
+    expect_bitwise_equal(std::string("dbias ") + name_of(dtype), to_host_floats(one_at_a_time),
+                         to_host_floats(eight_at_a_time));
+  }
+}
+
 TEST(GpuGelu, ForwardAndBackwardMatchCpu) {
   TN_REQUIRE_GPU();
   // [256, 96] takes the vector path, [333, 129] the one-element path.
