@@ -68,6 +68,39 @@ void device_synchronize(Device device) {
 #endif
 }
 
+DeviceTimestamp record_timestamp(Device device) {
+  DeviceTimestamp t;
+  t.valid_ = true;
+  if (device.is_cpu()) {
+    t.host_ = std::chrono::steady_clock::now();
+    return t;
+  }
+#if TN_HAVE_CUDA
+  check_is_process_device(device);
+  auto event = std::make_shared<cuda::Event>(/*timing=*/true);
+  event->record(cuda::compute_stream());
+  t.gpu_event_ = std::move(event);
+  return t;
+#else
+  TN_THROW(CudaError, device.str(), ": ", kNoCudaBuild);
+#endif
+}
+
+double milliseconds_between(const DeviceTimestamp& start, const DeviceTimestamp& end) {
+  TN_CHECK(start.valid_ && end.valid_ &&
+               (start.gpu_event_ == nullptr) == (end.gpu_event_ == nullptr),
+           "milliseconds_between: two timestamps of one device");
+  if (start.gpu_event_ == nullptr)
+    return std::chrono::duration<double, std::milli>(end.host_ - start.host_).count();
+#if TN_HAVE_CUDA
+  const auto& start_event = *static_cast<const cuda::Event*>(start.gpu_event_.get());
+  const auto& end_event = *static_cast<const cuda::Event*>(end.gpu_event_.get());
+  return end_event.milliseconds_since(start_event);
+#else
+  TN_THROW(InternalError, "milliseconds_between: a GPU timestamp in a build without CUDA");
+#endif
+}
+
 DeviceMemoryStats device_memory_stats(Device device) {
   if (device.is_cpu()) {
     const CachingAllocator& cpu = cpu_caching_allocator();

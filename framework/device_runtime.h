@@ -3,7 +3,9 @@
 // trainer, the gpu tests) need no #if.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "framework/device.h"
@@ -19,6 +21,26 @@ std::string cuda_unavailable_reason();
 Device init_cuda_device(int node_local_rank);
 // Waits until the device has finished all work enqueued by this process (no-op for the CPU).
 void device_synchronize(Device device);
+
+// A point on a device's timeline, so that a step's phases can be timed without waiting inside
+// the step: the host clock on the CPU (whose ops have finished when they return); on a GPU a
+// timing event recorded on the compute stream (the work enqueued so far), read after the step
+// has synchronised anyway.
+class DeviceTimestamp {
+ public:
+  DeviceTimestamp() = default;
+  bool valid() const { return valid_; }
+
+ private:
+  friend DeviceTimestamp record_timestamp(Device device);
+  friend double milliseconds_between(const DeviceTimestamp& start, const DeviceTimestamp& end);
+  bool valid_ = false;
+  std::chrono::steady_clock::time_point host_;
+  std::shared_ptr<void> gpu_event_;  // a cuda::Event (timing) on a GPU; empty on the CPU
+};
+DeviceTimestamp record_timestamp(Device device);
+// end - start in milliseconds (both from one device); on a GPU waits for `end`'s event.
+double milliseconds_between(const DeviceTimestamp& start, const DeviceTimestamp& end);
 
 struct DeviceMemoryStats {
   std::size_t in_use = 0, peak = 0, reserved = 0;

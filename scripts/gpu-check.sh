@@ -418,8 +418,16 @@ fmt = lambda mb: f"{mb / 1000:.1f} GB" if mb else "n/a"
 print(f"| {name} | {params / 1e6:.0f}M | {len(steps)} ({warm} warm-up) | {tok_s:,.0f} | {ms:.1f} "
       f"| {achieved:.1f} | {mfu} | {100 * achieved / 989:.1f}% | {fmt(mem)} | {fmt(reserved)} "
       f"| {fmt(smi)} |")
+# Where the step's time went (medians, on the GPU's timeline): forward, backward, gradient
+# reductions and norm, optimizer; what is left of ms/step is the host's share.
+def phase(key):
+    values = [s[key] for s in timed if s.get(key) is not None]
+    return statistics.median(values) if values else float("nan")
+forward, both = phase("forward_ms"), phase("forward_backward_ms")
+phases = (f"forward {forward:.1f} ms, backward {both - forward:.1f} ms, "
+          f"gradients {phase('grad_sync_ms'):.1f} ms, optimizer {phase('optimizer_ms'):.1f} ms")
 with open(f"{run}/summary.txt", "w") as f:
-    f.write(f"{tok_s:.0f} tokens/s, MFU {mfu}\n")
+    f.write(f"{tok_s:.0f} tokens/s, MFU {mfu}; {phases}\n")
 EOF
   note "$(cat "$dir/summary.txt")"
 }

@@ -21,6 +21,14 @@ struct StepMetrics {
   double activation_mb = 0.0;  // peak memory the step allocated beyond what it started with
   double peak_memory_mb = 0.0;      // the device's peak allocated memory during the step
   double reserved_memory_mb = 0.0;  // the device's caching allocator: in use plus cached
+  // Where the step's time went, on the device's timeline (GPU events, or the host clock):
+  // every micro-batch's forward and backward (the pipeline schedule), of which the forwards
+  // alone (without a pipeline), then the gradients' reductions and norm, then the optimizer
+  // with the compute copies' refresh (and ZeRO-1's all-gather).
+  double forward_backward_ms = 0.0;
+  std::optional<double> forward_ms;
+  double grad_sync_ms = 0.0;
+  double optimizer_ms = 0.0;
   double grad_reduce_wait_ms = 0.0;  // data parallelism: waiting for gradient reductions
   int buckets_reduced_early = 0;     // gradient buckets whose reduction started in backward
   bool skipped = false;  // non-finite gradients: the update was not applied

@@ -244,6 +244,10 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   if (reducer_) reducer_->begin_step();
 
   for (Parameter* p : parameters_) p->grad.zero();
+  // The phases' timestamps, read once the step has synchronised (reading one earlier would
+  // make the host wait for the GPU inside the step).
+  const DeviceTimestamp phases_start = record_timestamp(device_);
+  std::vector<std::pair<DeviceTimestamp, DeviceTimestamp>> forwards;  // start, end of each
   MicroBatchInfo info;
   info.step = step;
   info.seed = static_cast<std::uint64_t>(config_.training.seed);
@@ -259,12 +263,15 @@ StepMetrics Trainer::train_step(std::int64_t step) {
       info.micro_batch = m;
       info.sample_offset = first + m * micro;
       ActivationContext ctx(info);
+      const DeviceTimestamp forward_start = record_timestamp(device_);
       loss_sum += model.forward(batches[m].inputs, batches[m].targets, ctx);
+      forwards.emplace_back(forward_start, record_timestamp(device_));
       model.backward(loss_weight, ctx);
       TN_CHECK(ctx.empty(), "activations left over after backward");
     }
   }
 
+  const DeviceTimestamp forward_backward_end = record_timestamp(device_);
   if (reducer_) loss_sum = all_reduce_double(groups_->data(), loss_sum);
 
   StepMetrics metrics;
@@ -277,6 +284,7 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   metrics.lr = learning_rate_at(config_.optimizer, step, config_.training.steps);
   reduce_partial_gradients();
   metrics.grad_norm = grad_norm();
+  const DeviceTimestamp grad_sync_end = record_timestamp(device_);
   // The norm was read on the host: a communication failure in the step so far (NCCL's watchdog
   // aborts without blocking us) must stop the run before garbage gradients are applied.
   check_communication_health();
@@ -291,8 +299,17 @@ StepMetrics Trainer::train_step(std::int64_t step) {
     metrics.grad_reduce_wait_ms = reducer_->stats().exposed_wait_s * 1e3;
     metrics.buckets_reduced_early = reducer_->stats().buckets_started_early;
   }
+  const DeviceTimestamp optimizer_end = record_timestamp(device_);
   device_synchronize(device_);  // the step's time includes its queued GPU work
   check_communication_health();  // before the step's metrics are logged or acted on
+  metrics.forward_backward_ms = milliseconds_between(phases_start, forward_backward_end);
+  if (!pipelined()) {
+    double forward_ms = 0.0;
+    for (const auto& [start, end] : forwards) forward_ms += milliseconds_between(start, end);
+    metrics.forward_ms = forward_ms;
+  }
+  metrics.grad_sync_ms = milliseconds_between(forward_backward_end, grad_sync_end);
+  metrics.optimizer_ms = milliseconds_between(grad_sync_end, optimizer_end);
   const double seconds = seconds_since(start);
   metrics.ms_per_step = seconds * 1e3;
   metrics.tokens_per_s =

@@ -91,9 +91,18 @@ cudaStream_t comm_stream() { return state().comm; }
 
 void synchronize_compute() { TN_CUDA_CHECK(cudaStreamSynchronize(state().compute)); }
 
-Event::Event() {
+Event::Event(bool timing) {
   bind_this_thread();
-  TN_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  TN_CUDA_CHECK(
+      cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+}
+
+float Event::milliseconds_since(const Event& start) const {
+  TN_CHECK(event_ != nullptr && start.event_ != nullptr, "timing a moved-from Event");
+  synchronize();
+  float ms = 0.0f;
+  TN_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, event_));
+  return ms;
 }
 
 Event::~Event() {

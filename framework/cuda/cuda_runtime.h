@@ -41,7 +41,8 @@ void synchronize_compute();  // blocks until the compute stream is idle; throws 
 // An owned CUDA event (timing disabled); RAII, movable.
 class Event {
  public:
-  Event();
+  // `timing`: the event records a time (cudaEventElapsedTime); others are cheaper.
+  explicit Event(bool timing = false);
   ~Event();
   Event(Event&& other) noexcept;
   Event& operator=(Event&& other) noexcept;
@@ -53,6 +54,8 @@ class Event {
   bool query() const;                          // completed? never blocks
   void synchronize() const;                    // blocks the host
   cudaEvent_t get() const { return event_; }
+  // Milliseconds from `start` to this event, both timing events; blocks until this completes.
+  float milliseconds_since(const Event& start) const;
 
  private:
   cudaEvent_t event_ = nullptr;

@@ -1,8 +1,11 @@
 // Device-facing Tensor behaviour that the CPU can check: to_vector of BF16, `to(cpu)`, the
-// device runtime's answers where no CUDA device is usable, and CPU memory statistics.
+// device runtime's answers where no CUDA device is usable, CPU memory statistics and CPU
+// timestamps.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "framework/bfloat16.h"
 #include "framework/device_runtime.h"
@@ -80,6 +83,15 @@ TEST(TensorDevice, CpuMemoryStatsFollowTheCachingAllocator) {
   EXPECT_EQ(after.in_use, before.in_use);
   EXPECT_EQ(after.peak, before.in_use + (std::size_t{4} << 20));
   EXPECT_GE(after.reserved, before.in_use + (std::size_t{4} << 20));  // cached, not released
+}
+
+TEST(TensorDevice, CpuTimestampsMeasureTheHostClock) {
+  const DeviceTimestamp start = record_timestamp(Device::cpu());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const DeviceTimestamp end = record_timestamp(Device::cpu());
+  EXPECT_GE(milliseconds_between(start, end), 19.0);
+  EXPECT_LE(milliseconds_between(end, start), -19.0);
+  EXPECT_THROW(milliseconds_between(DeviceTimestamp(), end), InternalError);  // never recorded
 }
 
 }  // namespace

@@ -304,5 +304,19 @@ TEST(GpuRuntime, AnotherHostThreadUsesTheSameDevice) {
   EXPECT_EQ(thread_device, 0);
 }
 
+// A timestamp is a point on the compute stream: the span around queued work covers it, and
+// reading it waits for the work, not the other way round.
+TEST(GpuRuntime, TimestampsTimeTheQueuedWork) {
+  TN_REQUIRE_GPU();
+  Tensor big = Tensor::empty({std::int64_t{1} << 26}, DType::F32, gpu());  // 256 MiB
+  const DeviceTimestamp start = record_timestamp(gpu());
+  for (int i = 0; i < 20; ++i) big.fill(static_cast<float>(i));  // ~5 GiB of writes
+  const DeviceTimestamp end = record_timestamp(gpu());
+  const double ms = milliseconds_between(start, end);
+  EXPECT_GT(ms, 0.5) << "20 fills of 256 MiB";
+  EXPECT_LT(ms, 10000.0);
+  EXPECT_EQ(big.to_vector().back(), 19.0f);
+}
+
 }  // namespace
 }  // namespace ternion::test

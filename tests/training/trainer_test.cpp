@@ -93,9 +93,28 @@ TEST(Trainer, RunWritesOneMetricsLinePerStepWithValidationOnEvalSteps) {
   for (int s = 0; s < 4; ++s) {
     const std::string& line = lines[s];
     EXPECT_EQ(line.rfind("{\"step\": " + std::to_string(s + 1) + ",", 0), 0u) << line;
-    for (const char* key : {"\"loss\": ", "\"lr\": ", "\"grad_norm\": ", "\"tokens_per_s\": "})
+    for (const char* key : {"\"loss\": ", "\"lr\": ", "\"grad_norm\": ", "\"tokens_per_s\": ",
+                            "\"forward_backward_ms\": ", "\"forward_ms\": ", "\"grad_sync_ms\": ",
+                            "\"optimizer_ms\": "})
       EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
     EXPECT_EQ(line.find("\"val_loss\"") != std::string::npos, s % 2 == 1) << line;
+  }
+}
+
+// The step's phases: each took time, the forwards are part of the forward-backward, and the
+// phases fit in the step.
+TEST(Trainer, StepPhasesAddUpWithinTheStep) {
+  ScratchDir dir("phases");
+  testing_support::prepare_builtin(dir, 50000);
+  Trainer trainer(small_run(dir, 2));
+  for (std::int64_t step = 1; step <= 2; ++step) {
+    const StepMetrics m = trainer.train_step(step);
+    ASSERT_TRUE(m.forward_ms.has_value());
+    EXPECT_GT(*m.forward_ms, 0.0);
+    EXPECT_GT(m.forward_backward_ms, *m.forward_ms);
+    EXPECT_GE(m.grad_sync_ms, 0.0);
+    EXPECT_GT(m.optimizer_ms, 0.0);
+    EXPECT_LE(m.forward_backward_ms + m.grad_sync_ms + m.optimizer_ms, m.ms_per_step);
   }
 }
 
