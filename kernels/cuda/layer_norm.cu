@@ -13,14 +13,17 @@
 // Every sum is F32.
 //
 // The parameter gradients are column sums over rows. They are deterministic without float
-// atomics: rows are cut into fixed chunks (a function of the shape only), one kernel writes each
-// chunk's column sums into a scratch buffer, a second adds the chunks (one warp per column, its
-// lanes striding over the chunks, then a fixed shuffle tree), so it has warps to spread over
-// every SM instead of one thread per column walking every chunk. They run
-// before the dx kernel, so dx may alias dout (each dout element is read before, or by the same
-// thread that, writes its dx element), as on the CPU.
+// atomics: rows are cut into fixed chunks (a function of the shape only), each chunk's column
+// sums go into a scratch buffer, and a last kernel adds the chunks (one warp per column, its
+// lanes striding over the chunks, then a fixed shuffle tree). Where a row has at most 1024
+// columns and takes the vector path (GPT-2's 768, in bf16 or f32), one kernel reads dout and x
+// once for both dx and the chunks' sums (a block per chunk, the sums in registers); otherwise
+// a column-parallel kernel writes the chunks' sums before the row-parallel dx kernel runs.
+// Either way dx may alias dout (each dout element is read before, or by the same thread that,
+// writes its dx element), as on the CPU.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "framework/bfloat16.h"
 #include "framework/cuda/cuda_check.h"
@@ -194,6 +197,113 @@ __global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
   }
 }
 
+// The backward in one pass over dout and x, for rows a warp's registers can hold the
+// parameter sums of (8 columns a lane, at most kMaxFusedPacks x 256 columns): block k takes
+// row chunk k (the partials kernel's chunks), warp w its rows w, w + 8, ...; each lane adds its
+// columns' dweight and dbias terms over its rows in registers, then the block's warps add
+// theirs into shared memory in warp order and the block writes the chunk's partials, which
+// layer_norm_param_sum_kernel finishes. dx is the dx kernel's, residual included; it may alias
+// dout (a lane reads a row's elements before it writes them).
+constexpr int kMaxFusedPacks = 4;
+constexpr int kMaxFusedCols = kMaxFusedPacks * kWarpSize * detail::kVecWidth;  // 1024
+
+template <int kPacks, class Elem>
+__global__ void layer_norm_backward_fused_kernel(Elem* dx, float* dweight_partial,
+                                                 float* dbias_partial, const Elem* dout,
+                                                 const Elem* x, const Elem* weight,
+                                                 const float* mean, const float* rstd,
+                                                 const Elem* residual, i64 rows, int cols,
+                                                 i64 rows_per_chunk) {
+  constexpr int N = detail::kVecWidth;
+  using detail::load_vec;
+  __shared__ float block_dweight[kMaxFusedCols];
+  __shared__ float block_dbias[kMaxFusedCols];
+  const int warp = static_cast<int>(threadIdx.x / kWarpSize);
+  const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  const i64 chunk = blockIdx.x;
+  const i64 first = chunk * rows_per_chunk;
+  const i64 last = first + rows_per_chunk < rows ? first + rows_per_chunk : rows;
+  float dweight_sum[kPacks][N], dbias_sum[kPacks][N];
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p)
+#pragma unroll
+    for (int k = 0; k < N; ++k) dweight_sum[p][k] = dbias_sum[p][k] = 0.0f;
+
+  // No early exit anywhere: every thread reaches the barriers below.
+  for (i64 row = first + warp; row < last; row += kRowsPerBlock) {
+    const Elem* xr = x + row * cols;
+    const Elem* dr = dout + row * cols;
+    const float mu = mean[row], s = rstd[row];
+    float sum_dnorm = 0.0f, sum_dnorm_xhat = 0.0f;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int c = (p * kWarpSize + lane) * N;
+      if (c >= cols) continue;
+      const auto dv = load_vec<N>(dr + c);
+      const auto wv = load_vec<N>(weight + c);
+      const auto xv = load_vec<N>(xr + c);
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        const float d = to_float(dv.v[k]);
+        const float xhat = (to_float(xv.v[k]) - mu) * s;
+        const float dnorm = d * to_float(wv.v[k]);
+        sum_dnorm += dnorm;
+        sum_dnorm_xhat += dnorm * xhat;
+        dweight_sum[p][k] += d * xhat;
+        dbias_sum[p][k] += d;
+      }
+    }
+    const float mean_dnorm = warp_sum(sum_dnorm) / static_cast<float>(cols);
+    const float mean_dnorm_xhat = warp_sum(sum_dnorm_xhat) / static_cast<float>(cols);
+    Elem* dxr = dx + row * cols;
+    const Elem* residual_row = residual != nullptr ? residual + row * cols : nullptr;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int c = (p * kWarpSize + lane) * N;
+      if (c >= cols) continue;
+      const auto dv = load_vec<N>(dr + c);
+      const auto wv = load_vec<N>(weight + c);
+      const auto xv = load_vec<N>(xr + c);
+      detail::Vec<Elem, N> out;
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        const float xhat = (to_float(xv.v[k]) - mu) * s;
+        out.v[k] = from_float<Elem>(
+            (to_float(dv.v[k]) * to_float(wv.v[k]) - mean_dnorm - xhat * mean_dnorm_xhat) * s);
+      }
+      if (residual_row != nullptr) {
+        // __fadd_rn, as in the dx kernel: dx is rounded before the residual is added.
+        const auto rv = load_vec<N>(residual_row + c);
+#pragma unroll
+        for (int k = 0; k < N; ++k)
+          out.v[k] = from_float<Elem>(__fadd_rn(to_float(out.v[k]), to_float(rv.v[k])));
+      }
+      detail::store_vec<N>(dxr + c, out);
+    }
+  }
+
+  // The block's sums: warp 0's, plus warp 1's, ... in warp order (each lane owns its columns).
+  for (int w = 0; w < kRowsPerBlock; ++w) {
+    if (warp == w) {
+#pragma unroll
+      for (int p = 0; p < kPacks; ++p) {
+        const int c = (p * kWarpSize + lane) * N;
+        if (c >= cols) continue;
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+          block_dweight[c + k] = (w == 0 ? 0.0f : block_dweight[c + k]) + dweight_sum[p][k];
+          block_dbias[c + k] = (w == 0 ? 0.0f : block_dbias[c + k]) + dbias_sum[p][k];
+        }
+      }
+    }
+    __syncthreads();
+  }
+  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x)) {
+    dweight_partial[chunk * cols + c] = block_dweight[c];
+    dbias_partial[chunk * cols + c] = block_dbias[c];
+  }
+}
+
 int checked_cols(const Tensor& x) {
   // The lanes' column index steps by up to 32 x kVecWidth past the last column.
   TN_CHECK(x.size(-1) <= 0x7FFFFFFF - kWarpSize * detail::kVecWidth, "layer_norm (cuda): ",
@@ -240,6 +350,42 @@ void backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout, co
   float* dweight_partial = partials.data<float>();
   float* dbias_partial = dweight_partial + n_chunks * cols;
 
+  const auto column_warp_blocks = static_cast<unsigned>(
+      (static_cast<i64>(cols) * kWarpSize + kThreadsPerBlock - 1) / kThreadsPerBlock);
+  const auto finish_parameter_gradients = [&] {
+    layer_norm_param_sum_kernel<<<column_warp_blocks, kThreadsPerBlock, 0, stream>>>(
+        dweight.data<float>(), dbias.data<float>(), dweight_partial, dbias_partial,
+        static_cast<int>(n_chunks), cols);
+    TN_CUDA_CHECK_LAUNCH();
+  };
+  const Elem* residual_data = residual != nullptr ? residual->data<Elem>() : nullptr;
+  // A null residual counts as aligned: vector access needs only the tensors there are.
+  const int width = detail::vector_width(cols, dx.data<Elem>(), dout.data<Elem>(),
+                                         x.data<Elem>(), weight.data<Elem>(), residual_data);
+
+  if (width == detail::kVecWidth && cols <= kMaxFusedCols) {
+    // One pass: dx and the chunks' partials together, then the finish.
+    const int packs = (cols + kWarpSize * detail::kVecWidth - 1) / (kWarpSize * detail::kVecWidth);
+    const auto launch = [&](auto packs_constant) {
+      layer_norm_backward_fused_kernel<decltype(packs_constant)::value, Elem>
+          <<<static_cast<unsigned>(n_chunks), kThreadsPerBlock, 0, stream>>>(
+              dx.data<Elem>(), dweight_partial, dbias_partial, dout.data<Elem>(),
+              x.data<Elem>(), weight.data<Elem>(), mean.data<float>(), rstd.data<float>(),
+              residual_data, rows, cols, rows_per_chunk);
+      TN_CUDA_CHECK_LAUNCH();
+    };
+    switch (packs) {
+      case 1: launch(std::integral_constant<int, 1>{}); break;
+      case 2: launch(std::integral_constant<int, 2>{}); break;
+      case 3: launch(std::integral_constant<int, 3>{}); break;
+      default: launch(std::integral_constant<int, kMaxFusedPacks>{}); break;
+    }
+    finish_parameter_gradients();
+    return;
+  }
+
+  // Wider or unaligned rows: the partials (column-parallel), then dx (row-parallel; it may
+  // overwrite dout, which the partials read first).
   const auto column_blocks =
       static_cast<unsigned>((cols + kThreadsPerBlock - 1) / kThreadsPerBlock);
   const dim3 partial_grid(column_blocks, static_cast<unsigned>(n_chunks));
@@ -247,16 +393,7 @@ void backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout, co
       dweight_partial, dbias_partial, dout.data<Elem>(), x.data<Elem>(), mean.data<float>(),
       rstd.data<float>(), rows, cols, rows_per_chunk);
   TN_CUDA_CHECK_LAUNCH();
-  const auto column_warp_blocks = static_cast<unsigned>(
-      (static_cast<i64>(cols) * kWarpSize + kThreadsPerBlock - 1) / kThreadsPerBlock);
-  layer_norm_param_sum_kernel<<<column_warp_blocks, kThreadsPerBlock, 0, stream>>>(
-      dweight.data<float>(), dbias.data<float>(), dweight_partial, dbias_partial,
-      static_cast<int>(n_chunks), cols);
-  TN_CUDA_CHECK_LAUNCH();
-  const Elem* residual_data = residual != nullptr ? residual->data<Elem>() : nullptr;
-  // A null residual counts as aligned: vector access needs only the tensors there are.
-  const int width = detail::vector_width(cols, dx.data<Elem>(), dout.data<Elem>(),
-                                         x.data<Elem>(), weight.data<Elem>(), residual_data);
+  finish_parameter_gradients();
   detail::with_vector_width(width, [&](auto n) {
     layer_norm_dx_kernel<decltype(n)::value, Elem>
         <<<row_blocks(rows), kThreadsPerBlock, 0, stream>>>(

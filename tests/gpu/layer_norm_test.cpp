@@ -12,10 +12,13 @@ struct LayerNormCase {
   std::int64_t rows, cols;
 };
 
-// rows not a multiple of the 8 rows per block, cols not a multiple of the 32 lanes (771: one
-// element at a time; 64 and 40: 8 at a time, the vector path); 5000 rows cut into many row
-// chunks for the parameter gradients.
-const LayerNormCase kCases[] = {{67, 771}, {5000, 64}, {3, 40}};
+// rows not a multiple of the 8 rows per block, cols not a multiple of the 32 lanes. 771
+// columns take one element at a time (and the backward's two-kernel path); 64, 40, 768 and
+// 1000 the vector path and the one-pass backward with 1, 1, 3 and 4 packs of 256 columns per
+// warp (1000: the last pack partly past the row); 1536 the vector path with the two-kernel
+// backward (over 1024 columns). 5000 rows are cut into many row chunks for the parameter
+// gradients; 3 rows leave most of a block's warps without a row.
+const LayerNormCase kCases[] = {{67, 771}, {5000, 64}, {3, 40}, {300, 768}, {37, 1000}, {20, 1536}};
 
 struct CpuReference {
   Tensor out, mean, rstd, dx, dweight, dbias;
