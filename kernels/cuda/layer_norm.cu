@@ -144,6 +144,34 @@ __global__ void layer_norm_param_sum_kernel(float* dweight, float* dbias,
   }
 }
 
+// Columns [c, c + N) of a row's dx, from the row's statistics and the warp's two means; with a
+// residual row, dx is rounded first and the residual added (__fadd_rn: never contracted with
+// the product into one fused multiply-add, which would skip the rounding a separate
+// accumulate performs).
+template <int N, class Elem>
+__device__ inline void write_dx(Elem* dxr, const Elem* dr, const Elem* xr, const Elem* weight,
+                                const Elem* residual_row, int c, float mu, float s,
+                                float mean_dnorm, float mean_dnorm_xhat) {
+  using detail::load_vec;
+  const auto dv = load_vec<N>(dr + c);
+  const auto wv = load_vec<N>(weight + c);
+  const auto xv = load_vec<N>(xr + c);
+  detail::Vec<Elem, N> out;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const float xhat = (to_float(xv.v[k]) - mu) * s;
+    out.v[k] = from_float<Elem>(
+        (to_float(dv.v[k]) * to_float(wv.v[k]) - mean_dnorm - xhat * mean_dnorm_xhat) * s);
+  }
+  if (residual_row != nullptr) {
+    const auto rv = load_vec<N>(residual_row + c);
+#pragma unroll
+    for (int k = 0; k < N; ++k)
+      out.v[k] = from_float<Elem>(__fadd_rn(to_float(out.v[k]), to_float(rv.v[k])));
+  }
+  detail::store_vec<N>(dxr + c, out);
+}
+
 // One warp per row, N columns at a time, as the forward. dx may alias dout: the row's sums are
 // complete before any lane writes, and each lane writes only the elements it read. residual
 // (may be null) is added to dx after dx is rounded, as a separate accumulate would.
@@ -174,27 +202,8 @@ __global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
   const float mean_dnorm_xhat = warp_sum(sum_dnorm_xhat) / static_cast<float>(cols);
   Elem* dxr = dx + row * cols;
   const Elem* residual_row = residual != nullptr ? residual + row * cols : nullptr;
-  for (int c = lane * N; c < cols; c += kWarpSize * N) {
-    const auto dv = load_vec<N>(dr + c);
-    const auto wv = load_vec<N>(weight + c);
-    const auto xv = load_vec<N>(xr + c);
-    detail::Vec<Elem, N> out;
-#pragma unroll
-    for (int k = 0; k < N; ++k) {
-      const float xhat = (to_float(xv.v[k]) - mu) * s;
-      out.v[k] = from_float<Elem>(
-          (to_float(dv.v[k]) * to_float(wv.v[k]) - mean_dnorm - xhat * mean_dnorm_xhat) * s);
-    }
-    if (residual_row != nullptr) {
-      // __fadd_rn: never contracted with the product above into one fused multiply-add, which
-      // would skip dx's rounding (for F32) that a separate accumulate performs.
-      const auto rv = load_vec<N>(residual_row + c);
-#pragma unroll
-      for (int k = 0; k < N; ++k)
-        out.v[k] = from_float<Elem>(__fadd_rn(to_float(out.v[k]), to_float(rv.v[k])));
-    }
-    detail::store_vec<N>(dxr + c, out);
-  }
+  for (int c = lane * N; c < cols; c += kWarpSize * N)
+    write_dx<N>(dxr, dr, xr, weight, residual_row, c, mu, s, mean_dnorm, mean_dnorm_xhat);
 }
 
 // The backward in one pass over dout and x, for rows a warp's registers can hold the
@@ -260,25 +269,8 @@ __global__ void layer_norm_backward_fused_kernel(Elem* dx, float* dweight_partia
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
       const int c = (p * kWarpSize + lane) * N;
-      if (c >= cols) continue;
-      const auto dv = load_vec<N>(dr + c);
-      const auto wv = load_vec<N>(weight + c);
-      const auto xv = load_vec<N>(xr + c);
-      detail::Vec<Elem, N> out;
-#pragma unroll
-      for (int k = 0; k < N; ++k) {
-        const float xhat = (to_float(xv.v[k]) - mu) * s;
-        out.v[k] = from_float<Elem>(
-            (to_float(dv.v[k]) * to_float(wv.v[k]) - mean_dnorm - xhat * mean_dnorm_xhat) * s);
-      }
-      if (residual_row != nullptr) {
-        // __fadd_rn, as in the dx kernel: dx is rounded before the residual is added.
-        const auto rv = load_vec<N>(residual_row + c);
-#pragma unroll
-        for (int k = 0; k < N; ++k)
-          out.v[k] = from_float<Elem>(__fadd_rn(to_float(out.v[k]), to_float(rv.v[k])));
-      }
-      detail::store_vec<N>(dxr + c, out);
+      if (c < cols)
+        write_dx<N>(dxr, dr, xr, weight, residual_row, c, mu, s, mean_dnorm, mean_dnorm_xhat);
     }
   }
 
