@@ -2,7 +2,7 @@
 // sgd_element, the CPU's functions, on F32 parameters, gradients and state.
 //
 // adamw_update_many is a multi-tensor apply: the host writes a table of the tensors (pointers,
-// numel, weight decay, first chunk), copies it through pinned memory (pinned_staging.h) into a
+// numel, weight decay, first chunk), copies it through pinned memory (multi_tensor.cuh) into a
 // device buffer on the compute stream and launches one grid of one block per chunk of kChunk
 // elements; each block finds its tensor by binary search over the first chunks and updates its
 // slice. Bias corrections are computed once on the host, as the CPU computes them, so each
@@ -19,7 +19,6 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/element_access.cuh"
 #include "kernels/cuda/multi_tensor.cuh"
-#include "kernels/cuda/pinned_staging.h"
 
 namespace ternion::cuda {
 
@@ -119,22 +118,11 @@ void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h) 
     chunks += (n + kChunk - 1) / kChunk;
   }
   if (table.empty()) return;
-  constexpr long long kMaxGrid = 2147483647;
-  TN_CHECK(chunks <= kMaxGrid, "adamw_update_many (cuda): ", chunks, " chunks exceed the grid");
-  TN_CHECK(table.size() <= 2147483647u, "adamw_update_many (cuda): too many tensors");
-  // The table goes host -> pinned staging -> device buffer (from the caching allocator: the
-  // same size every step, so the same cached block, reused only by work enqueued after this
-  // kernel on the compute stream).
-  const std::size_t table_bytes = table.size() * sizeof(AdamWTableEntry);
-  Tensor device_table = Tensor::empty(
-      {static_cast<std::int64_t>((table_bytes + sizeof(std::int32_t) - 1) / sizeof(std::int32_t))},
-      DType::I32, tensors.front().param.device());
-  auto* device_entries = reinterpret_cast<AdamWTableEntry*>(device_table.data<std::int32_t>());
-  TN_CHECK(reinterpret_cast<std::uintptr_t>(device_entries) % alignof(AdamWTableEntry) == 0,
-           "adamw_update_many (cuda): table buffer is not aligned");
-  copy_table_to_device(device_entries, table.data(), table_bytes, stream);
-  adamw_many_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(
-      device_entries, static_cast<int>(table.size()), adamw_constants(h));
+  const detail::DeviceTable<AdamWTableEntry> device_table(table, chunks,
+                                                          tensors.front().param.device(), stream,
+                                                          "adamw_update_many");
+  adamw_many_kernel<<<device_table.grid(), kThreads, 0, stream>>>(
+      device_table.entries(), device_table.size(), adamw_constants(h));
   TN_CUDA_CHECK_LAUNCH();
 }
 

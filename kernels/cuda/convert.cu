@@ -15,7 +15,6 @@
 #include "kernels/cuda/element_access.cuh"
 #include "kernels/cuda/elementwise_map.cuh"
 #include "kernels/cuda/multi_tensor.cuh"
-#include "kernels/cuda/pinned_staging.h"
 
 namespace ternion::cuda {
 
@@ -55,20 +54,11 @@ void convert_many_f32_to_bf16(std::span<Tensor> outs, std::span<const Tensor> in
     chunks += (n + kChunk - 1) / kChunk;
   }
   if (table.empty()) return;
-  TN_CHECK(chunks <= 2147483647LL && table.size() <= 2147483647u,
-           "convert_many (cuda): ", chunks, " chunks exceed the grid");
   cudaStream_t stream = compute_stream();
-  // The table in a device buffer from the caching allocator, filled through pinned staging.
-  const std::size_t table_bytes = table.size() * sizeof(ConvertTableEntry);
-  Tensor device_table = Tensor::empty(
-      {static_cast<std::int64_t>((table_bytes + sizeof(std::int32_t) - 1) / sizeof(std::int32_t))},
-      DType::I32, outs.front().device());
-  auto* device_entries = reinterpret_cast<ConvertTableEntry*>(device_table.data<std::int32_t>());
-  TN_CHECK(reinterpret_cast<std::uintptr_t>(device_entries) % alignof(ConvertTableEntry) == 0,
-           "convert_many (cuda): table buffer is not aligned");
-  copy_table_to_device(device_entries, table.data(), table_bytes, stream);
-  convert_many_kernel<<<static_cast<unsigned>(chunks), detail::kThreads, 0, stream>>>(
-      device_entries, static_cast<int>(table.size()));
+  const detail::DeviceTable<ConvertTableEntry> device_table(table, chunks, outs.front().device(),
+                                                            stream, "convert_many");
+  convert_many_kernel<<<device_table.grid(), detail::kThreads, 0, stream>>>(
+      device_table.entries(), device_table.size());
   TN_CUDA_CHECK_LAUNCH();
 }
 

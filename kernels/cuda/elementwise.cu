@@ -21,7 +21,6 @@
 #include "kernels/cuda/element_access.cuh"
 #include "kernels/cuda/elementwise_map.cuh"
 #include "kernels/cuda/multi_tensor.cuh"
-#include "kernels/cuda/pinned_staging.h"
 
 namespace ternion::cuda {
 
@@ -136,29 +135,22 @@ std::vector<double> sums_of_squares(std::span<const Tensor> xs) {
     chunks += (n + kReductionChunk - 1) / kReductionChunk;
   }
   if (table.empty()) return sums;
-  TN_CHECK(chunks <= 2147483647LL && table.size() <= 2147483647u,
-           "sums_of_squares (cuda): ", chunks, " chunks exceed the grid");
 
   cudaStream_t stream = compute_stream();
   const Device device = xs[tensor_of_entry.front()].device();
-  // The table and one double per chunk, in I32 and F32 tensors from the caching allocator
-  // (cudaMalloc's blocks are 256-byte aligned).
-  const std::size_t table_bytes = table.size() * sizeof(SquaresTableEntry);
-  Tensor device_table = Tensor::empty(
-      {static_cast<std::int64_t>((table_bytes + sizeof(std::int32_t) - 1) / sizeof(std::int32_t))},
-      DType::I32, device);
-  auto* device_entries = reinterpret_cast<SquaresTableEntry*>(device_table.data<std::int32_t>());
+  const detail::DeviceTable<SquaresTableEntry> device_table(table, chunks, device, stream,
+                                                            "sums_of_squares");
+  // One double per chunk, in an F32 tensor of twice the length (cudaMalloc's blocks are
+  // 256-byte aligned).
   Tensor scratch = Tensor::empty({2 * chunks}, DType::F32, device);
   auto* partials = reinterpret_cast<double*>(scratch.data<float>());
-  TN_CHECK(reinterpret_cast<std::uintptr_t>(device_entries) % alignof(SquaresTableEntry) == 0 &&
-               reinterpret_cast<std::uintptr_t>(partials) % alignof(double) == 0,
+  TN_CHECK(reinterpret_cast<std::uintptr_t>(partials) % alignof(double) == 0,
            "sums_of_squares (cuda): scratch is not aligned");
-  copy_table_to_device(device_entries, table.data(), table_bytes, stream);
   detail::dispatch_float_dtype(xs[tensor_of_entry.front()].dtype(), "sums_of_squares",
                                [&](auto elem) {
     using Elem = decltype(elem);
-    sums_of_squares_kernel<Elem><<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(
-        partials, device_entries, static_cast<int>(table.size()));
+    sums_of_squares_kernel<Elem><<<device_table.grid(), kThreads, 0, stream>>>(
+        partials, device_table.entries(), device_table.size());
     TN_CUDA_CHECK_LAUNCH();
   });
   std::vector<double> host_partials(static_cast<std::size_t>(chunks));
