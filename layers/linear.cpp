@@ -106,7 +106,7 @@ RowParallelLinear::RowParallelLinear(std::string name, std::int64_t in_features,
     bias_ = make_parameter(name + ".bias", {out_features}, ParameterInit::Zeros, 0.0f,
                            /*weight_decay=*/false);
   // Under sequence parallelism each rank adds the bias to its own tokens only.
-  if (has_bias_) bias_.tensor_parallel_partial_grad = tp.sequence_parallel;
+  if (has_bias_) bias_.tensor_parallel_partial_grad = tp.sequence_parallel && tp.active();
 }
 
 Tensor RowParallelLinear::forward(const Tensor& input, ActivationContext& ctx) {

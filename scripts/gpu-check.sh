@@ -370,7 +370,8 @@ kernels_bench() {
   local rc=${PIPESTATUS[0]}
   grep -q '^device copy' "$work/bench_kernels.txt" || { note "no GPU measured"; return 1; }
   note "$(grep -E '^(cross_entropy forward|layer_norm backward \+|gelu backward \+)' \
-    "$work/bench_kernels.txt" | awk '{print $1, $2, $NF=="copy" ? $(NF-2) : $NF}' | tr '\n' ';')"
+    "$work/bench_kernels.txt" | sed -E 's/ +[0-9.]+ ms +[0-9.]+ GB\/s +([0-9.]+%) of copy/: \1/' |
+    tr '\n' ';')"
   return "$rc"
 }
 
@@ -418,14 +419,18 @@ fmt = lambda mb: f"{mb / 1000:.1f} GB" if mb else "n/a"
 print(f"| {name} | {params / 1e6:.0f}M | {len(steps)} ({warm} warm-up) | {tok_s:,.0f} | {ms:.1f} "
       f"| {achieved:.1f} | {mfu} | {100 * achieved / 989:.1f}% | {fmt(mem)} | {fmt(reserved)} "
       f"| {fmt(smi)} |")
-# Where the step's time went (medians, on the GPU's timeline): forward, backward, gradient
-# reductions and norm, optimizer; what is left of ms/step is the host's share.
-def phase(key):
-    values = [s[key] for s in timed if s.get(key) is not None]
+# Where the step's time went (medians over the timed steps, on the GPU's timeline): forward,
+# backward, gradient reductions and norm, optimizer; ms/step beyond their sum is time the GPU
+# spent outside those spans (waiting for the host between steps and phases).
+def phase(value):
+    values = [v for v in (value(s) for s in timed) if v is not None]
     return statistics.median(values) if values else float("nan")
-forward, both = phase("forward_ms"), phase("forward_backward_ms")
-phases = (f"forward {forward:.1f} ms, backward {both - forward:.1f} ms, "
-          f"gradients {phase('grad_sync_ms'):.1f} ms, optimizer {phase('optimizer_ms'):.1f} ms")
+forward = phase(lambda s: s.get("forward_ms"))
+backward = phase(lambda s: s["forward_backward_ms"] - s["forward_ms"]
+                 if s.get("forward_ms") is not None else None)
+phases = (f"forward {forward:.1f} ms, backward {backward:.1f} ms, "
+          f"gradients {phase(lambda s: s.get('grad_sync_ms')):.1f} ms, "
+          f"optimizer {phase(lambda s: s.get('optimizer_ms')):.1f} ms")
 with open(f"{run}/summary.txt", "w") as f:
     f.write(f"{tok_s:.0f} tokens/s, MFU {mfu}; {phases}\n")
 EOF

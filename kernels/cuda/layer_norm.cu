@@ -216,8 +216,9 @@ __global__ void layer_norm_dx_kernel(Elem* dx, const Elem* dout, const Elem* x,
 constexpr int kMaxFusedPacks = 4;
 constexpr int kMaxFusedCols = kMaxFusedPacks * kWarpSize * detail::kVecWidth;  // 1024
 
+// At most 128 registers, so two blocks fit an SM (GPT-2's 3 packs in F32 wanted 138).
 template <int kPacks, class Elem>
-__global__ void layer_norm_backward_fused_kernel(Elem* dx, float* dweight_partial,
+__global__ void __launch_bounds__(kThreadsPerBlock, 2) layer_norm_backward_fused_kernel(Elem* dx, float* dweight_partial,
                                                  float* dbias_partial, const Elem* dout,
                                                  const Elem* x, const Elem* weight,
                                                  const float* mean, const float* rstd,
@@ -275,24 +276,28 @@ __global__ void layer_norm_backward_fused_kernel(Elem* dx, float* dweight_partia
   }
 
   // The block's sums: warp 0's, plus warp 1's, ... in warp order (each lane owns its columns).
+  // Shared memory holds column (p * 32 + lane) * N + k at slot (p * N + k) * 32 + lane, so a
+  // warp's 32 lanes touch 32 consecutive words (no bank conflicts).
   for (int w = 0; w < kRowsPerBlock; ++w) {
     if (warp == w) {
 #pragma unroll
       for (int p = 0; p < kPacks; ++p) {
-        const int c = (p * kWarpSize + lane) * N;
-        if (c >= cols) continue;
+        if ((p * kWarpSize + lane) * N >= cols) continue;
 #pragma unroll
         for (int k = 0; k < N; ++k) {
-          block_dweight[c + k] = (w == 0 ? 0.0f : block_dweight[c + k]) + dweight_sum[p][k];
-          block_dbias[c + k] = (w == 0 ? 0.0f : block_dbias[c + k]) + dbias_sum[p][k];
+          const int slot = (p * N + k) * kWarpSize + lane;
+          block_dweight[slot] = (w == 0 ? 0.0f : block_dweight[slot]) + dweight_sum[p][k];
+          block_dbias[slot] = (w == 0 ? 0.0f : block_dbias[slot]) + dbias_sum[p][k];
         }
       }
     }
     __syncthreads();
   }
   for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x)) {
-    dweight_partial[chunk * cols + c] = block_dweight[c];
-    dbias_partial[chunk * cols + c] = block_dbias[c];
+    const int p = c / (kWarpSize * N), lane_of_c = (c / N) % kWarpSize, k = c % N;
+    const int slot = (p * N + k) * kWarpSize + lane_of_c;
+    dweight_partial[chunk * cols + c] = block_dweight[slot];
+    dbias_partial[chunk * cols + c] = block_dbias[slot];
   }
 }
 
@@ -333,7 +338,9 @@ void backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tensor& dout, co
   if (rows == 0) return;  // nothing to add to dweight, dbias; dx is empty
   cudaStream_t stream = compute_stream();
 
-  // Chunks depend only on `rows`, so the summation order (hence every bit) is fixed per shape.
+  // Chunks depend only on `rows`, so the summation order (hence every bit) is fixed per shape
+  // and path: the one-pass kernel (aligned rows of at most 1024 columns) adds a chunk's rows
+  // warp by warp, the two-kernel path row by row.
   i64 n_chunks = (rows + kMinRowsPerChunk - 1) / kMinRowsPerChunk;
   if (n_chunks > kMaxRowChunks) n_chunks = kMaxRowChunks;
   const i64 rows_per_chunk = (rows + n_chunks - 1) / n_chunks;
