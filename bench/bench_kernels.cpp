@@ -30,6 +30,7 @@
 #include "kernels/embedding.h"
 #include "kernels/gelu.h"
 #include "kernels/layer_norm.h"
+#include "kernels/linear.h"
 #include "kernels/matmul.h"
 #include "kernels/threads.h"
 
@@ -160,6 +161,30 @@ int main(int argc, char** argv) {
                2.0 * rows * ff * width);
   Tensor dx = empty({rows, width});
   report_flops("matmul fc dx = dy W", best_seconds([&] { matmul(dx, h, w_ff, false, false); }),
+               2.0 * rows * ff * width);
+
+  // The MLP's GELU GEMMs: linear_forward / linear_backward_through_gelu (with cuBLASLt's GELU
+  // epilogues in bf16 where they agree with our GELU: logged above) beside the separate passes.
+  Tensor b_ff = random({ff}, 14), pre_ff = empty({rows, ff}), w_proj = random({width, ff}, 15);
+  Tensor db_ff = zeros({ff}), dpre = empty({rows, ff});
+  report_flops("fc + bias + gelu: matmul, bias_add, gelu", best_seconds([&] {
+                 matmul(pre_ff, x, w_ff, false, true);
+                 bias_add_forward(pre_ff, b_ff);
+                 gelu_forward(y_ff, pre_ff);
+               }),
+               2.0 * rows * ff * width);
+  report_flops("fc + bias + gelu: linear_forward", best_seconds([&] {
+                 linear_forward(y_ff, &pre_ff, x, w_ff, &b_ff, LinearActivation::gelu);
+               }),
+               2.0 * rows * ff * width);
+  report_flops("proj dx through gelu: matmul, gelu bwd+db", best_seconds([&] {
+                 matmul(dpre, x, w_proj, false, false);
+                 gelu_backward(dpre, pre_ff, dpre, &db_ff);
+               }),
+               2.0 * rows * ff * width);
+  report_flops("proj dx through gelu: one op", best_seconds([&] {
+                 linear_backward_through_gelu(dpre, x, w_proj, pre_ff, &db_ff);
+               }),
                2.0 * rows * ff * width);
 
   Tensor wte = random({vocab, width}, 4), logits = empty({rows, vocab});

@@ -1,5 +1,7 @@
 #include "kernels/linear.h"
 
+#include <utility>
+
 #include "framework/features.h"
 #include "kernels/bias_add.h"
 #include "kernels/gelu.h"
@@ -80,6 +82,10 @@ void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const 
     affine_unfused(affine, x, w, bias);
   } else {
 #if TN_HAVE_CUDA
+    // One GEMM writing the pre-activation and its GELU, where that is ours and fits.
+    if (gelu && x.dtype() == DType::BF16 && cuda::gelu_epilogues_agree() &&
+        cuda::matmul_bias_gelu(out, affine, x, w, bias))
+      return;
     // One GEMM with the bias epilogue where cuBLASLt has one for this problem, else two passes.
     if (bias == nullptr || !cuda::matmul_bias(affine, x, w, *bias))
       affine_unfused(affine, x, w, bias);
@@ -88,6 +94,39 @@ void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const 
 #endif
   }
   if (gelu) gelu_forward(out, affine);
+}
+
+void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& w,
+                                  const Tensor& pre_activation, Tensor* dbias) {
+  TN_CHECK(is_float(dy.dtype()) && dy.dim() == 2 && dy.is_contiguous(),
+           "linear_backward_through_gelu: dy must be a contiguous 2-D f32 or bf16 tensor ",
+           "[rows, n], got ", dy.str());
+  for (const auto& [what, t] : {std::pair<const char*, const Tensor*>{"w", &w},
+                                {"pre_activation", &pre_activation},
+                                {"dpre", &dpre}}) {
+    TN_CHECK(t->dim() == 2 && t->is_contiguous() && t->dtype() == dy.dtype() &&
+                 t->device() == dy.device(),
+             "linear_backward_through_gelu: ", what, " ", t->str(),
+             " must be a contiguous 2-D tensor of dy's dtype on dy's device (dy ", dy.str(), ")");
+  }
+  const std::int64_t rows = dy.size(0), n = dy.size(1), k = w.size(1);
+  TN_CHECK(w.size(0) == n && dpre.size(0) == rows && dpre.size(1) == k &&
+               pre_activation.shape() == dpre.shape(),
+           "linear_backward_through_gelu: dpre ", shape_str(dpre.shape()), " = gelu'(pre ",
+           shape_str(pre_activation.shape()), ") * (dy ", shape_str(dy.shape()), " @ w ",
+           shape_str(w.shape()), ") (dy [rows, n], w [n, k], pre and dpre [rows, k])");
+  TN_CHECK(dpre.numel() == 0 || dpre.raw_data() != pre_activation.raw_data(),
+           "linear_backward_through_gelu: dpre and pre_activation must be different tensors");
+  // dbias is checked by gelu_backward / bias_add_backward.
+#if TN_HAVE_CUDA
+  if (!dy.device().is_cpu() && dy.dtype() == DType::BF16 && cuda::gelu_epilogues_agree() &&
+      cuda::matmul_dgelu(dpre, dy, w, pre_activation)) {
+    if (dbias != nullptr) bias_add_backward(*dbias, dpre);
+    return;
+  }
+#endif
+  matmul(dpre, dy, w, false, false);
+  gelu_backward(dpre, pre_activation, dpre, dbias);
 }
 
 }  // namespace ternion

@@ -8,13 +8,17 @@
 //
 // CPU: matmul, bias_add_forward and gelu_forward in that order, bit for bit what calling them
 // one by one gives. CUDA: the bias rides on the GEMM as cuBLASLt's bias epilogue (one pass over
-// [rows, n] instead of two); where cuBLASLt offers no algorithm for it (or the bias pointer is
-// not 16-byte aligned) the unfused kernels run instead, chosen at run time. GELU stays the
-// separate gelu kernel: cuBLASLt does not document which GELU its GELU epilogues compute, so
-// they cannot be trusted to be ours.
+// [rows, n] instead of two); in BF16 with GELU, bias and GELU both do (GELU_AUX_BIAS: the GEMM
+// writes pre_activation and out, and GELU is taken of the F32 sum before it is rounded). The
+// GELU epilogue is used only where cuda::gelu_epilogues_agree(), a run-time check that
+// cuBLASLt's GELU is ours (cuBLASLt does not document which GELU it computes). Where cuBLASLt
+// offers no algorithm for an epilogue (or a pointer is not 16-byte aligned, or n is not a
+// multiple of 8 for GELU) the unfused kernels run instead, chosen at run time.
 //
 // The backward is the caller's (layers/linear.cpp): gelu_backward on pre_activation, then
-//   dx = dy W, dW += dy^T x, db += sum_rows dy.
+//   dx = dy W, dW += dy^T x, db += sum_rows dy;
+// where this layer's input is the previous layer's GELU output (the MLP), dx goes on through
+// that GELU in the same op, linear_backward_through_gelu below.
 #pragma once
 
 #include "framework/tensor.h"
@@ -27,5 +31,16 @@ const char* linear_activation_name(LinearActivation activation);
 
 void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const Tensor& w,
                     const Tensor* bias, LinearActivation activation);
+
+// The input gradient of a linear layer whose input was gelu(pre_activation), taken on through
+// that GELU (the MLP's down projection after the up projection):
+//   dpre [rows, k] = gelu'(pre_activation [rows, k]) * (dy [rows, n] @ w [n, k])
+//   dbias (F32 [k], may be null: the GELU layer's bias gradient) += column sums of dpre.
+// dy, w, pre_activation, dpre: contiguous, one dtype (F32 or BF16), one device; dpre is
+// overwritten. CPU: matmul, then gelu_backward in place with dbias, bit for bit those ops.
+// CUDA: in BF16 where cuda::gelu_epilogues_agree(), one GEMM with cuBLASLt's DGELU epilogue
+// (gelu' applied to the F32 product before rounding) then bias_add_backward; else as the CPU.
+void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& w,
+                                  const Tensor& pre_activation, Tensor* dbias);
 
 }  // namespace ternion

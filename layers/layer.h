@@ -63,6 +63,15 @@ class ActivationContext {
     slots_.erase(it);
     return out;
   }
+  // `owner`'s slot, left in place (a layer's backward that reads what the layer before it saved).
+  template <class Saved>
+  const Saved& peek(const void* owner) const {
+    auto it = slots_.find(owner);
+    TN_CHECK(it != slots_.end(), "no saved activations to read in this micro-batch");
+    const auto* saved = dynamic_cast<const Saved*>(it->second.get());
+    TN_CHECK(saved != nullptr, "saved activations of the wrong type");
+    return *saved;
+  }
   bool empty() const { return slots_.empty(); }
 
  private:

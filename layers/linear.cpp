@@ -50,22 +50,50 @@ Tensor Linear::forward(const Tensor& input, ActivationContext& ctx) {
 }
 
 Tensor Linear::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  return backward_impl(grad_output, ctx, /*grad_is_pre_activation=*/false, OutputGelu{});
+}
+
+Tensor Linear::backward(const Tensor& grad_output, ActivationContext& ctx,
+                        const OutputGelu& input_gelu) {
+  TN_CHECK(input_gelu.pre_activation != nullptr, name(),
+           ": backward through the input's GELU without its pre-activation");
+  return backward_impl(grad_output, ctx, /*grad_is_pre_activation=*/false, input_gelu);
+}
+
+Tensor Linear::backward_pre_activation(const Tensor& grad_pre_activation, ActivationContext& ctx) {
+  TN_CHECK(activation_ != LinearActivation::none, name(),
+           ": backward_pre_activation on a layer without an activation");
+  return backward_impl(grad_pre_activation, ctx, /*grad_is_pre_activation=*/true, OutputGelu{});
+}
+
+OutputGelu Linear::output_gelu(const ActivationContext& ctx) {
+  TN_CHECK(activation_ == LinearActivation::gelu, name(), ": output_gelu on a layer without GELU");
+  return OutputGelu{&ctx.peek<Saved>(this).pre_activation, has_bias_ ? &bias_.grad : nullptr};
+}
+
+Tensor Linear::backward_impl(const Tensor& grad, ActivationContext& ctx,
+                             bool grad_is_pre_activation, const OutputGelu& input_gelu) {
   const Saved saved = ctx.take<Saved>(this);
-  Tensor dy = grad_output.view({-1, out_features()});
-  bool bias_grad_done = false;
-  if (activation_ == LinearActivation::gelu) {
-    // The gradient of the pre-activation, ours to write (grad_output is the caller's); the
-    // bias's gradient, its column sums, comes with it.
-    Tensor dpre = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
-    gelu_backward(dpre, saved.pre_activation, dy, has_bias_ ? &bias_.grad : nullptr);
-    bias_grad_done = true;
-    dy = dpre;
+  Tensor dz = grad.view({-1, out_features()});  // the gradient of x W^T + b
+  if (!grad_is_pre_activation) {
+    if (activation_ == LinearActivation::gelu) {
+      // Ours to write (grad is the caller's); the bias's gradient, its column sums, comes with it.
+      Tensor dpre = Tensor::empty(dz.shape(), dz.dtype(), dz.device());
+      gelu_backward(dpre, saved.pre_activation, dz, has_bias_ ? &bias_.grad : nullptr);
+      dz = dpre;
+    } else if (has_bias_) {
+      bias_add_backward(bias_.grad, dz);
+    }
   }
-  matmul(weight_.grad, dy, saved.input, true, false, 1.0f, 1.0f);
-  if (has_bias_ && !bias_grad_done) bias_add_backward(bias_.grad, dy);
-  Tensor dx = Tensor::empty({dy.size(0), in_features()}, dy.dtype(), dy.device());
-  matmul(dx, dy, weight_.compute_value(), false, false);
-  return dx.view(with_last(grad_output.shape(), in_features()));
+  matmul(weight_.grad, dz, saved.input, true, false, 1.0f, 1.0f);
+  Tensor dx = Tensor::empty({dz.size(0), in_features()}, dz.dtype(), dz.device());
+  if (input_gelu.pre_activation != nullptr) {
+    const Tensor pre = input_gelu.pre_activation->view({-1, in_features()});
+    linear_backward_through_gelu(dx, dz, weight_.compute_value(), pre, input_gelu.bias_grad);
+  } else {
+    matmul(dx, dz, weight_.compute_value(), false, false);
+  }
+  return dx.view(with_last(grad.shape(), in_features()));
 }
 
 void Linear::collect_parameters(std::vector<Parameter*>& out) {
@@ -86,11 +114,22 @@ Tensor ColumnParallelLinear::forward(const Tensor& input, ActivationContext& ctx
   return local_.forward(x, ctx);
 }
 
-Tensor ColumnParallelLinear::backward(const Tensor& grad_output, ActivationContext& ctx) {
-  Tensor dx = local_.backward(grad_output, ctx);
-  if (tp_.sequence_parallel) return gather_from_sequence_region_backward(dx, tp_);
-  copy_to_tensor_region_backward(dx, tp_);
+namespace {
+// The input gradient's communication: the reverse of the forward's gather or copy.
+Tensor column_parallel_input_grad(Tensor dx, const TensorParallel& tp) {
+  if (tp.sequence_parallel) return gather_from_sequence_region_backward(dx, tp);
+  copy_to_tensor_region_backward(dx, tp);
   return dx;
+}
+}  // namespace
+
+Tensor ColumnParallelLinear::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  return column_parallel_input_grad(local_.backward(grad_output, ctx), tp_);
+}
+
+Tensor ColumnParallelLinear::backward_pre_activation(const Tensor& grad_pre_activation,
+                                                     ActivationContext& ctx) {
+  return column_parallel_input_grad(local_.backward_pre_activation(grad_pre_activation, ctx), tp_);
 }
 
 RowParallelLinear::RowParallelLinear(std::string name, std::int64_t in_features,
@@ -124,11 +163,17 @@ Tensor RowParallelLinear::forward(const Tensor& input, ActivationContext& ctx) {
 }
 
 Tensor RowParallelLinear::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  return backward(grad_output, ctx, OutputGelu{});
+}
+
+Tensor RowParallelLinear::backward(const Tensor& grad_output, ActivationContext& ctx,
+                                   const OutputGelu& input_gelu) {
   if (has_bias_) bias_add_backward(bias_.grad, grad_output.view({-1, grad_output.size(-1)}));
   const Tensor dy = tp_.sequence_parallel
                         ? reduce_scatter_to_sequence_region_backward(grad_output, tp_)
                         : reduce_from_tensor_region_backward(grad_output, tp_);
-  return local_.backward(dy, ctx);
+  return input_gelu.pre_activation != nullptr ? local_.backward(dy, ctx, input_gelu)
+                                              : local_.backward(dy, ctx);
 }
 
 void RowParallelLinear::collect_parameters(std::vector<Parameter*>& out) {

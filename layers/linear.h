@@ -18,6 +18,12 @@
 //   the reduction.
 // A column-parallel activation is applied to this rank's features alone: GELU is elementwise,
 // so it commutes with the split by output features.
+//
+// Backward through a GELU in one GEMM (the MLP): the layer after a GELU layer can take its
+// input gradient on through that GELU, `backward(grad, ctx, gelu_layer.output_gelu(ctx))`,
+// which gives the GELU layer's pre-activation gradient (and accumulates its bias gradient);
+// the GELU layer then continues with `backward_pre_activation`. On CUDA in bf16 that is one
+// GEMM with cuBLASLt's DGELU epilogue (kernels/linear.h: linear_backward_through_gelu).
 #pragma once
 
 #include "kernels/linear.h"
@@ -34,6 +40,13 @@ struct WeightShard {
   std::int64_t index = 0;
 };
 
+// A GELU layer's saved pre-activation and its bias gradient (null without a bias), for the
+// backward of the layer that consumed its output.
+struct OutputGelu {
+  const Tensor* pre_activation = nullptr;
+  Tensor* bias_grad = nullptr;
+};
+
 class Linear : public Layer {
  public:
   // in_features / out_features are the whole layer's.
@@ -42,6 +55,14 @@ class Linear : public Layer {
          LinearActivation activation = LinearActivation::none);
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
+  // The input was input_gelu's layer's output: returns that layer's pre-activation gradient
+  // and accumulates its bias gradient.
+  Tensor backward(const Tensor& grad_output, ActivationContext& ctx, const OutputGelu& input_gelu);
+  // A GELU layer's backward from its pre-activation's gradient (its bias gradient already
+  // accumulated by the consumer's backward through output_gelu).
+  Tensor backward_pre_activation(const Tensor& grad_pre_activation, ActivationContext& ctx);
+  // This micro-batch's pre-activation and the bias gradient (a GELU layer, after forward).
+  OutputGelu output_gelu(const ActivationContext& ctx);
   void collect_parameters(std::vector<Parameter*>& out) override;
 
   // The local weight's feature counts.
@@ -53,6 +74,11 @@ class Linear : public Layer {
     Tensor input;           // [rows, in_features]
     Tensor pre_activation;  // [rows, out_features], x W^T + b; only with an activation
   };
+  // grad_is_pre_activation: the activation's backward (and the bias's) was done by the
+  // consumer; input_gelu.pre_activation not null: go on through the previous layer's GELU.
+  Tensor backward_impl(const Tensor& grad, ActivationContext& ctx, bool grad_is_pre_activation,
+                       const OutputGelu& input_gelu);
+
   Parameter weight_;
   Parameter bias_;
   bool has_bias_;
@@ -66,6 +92,9 @@ class ColumnParallelLinear : public Layer {
                        LinearActivation activation = LinearActivation::none);
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
+  // As Linear's (this rank's features), the input gradient's communication included.
+  Tensor backward_pre_activation(const Tensor& grad_pre_activation, ActivationContext& ctx);
+  OutputGelu output_gelu(const ActivationContext& ctx) { return local_.output_gelu(ctx); }
   void collect_parameters(std::vector<Parameter*>& out) override { local_.collect_parameters(out); }
 
  private:
@@ -79,6 +108,8 @@ class RowParallelLinear : public Layer {
                     bool bias, float init_std, const TensorParallel& tp);
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
+  // The input was input_gelu's layer's output (this rank's features of it): as Linear's.
+  Tensor backward(const Tensor& grad_output, ActivationContext& ctx, const OutputGelu& input_gelu);
   void collect_parameters(std::vector<Parameter*>& out) override;
 
  private:

@@ -34,6 +34,25 @@ void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, boo
 // k = 0: the caller then runs matmul + bias_add_forward.
 bool matmul_bias(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias);
 
+// The MLP's GEMMs with cuBLASLt's GELU epilogues, BF16 only (kernels/cuda/matmul.cpp):
+//   matmul_bias_gelu: pre_activation [rows, n] = x [rows, k] @ w [n, k]^T (+ bias [n]) and
+//     out [rows, n] = gelu(pre_activation), both written by the GEMM (GELU_AUX(_BIAS));
+//   matmul_dgelu: dx [rows, n] = (dy [rows, k] @ w [k, n]) * gelu'(pre_activation [rows, n])
+//     (DGELU; the product is multiplied in F32, then rounded once).
+// Each returns false, having launched nothing, where cuBLASLt has no algorithm for it, n is not
+// a multiple of 8, the pre-activation or bias is not 16-byte aligned, or k = 0. Callers use
+// them only where gelu_epilogues_agree().
+bool matmul_bias_gelu(Tensor& out, Tensor& pre_activation, const Tensor& x, const Tensor& w,
+                      const Tensor* bias);
+bool matmul_dgelu(Tensor& dx, const Tensor& dy, const Tensor& w, const Tensor& pre_activation);
+
+// Whether cuBLASLt's GELU epilogues compute GPT-2's GELU (the tanh form, kernels/gelu_math.h)
+// on this device, to bf16's rounding: cuBLASLt does not say which GELU it computes. Decided
+// once per process on first call (kernels/cuda/gelu_epilogue_check.cpp: both epilogues on a
+// sweep of pre-activations over [-8, 8] against the tanh form in double, synchronising the
+// device once), and logged with the largest deviation found.
+bool gelu_epilogues_agree();
+
 // out [rows, n] += bias [n] (out F32/BF16, bias the same dtype); dbias (F32) += column sums.
 void bias_add_forward(Tensor& out, const Tensor& bias);
 void bias_add_backward(Tensor& dbias, const Tensor& dout);

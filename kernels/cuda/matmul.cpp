@@ -24,12 +24,21 @@
 // D's type (which is why linear_forward wants bias in out's dtype); the heuristic reads the bias
 // pointer for its alignment, so the pointer is set on the descriptor before the heuristic runs
 // and the bias's alignment is part of the cache key.
+//
+// matmul_bias_gelu and matmul_dgelu (BF16, for linear_forward and linear_backward_through_gelu)
+// use the GELU epilogues. The auxiliary matrix (the pre-activation, written by GELU_AUX(_BIAS),
+// read by DGELU) is laid out as D: out^T [N, M] column-major, leading dimension N, which
+// cuBLASLt wants divisible by 8; its type defaults to D's. DGELU multiplies the GEMM's F32
+// result by gelu'(aux) before rounding to D's type. Whether cuBLASLt's GELU is GPT-2's tanh
+// GELU is not documented: kernels/cuda/gelu_epilogue_check.cpp finds out at run time, and the
+// callers use these two only where it agrees.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -49,6 +58,10 @@ constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 // epilogue (Marian NMT) report alignment errors below 16 bytes. A tensor owning its storage
 // starts a cudaMalloc block (256-byte aligned), so only offset views fall back.
 constexpr std::uint32_t kMinBiasAlignment = 16;
+// The same minimum for the GELU epilogues' auxiliary matrix, and the divisor its leading
+// dimension (N) must have.
+constexpr std::uint32_t kMinAuxAlignment = 16;
+constexpr std::int64_t kAuxLeadingDimensionDivisor = 8;
 
 cudaDataType_t cuda_dtype(DType dtype) {
   switch (dtype) {
@@ -71,6 +84,49 @@ std::uint32_t alignment_of(const void* pointer) {
   return alignment;
 }
 
+enum class Epilogue : std::uint8_t { none, bias, gelu_aux, gelu_aux_bias, dgelu };
+
+cublasLtEpilogue_t cublas_epilogue(Epilogue epilogue) {
+  switch (epilogue) {
+    case Epilogue::none:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+    case Epilogue::bias:
+      return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::gelu_aux:
+      return CUBLASLT_EPILOGUE_GELU_AUX;
+    case Epilogue::gelu_aux_bias:
+      return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case Epilogue::dgelu:
+      return CUBLASLT_EPILOGUE_DGELU;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+const char* epilogue_name(Epilogue epilogue) {
+  switch (epilogue) {
+    case Epilogue::none:
+      return "";
+    case Epilogue::bias:
+      return " + bias";
+    case Epilogue::gelu_aux:
+      return ", then GELU (pre-activation saved)";
+    case Epilogue::gelu_aux_bias:
+      return " + bias, then GELU (pre-activation saved)";
+    case Epilogue::dgelu:
+      return ", times gelu'(pre-activation)";
+  }
+  return "?";
+}
+
+// What the GEMM does after the product, and the device pointers that needs. The bias has D's
+// length and type; aux is the GELU epilogues' pre-activation, D's layout and type.
+struct EpilogueOperands {
+  Epilogue epilogue = Epilogue::none;
+  const void* bias = nullptr;  // bias, gelu_aux_bias
+  const void* aux = nullptr;   // gelu_aux, gelu_aux_bias (written); dgelu (read)
+  std::int64_t aux_ld = 0;     // with aux: N, D's leading dimension
+};
+
 // Owned cuBLASLt descriptors (destroyed without throwing).
 class MatmulDesc {
  public:
@@ -88,13 +144,21 @@ class MatmulDesc {
     TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &second,
                                                    sizeof second));
   }
-  // CUBLASLT_EPILOGUE_BIAS with `bias` (device memory, D's dtype, length = rows of D).
-  void set_bias_epilogue(const void* bias) {
-    const std::uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;  // the attribute is a uint32_t
+  // The epilogue and its operands (see EpilogueOperands).
+  void set_epilogue(const EpilogueOperands& operands) {
+    const std::uint32_t epilogue = cublas_epilogue(operands.epilogue);  // the attribute is a uint32_t
     TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                    sizeof epilogue));
-    TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                   sizeof bias));
+    if (operands.bias != nullptr) {
+      TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                     &operands.bias, sizeof operands.bias));
+    }
+    if (operands.aux != nullptr) {
+      TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+          desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &operands.aux, sizeof operands.aux));
+      TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                     &operands.aux_ld, sizeof operands.aux_ld));
+    }
   }
   cublasLtMatmulDesc_t get() const { return desc_; }
 
@@ -139,8 +203,6 @@ class MatmulPreference {
   cublasLtMatmulPreference_t preference_ = nullptr;
 };
 
-enum class Epilogue : std::uint8_t { none, bias };
-
 // Everything the heuristic's choice depends on.
 struct GemmKey {
   std::int64_t m, n, k;
@@ -149,6 +211,7 @@ struct GemmKey {
   std::uint32_t align_a, align_b, align_out;
   Epilogue epilogue;
   std::uint32_t align_bias;  // 0 without a bias
+  std::uint32_t align_aux;   // 0 without an auxiliary matrix
   auto operator<=>(const GemmKey&) const = default;
 };
 
@@ -178,16 +241,17 @@ LtContext& lt_context() {
 std::string describe(const GemmKey& key) {
   return ::ternion::detail::concat(
       "out [", key.m, ", ", key.n, "] = op(a)", key.transpose_a ? "^T" : "", " @ op(b)",
-      key.transpose_b ? "^T" : "", key.epilogue == Epilogue::bias ? " + bias" : "", " with K ",
-      key.k, ", ", dtype_name(key.input), " inputs, ", dtype_name(key.output),
-      " output, alignments a ", key.align_a, " b ", key.align_b, " out ", key.align_out,
-      key.epilogue == Epilogue::bias ? " bias " : "",
-      key.epilogue == Epilogue::bias ? std::to_string(key.align_bias) : "", " bytes");
+      key.transpose_b ? "^T" : "", epilogue_name(key.epilogue), " with K ", key.k, ", ",
+      dtype_name(key.input), " inputs, ", dtype_name(key.output), " output, alignments a ",
+      key.align_a, " b ", key.align_b, " out ", key.align_out,
+      key.align_bias != 0 ? " bias " : "",
+      key.align_bias != 0 ? std::to_string(key.align_bias) : "",
+      key.align_aux != 0 ? " pre-activation " : "",
+      key.align_aux != 0 ? std::to_string(key.align_aux) : "", " bytes");
 }
 
-// `bias` null: no epilogue.
 GemmKey gemm_key(const Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a,
-                 bool transpose_b, const Tensor* bias) {
+                 bool transpose_b, const EpilogueOperands& epilogue) {
   return GemmKey{a.size(transpose_a ? 1 : 0),
                  b.size(transpose_b ? 0 : 1),
                  a.size(transpose_a ? 0 : 1),
@@ -198,15 +262,16 @@ GemmKey gemm_key(const Tensor& out, const Tensor& a, const Tensor& b, bool trans
                  alignment_of(a.raw_data()),
                  alignment_of(b.raw_data()),
                  alignment_of(out.raw_data()),
-                 bias != nullptr ? Epilogue::bias : Epilogue::none,
-                 bias != nullptr ? alignment_of(bias->raw_data()) : 0};
+                 epilogue.epilogue,
+                 epilogue.bias != nullptr ? alignment_of(epilogue.bias) : 0,
+                 epilogue.aux != nullptr ? alignment_of(epilogue.aux) : 0};
 }
 
-// out = alpha * op(a) @ op(b) + beta * out, plus `bias` (length N, out's dtype) on every row of
-// out when not null, with the heuristic's (cached) algorithm. M, N, K > 0. Returns false,
-// having launched nothing, where cuBLASLt has no algorithm for the problem.
+// out = alpha * op(a) @ op(b) + beta * out, then the epilogue, with the heuristic's (cached)
+// algorithm. M, N, K > 0. Returns false, having launched nothing, where cuBLASLt has no
+// algorithm for the problem.
 bool run_gemm(const GemmKey& key, Tensor& out, const Tensor& a, const Tensor& b, float alpha,
-              float beta, const Tensor* bias) {
+              float beta, const EpilogueOperands& epilogue) {
   cudaStream_t stream = compute_stream();
   const std::int64_t m = key.m, n = key.n, k = key.k;
   const bool transpose_a = key.transpose_a, transpose_b = key.transpose_b;
@@ -216,7 +281,8 @@ bool run_gemm(const GemmKey& key, Tensor& out, const Tensor& a, const Tensor& b,
   // out^T [N, M] = op(b)^T [N, K] @ op(a)^T [K, M], column-major (see the top of the file).
   MatmulDesc desc;
   desc.set_transposes(transpose_b, transpose_a);
-  if (bias != nullptr) desc.set_bias_epilogue(bias->raw_data());  // before the heuristic
+  // Before the heuristic, which reads the epilogue's pointers for their alignment.
+  if (epilogue.epilogue != Epilogue::none) desc.set_epilogue(epilogue);
   const MatrixLayout b_layout(input_type, transpose_b ? k : n, transpose_b ? n : k);
   const MatrixLayout a_layout(input_type, transpose_a ? m : k, transpose_a ? k : m);
   const MatrixLayout out_layout(output_type, n, m);
@@ -275,8 +341,8 @@ void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, boo
   }
   TN_CHECK(a.dtype() == b.dtype(), "matmul (cuda): a ", a.str(), " and b ", b.str(),
            " differ in dtype");
-  const GemmKey key = gemm_key(out, a, b, transpose_a, transpose_b, /*bias=*/nullptr);
-  TN_CHECK_AS(CudaError, run_gemm(key, out, a, b, alpha, beta, /*bias=*/nullptr),
+  const GemmKey key = gemm_key(out, a, b, transpose_a, transpose_b, EpilogueOperands{});
+  TN_CHECK_AS(CudaError, run_gemm(key, out, a, b, alpha, beta, EpilogueOperands{}),
               "matmul (cuda): cuBLASLt has no algorithm for ", describe(key));
 }
 
@@ -291,8 +357,70 @@ bool matmul_bias(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bi
            " @ w ", shape_str(w.shape()), "^T + bias ", shape_str(bias.shape()));
   if (m == 0 || n == 0) return true;  // nothing to write
   if (k == 0 || alignment_of(bias.raw_data()) < kMinBiasAlignment) return false;
-  const GemmKey key = gemm_key(out, x, w, /*transpose_a=*/false, /*transpose_b=*/true, &bias);
-  return run_gemm(key, out, x, w, /*alpha=*/1.0f, /*beta=*/0.0f, &bias);
+  EpilogueOperands epilogue;
+  epilogue.epilogue = Epilogue::bias;
+  epilogue.bias = bias.raw_data();
+  const GemmKey key = gemm_key(out, x, w, /*transpose_a=*/false, /*transpose_b=*/true, epilogue);
+  return run_gemm(key, out, x, w, /*alpha=*/1.0f, /*beta=*/0.0f, epilogue);
+}
+
+namespace {
+
+// Whether a GELU epilogue may be asked for: BF16 everywhere, the auxiliary matrix aligned and
+// its leading dimension (n) divisible as cuBLASLt wants, and a product to compute.
+bool gelu_epilogue_fits(const Tensor& pre_activation, std::int64_t n, std::int64_t k) {
+  return k > 0 && n % kAuxLeadingDimensionDivisor == 0 &&
+         alignment_of(pre_activation.raw_data()) >= kMinAuxAlignment;
+}
+
+void check_bf16(const char* op, std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors) {
+    TN_CHECK(t->dtype() == DType::BF16 && t->is_contiguous() && t->dim() == 2, op,
+             " (cuda): every operand must be a contiguous 2-D bf16 tensor, got ", t->str());
+  }
+}
+
+}  // namespace
+
+bool matmul_bias_gelu(Tensor& out, Tensor& pre_activation, const Tensor& x, const Tensor& w,
+                      const Tensor* bias) {
+  check_bf16("matmul_bias_gelu", {&out, &pre_activation, &x, &w});
+  const std::int64_t m = x.size(0), k = x.size(1), n = w.size(0);
+  TN_CHECK(w.size(1) == k && out.size(0) == m && out.size(1) == n &&
+               pre_activation.shape() == out.shape() &&
+               (bias == nullptr || (bias->dtype() == DType::BF16 && bias->dim() == 1 &&
+                                    bias->size(0) == n)),
+           "matmul_bias_gelu (cuda): out ", out.str(), " and pre_activation ",
+           pre_activation.str(), " = x ", x.str(), " @ w ", w.str(), "^T",
+           bias != nullptr ? " + bias " : "", bias != nullptr ? bias->str() : "");
+  if (m == 0 || n == 0) return true;  // nothing to write
+  if (!gelu_epilogue_fits(pre_activation, n, k) ||
+      (bias != nullptr && alignment_of(bias->raw_data()) < kMinBiasAlignment))
+    return false;
+  EpilogueOperands epilogue;
+  epilogue.epilogue = bias != nullptr ? Epilogue::gelu_aux_bias : Epilogue::gelu_aux;
+  epilogue.bias = bias != nullptr ? bias->raw_data() : nullptr;
+  epilogue.aux = pre_activation.raw_data();
+  epilogue.aux_ld = n;
+  const GemmKey key = gemm_key(out, x, w, /*transpose_a=*/false, /*transpose_b=*/true, epilogue);
+  return run_gemm(key, out, x, w, /*alpha=*/1.0f, /*beta=*/0.0f, epilogue);
+}
+
+bool matmul_dgelu(Tensor& dx, const Tensor& dy, const Tensor& w, const Tensor& pre_activation) {
+  check_bf16("matmul_dgelu", {&dx, &dy, &w, &pre_activation});
+  const std::int64_t m = dy.size(0), k = dy.size(1), n = w.size(1);
+  TN_CHECK(w.size(0) == k && dx.size(0) == m && dx.size(1) == n &&
+               pre_activation.shape() == dx.shape(),
+           "matmul_dgelu (cuda): dx ", dx.str(), " = (dy ", dy.str(), " @ w ", w.str(),
+           ") * gelu'(pre_activation ", pre_activation.str(), ")");
+  if (m == 0 || n == 0) return true;  // nothing to write
+  if (!gelu_epilogue_fits(pre_activation, n, k)) return false;
+  EpilogueOperands epilogue;
+  epilogue.epilogue = Epilogue::dgelu;
+  epilogue.aux = pre_activation.raw_data();
+  epilogue.aux_ld = n;
+  const GemmKey key = gemm_key(dx, dy, w, /*transpose_a=*/false, /*transpose_b=*/false, epilogue);
+  return run_gemm(key, dx, dy, w, /*alpha=*/1.0f, /*beta=*/0.0f, epilogue);
 }
 
 }  // namespace ternion::cuda

@@ -1,8 +1,11 @@
 // linear_forward on the GPU (cuBLASLt's bias epilogue, or the unfused kernels where cuBLASLt
 // has no algorithm for it) against the CPU op, F32 tightly and BF16 to its rounding, for every
 // activation, with and without bias, with widths n that are and are not multiples of 8; a
-// misaligned bias (which must take the unfused path) against an aligned one; and the Linear
-// layer with GELU, forward and every gradient, against the same layer on the CPU.
+// misaligned bias (which must take the unfused path) against an aligned one; the Linear
+// layer with GELU, forward and every gradient, against the same layer on the CPU; cuBLASLt's
+// GELU epilogues (the run-time check's verdict, the fused GEMMs against the CPU ops to bf16's
+// rounding); linear_backward_through_gelu against the CPU op; and the bf16 MLP (both GELU
+// epilogues where they agree) forward and gradients against the F32 MLP on the CPU.
 #include <iostream>
 #include <string>
 
@@ -11,6 +14,7 @@
 #include "kernels/linear.h"
 #include "layers/linear.h"
 #include "layers/mixed_precision.h"
+#include "layers/mlp.h"
 
 namespace ternion::test {
 namespace {
@@ -193,5 +197,131 @@ TEST(GpuLinear, GeluLayerForwardAndGradientsMatchCpu) {
   expect_close("layer db", host(gpu_params[1]->grad), host(cpu_params[1]->grad), 2e-5, 1e-5);
 }
 
+bool gelu_epilogues_agree() {
+#if TN_HAVE_CUDA
+  return cuda::gelu_epilogues_agree();
+#else
+  return false;  // never reached: TN_REQUIRE_GPU skips every test in a CPU-only build
+#endif
+}
+
+TEST(GpuLinear, FusedGeluGemmsMatchTheCpuOps) {
+  TN_REQUIRE_GPU();
+  const bool agree = gelu_epilogues_agree();  // logs the verdict and the largest deviation
+  std::cout << "cuBLASLt GELU epilogues agree with GPT-2's GELU: " << (agree ? "yes" : "no")
+            << "\n";
+  if (!agree) GTEST_SKIP() << "cuBLASLt's GELU differs from ours here: the unfused kernels run";
+#if TN_HAVE_CUDA
+  // n multiples of 8 (the epilogue's rule), with and without bias; long and short K.
+  const LinearCase cases[] = {{64, 128, 96}, {37, 29, 64}, {1, 300, 8}};
+  for (const LinearCase& c : cases) {
+    for (bool with_bias : {false, true}) {
+      const std::string label = label_of("bf16 fused", c, with_bias, LinearActivation::gelu);
+      const Tensor x = random_tensor({c.rows, c.k}, 21), w = random_tensor({c.n, c.k}, 22);
+      const Tensor bias = random_tensor({c.n}, 23, -2.0f, 2.0f);
+      const Tensor x16 = round_to_bf16(x), w16 = round_to_bf16(w), bias16 = round_to_bf16(bias);
+      const Result want = run_linear(x16, w16, with_bias ? &bias16 : nullptr,
+                                     LinearActivation::gelu, Device::cpu(), DType::F32);
+      const Tensor gx = to_gpu(x, DType::BF16), gw = to_gpu(w, DType::BF16);
+      const Tensor gbias = to_gpu(bias, DType::BF16);
+      Tensor out = Tensor::empty({c.rows, c.n}, DType::BF16, gpu());
+      Tensor pre = Tensor::empty({c.rows, c.n}, DType::BF16, gpu());
+      ASSERT_TRUE(cuda::matmul_bias_gelu(out, pre, gx, gw, with_bias ? &gbias : nullptr))
+          << label << ": the epilogue passed the check but has no algorithm here";
+      expect_close(label + " out", to_host_floats(out), want.out, 1e-2, 1e-2);
+      expect_close(label + " pre_activation", to_host_floats(pre), want.pre_activation, 1e-2,
+                   1e-2);
+
+      // The backward through this GELU: dx [rows, n] = (dy [rows, m] @ w2 [m, n]) * gelu'(pre).
+      const std::int64_t m = 40;
+      const Tensor dy = random_tensor({c.rows, m}, 24), w2 = random_tensor({m, c.n}, 25);
+      const Tensor pre_host = Tensor::from_vector(to_host_floats(pre), {c.rows, c.n});
+      Tensor want_dx = Tensor::empty({c.rows, c.n});
+      linear_backward_through_gelu(want_dx, round_to_bf16(dy), round_to_bf16(w2), pre_host,
+                                   nullptr);
+      Tensor dx = Tensor::empty({c.rows, c.n}, DType::BF16, gpu());
+      ASSERT_TRUE(cuda::matmul_dgelu(dx, to_gpu(dy, DType::BF16), to_gpu(w2, DType::BF16), pre))
+          << label << ": DGELU passed the check but has no algorithm here";
+      expect_close(label + " dgelu", to_host_floats(dx), want_dx.to_vector(), 1e-2, 1e-2);
+    }
+  }
+  // Outside the epilogue's rules (n not a multiple of 8): refused, nothing launched.
+  Tensor out = Tensor::empty({4, 12}, DType::BF16, gpu()), pre = out.clone();
+  EXPECT_FALSE(cuda::matmul_bias_gelu(out, pre, to_gpu(random_tensor({4, 16}, 26), DType::BF16),
+                                      to_gpu(random_tensor({12, 16}, 27), DType::BF16), nullptr));
+#endif
+}
+
+TEST(GpuLinear, BackwardThroughGeluMatchesCpu) {
+  TN_REQUIRE_GPU();
+  // k = 64 can take the DGELU epilogue in bf16, k = 52 cannot; F32 is always the unfused path.
+  for (std::int64_t k : {64, 52}) {
+    const std::int64_t rows = 33, n = 48;
+    const Tensor dy = random_tensor({rows, n}, 41), w = random_tensor({n, k}, 42);
+    const Tensor pre = random_tensor({rows, k}, 43, -4.0f, 4.0f);
+    const Tensor bias_start = random_tensor({k}, 44);
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const std::string label = std::string(dtype == DType::F32 ? "f32" : "bf16") + " k " +
+                                std::to_string(k);
+      const bool bf16 = dtype == DType::BF16;
+      Tensor want = Tensor::empty({rows, k}), want_bias = bias_start.clone();
+      linear_backward_through_gelu(want, bf16 ? round_to_bf16(dy) : dy,
+                                   bf16 ? round_to_bf16(w) : w, bf16 ? round_to_bf16(pre) : pre,
+                                   &want_bias);
+      Tensor got = Tensor::empty({rows, k}, dtype, gpu());
+      Tensor got_bias = to_gpu(bias_start);
+      linear_backward_through_gelu(got, to_gpu(dy, dtype), to_gpu(w, dtype), to_gpu(pre, dtype),
+                                   &got_bias);
+      const double atol = bf16 ? 1e-2 : f32_atol(n), rtol = bf16 ? 1e-2 : 1e-5;
+      expect_close(label + " dpre", to_host_floats(got), want.to_vector(), atol, rtol);
+      // The bias gradient sums `rows` bf16-rounded values.
+      expect_close(label + " dbias", to_host_floats(got_bias), want_bias.to_vector(),
+                   bf16 ? 5e-2 : 1e-5, bf16 ? 1e-2 : 1e-5);
+    }
+  }
+}
+
+TEST(GpuLinear, Bf16MlpForwardAndGradientsMatchTheF32CpuMlp) {
+  TN_REQUIRE_GPU();
+  ModelConfig config;
+  config.d_model = 64;  // d_ff 256: both GELU epilogues can run
+  config.n_head = 4;
+  config.init_std = 0.1;
+  Mlp cpu_mlp("mlp", config), gpu_mlp("mlp", config);
+  std::vector<Parameter*> cpu_params = cpu_mlp.parameters(), gpu_params = gpu_mlp.parameters();
+  ASSERT_EQ(cpu_params.size(), 4u);
+  for (std::size_t i = 0; i < cpu_params.size(); ++i) {
+    initialize_parameter(*cpu_params[i], 51);
+    initialize_parameter(*gpu_params[i], 51);
+    if (cpu_params[i]->value.dim() == 1) {  // nonzero biases (they initialise to zeros)
+      const Tensor bias = round_to_bf16(random_tensor(cpu_params[i]->value.shape(), 52 + i));
+      cpu_params[i]->value.copy_from(bias);
+      gpu_params[i]->value.copy_from(bias);
+    } else {  // the CPU reference on the weights the bf16 GPU sees
+      cpu_params[i]->value.copy_from(round_to_bf16(cpu_params[i]->value));
+    }
+  }
+  place_parameters(gpu_params, gpu());
+  set_compute_precision(gpu_params, Precision::BF16);
+
+  const Tensor x = round_to_bf16(random_tensor({2, 24, 64}, 53));
+  const Tensor dy = round_to_bf16(random_tensor({2, 24, 64}, 54));
+  ActivationContext cpu_ctx(MicroBatchInfo{}), gpu_ctx(MicroBatchInfo{});
+  const Tensor cpu_y = cpu_mlp.forward(x, cpu_ctx);
+  const Tensor gpu_y = gpu_mlp.forward(to_gpu(x, DType::BF16), gpu_ctx);
+  const Tensor cpu_dx = cpu_mlp.backward(dy, cpu_ctx);
+  const Tensor gpu_dx = gpu_mlp.backward(to_gpu(dy, DType::BF16), gpu_ctx);
+  EXPECT_TRUE(cpu_ctx.empty() && gpu_ctx.empty());
+  EXPECT_EQ(gpu_dx.shape(), x.shape());
+  std::cout << "GELU epilogues " << (gelu_epilogues_agree() ? "used" : "not used") << "\n";
+  expect_close("mlp y", host(gpu_y), host(cpu_y), 2e-2, 2e-2);
+  expect_close("mlp dx", host(gpu_dx), host(cpu_dx), 2e-2, 2e-2);
+  for (std::size_t i = 0; i < cpu_params.size(); ++i) {
+    // Gradients sum 48 rows of bf16 products.
+    expect_close("mlp grad " + cpu_params[i]->name, host(gpu_params[i]->grad),
+                 host(cpu_params[i]->grad), 5e-2, 2e-2);
+  }
+}
+
 }  // namespace
-}  // namespace ternion::test
+}  // namespace ternion

@@ -1,6 +1,7 @@
 // linear_forward on CPU: bit for bit matmul, bias_add_forward and gelu_forward called one by
 // one (what Linear and Mlp ran before the op existed), for every activation, with and without
-// bias, f32 and bf16; the misuse checks name what is wrong.
+// bias, f32 and bf16; linear_backward_through_gelu on CPU: bit for bit matmul then gelu_backward
+// with the bias gradient; the misuse checks name what is wrong.
 #include <string>
 
 #include "kernels/bias_add.h"
@@ -146,6 +147,61 @@ TEST(LinearForward, MisuseNamesTheProblem) {
   expect_error("pre_activation without an activation", [&] {
     linear_forward(out, &pre, x, w, &b, none);
   }, "only written with gelu");
+}
+
+// dpre = gelu'(pre) * (dy @ w), dbias += column sums, against the kernels called one by one.
+void expect_backward_through_gelu_is_composed(DType dtype, bool with_bias) {
+  const std::string label = std::string(dtype_name(dtype)) + (with_bias ? " with" : " without") +
+                            " the bias gradient";
+  const std::int64_t rows = 19, n = 11, k = 24;
+  Tensor dy = random_f32({rows, n}, 31), w = random_f32({n, k}, 32);
+  Tensor pre = random_f32({rows, k}, 33, -4.0f, 4.0f);
+  if (dtype == DType::BF16) {
+    dy = to_bf16(dy);
+    w = to_bf16(w);
+    pre = to_bf16(pre);
+  }
+  const Tensor start = random_f32({k}, 34);  // the bias gradient accumulates onto this
+  Tensor want_dx = Tensor::empty({rows, k}, dtype), want = Tensor::empty({rows, k}, dtype);
+  Tensor want_bias = start.clone(), got_bias = start.clone();
+  matmul(want_dx, dy, w, false, false);
+  gelu_backward(want, pre, want_dx, with_bias ? &want_bias : nullptr);
+
+  Tensor got = Tensor::full({rows, k}, 7.0f);  // overwritten, never read
+  if (dtype == DType::BF16) got = to_bf16(got);
+  linear_backward_through_gelu(got, dy, w, pre, with_bias ? &got_bias : nullptr);
+  test::expect_bitwise_equal(label + " dpre", values(got), values(want));
+  test::expect_bitwise_equal(label + " dbias", got_bias.to_vector(), want_bias.to_vector());
+  if (with_bias) EXPECT_NE(got_bias.to_vector(), start.to_vector()) << label;
+  EXPECT_NE(values(got), values(want_dx)) << label << ": gelu' was applied";
+}
+
+TEST(LinearBackwardThroughGelu, MatchesComposedKernelsBitForBit) {
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (bool with_bias : {false, true}) expect_backward_through_gelu_is_composed(dtype, with_bias);
+}
+
+TEST(LinearBackwardThroughGelu, MisuseNamesTheProblem) {
+  const Tensor dy = Tensor::zeros({4, 3}), w = Tensor::zeros({3, 5}), pre = Tensor::zeros({4, 5});
+  Tensor dpre = Tensor::empty({4, 5}), dbias = Tensor::zeros({5});
+  EXPECT_NO_THROW(linear_backward_through_gelu(dpre, dy, w, pre, &dbias));
+  expect_error("inner dimension", [&] {
+    linear_backward_through_gelu(dpre, dy, Tensor::zeros({4, 5}), pre, nullptr);
+  }, "w [4, 5]");
+  expect_error("pre_activation shape", [&] {
+    linear_backward_through_gelu(dpre, dy, w, Tensor::zeros({4, 6}), nullptr);
+  }, "pre [4, 6]");
+  expect_error("dpre aliasing pre_activation", [&] {
+    Tensor alias = pre;
+    linear_backward_through_gelu(alias, dy, w, pre, nullptr);
+  }, "different tensors");
+  expect_error("mixed dtypes", [&] {
+    linear_backward_through_gelu(dpre, dy, to_bf16(w), pre, nullptr);
+  }, "dy's dtype");
+  expect_error("dbias length", [&] {
+    Tensor short_bias = Tensor::zeros({4});
+    linear_backward_through_gelu(dpre, dy, w, pre, &short_bias);
+  }, "dbias");
 }
 
 }  // namespace

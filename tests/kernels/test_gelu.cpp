@@ -1,8 +1,14 @@
 // GELU: the sigmoid form against GPT-2's tanh formula, backward against finite differences,
 // the f32 op against the f64 template, saturation at large |x|, in-place use, and the
-// backward with the linear layer's bias gradient against backward + bias_add_backward.
+// backward with the linear layer's bias gradient against backward + bias_add_backward; and the
+// run-time check of cuBLASLt's GELU epilogues (kernels/gelu_epilogue_check.h): what it accepts
+// and what it rejects.
 #include <cmath>
 #include <vector>
+
+#include "framework/bfloat16.h"
+#include "kernels/gelu_epilogue_check.h"
+#include "kernels/gelu_math.h"
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/bias_add.h"
@@ -109,6 +115,69 @@ TEST(Gelu, BackwardWithBiasGradientIsBackwardThenBiasAddBackward) {
   Tensor wrong = Tensor::zeros({kCols + 1});
   Tensor dx = Tensor::empty({kRows, kCols});
   EXPECT_THROW(gelu_backward(dx, x, dout, &wrong), InternalError);
+}
+
+// The sweep cuda::gelu_epilogues_agree() judges: [-8, 8], bf16 inputs.
+std::vector<double> epilogue_sweep() {
+  std::vector<double> x;
+  for (int i = 0; i <= 2048; ++i)
+    x.push_back(bf16_to_float(float_to_bf16(static_cast<float>(-8.0 + i / 128.0))));
+  return x;
+}
+
+double bf16_rounded(double v) { return bf16_to_float(float_to_bf16(static_cast<float>(v))); }
+
+// The judgement of candidate GELU implementations `f` rounded to bf16, for gelu and gelu'.
+GeluDeviation judge(double (*f)(double), double (*reference)(double)) {
+  const std::vector<double> x = epilogue_sweep();
+  std::vector<double> got, want;
+  for (double v : x) {
+    got.push_back(bf16_rounded(f(v)));
+    want.push_back(reference(v));
+  }
+  return worst_gelu_deviation(x, got, want);
+}
+
+double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double gelu_erf_derivative(double x) {
+  return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+}
+// The tanh form with tanh.approx.f32's relative error (2^-11) on tanh: fine near 0, far off in
+// the negative tail where 1 + tanh cancels.
+double gelu_rough_tanh(double x) {
+  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + std::tanh(u) * (1.0 + 0x1p-11));
+}
+double gelu_float(double x) {  // our own kernel's math in F32
+  return static_cast<double>(gelu_value<float>(static_cast<float>(x)));
+}
+double gelu_float_derivative(double x) {
+  return static_cast<double>(gelu_derivative<float>(static_cast<float>(x)));
+}
+
+TEST(GeluEpilogueCheck, AcceptsTheTanhFormRoundedToBf16) {
+  EXPECT_TRUE(judge(gelu_tanh_reference, gelu_tanh_reference).agrees());
+  EXPECT_TRUE(judge(gelu_tanh_derivative_reference, gelu_tanh_derivative_reference).agrees());
+  // Our own kernels' F32 math, rounded to bf16, is within the tolerance too.
+  const GeluDeviation ours = judge(gelu_float, gelu_tanh_reference);
+  EXPECT_TRUE(ours.agrees()) << ours.worst << " tolerances at x = " << ours.x;
+  EXPECT_TRUE(judge(gelu_float_derivative, gelu_tanh_derivative_reference).agrees());
+}
+
+TEST(GeluEpilogueCheck, RejectsTheErfFormAndACoarseTanh) {
+  const GeluDeviation erf = judge(gelu_erf, gelu_tanh_reference);
+  EXPECT_FALSE(erf.agrees());
+  EXPECT_LT(erf.x, -1.0) << "the forms differ most, relatively, in the negative tail";
+  EXPECT_FALSE(judge(gelu_erf_derivative, gelu_tanh_derivative_reference).agrees());
+  EXPECT_FALSE(judge(gelu_rough_tanh, gelu_tanh_reference).agrees());
+}
+
+TEST(GeluEpilogueCheck, NanDisagrees) {
+  const std::vector<double> x{0.5, 1.0}, want{gelu_tanh_reference(0.5), gelu_tanh_reference(1.0)};
+  const std::vector<double> got{want[0], std::nan("")};
+  const GeluDeviation d = worst_gelu_deviation(x, got, want);
+  EXPECT_FALSE(d.agrees());
+  EXPECT_EQ(d.x, 1.0);
 }
 
 }  // namespace
