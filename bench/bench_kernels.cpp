@@ -163,8 +163,9 @@ int main(int argc, char** argv) {
   report_flops("matmul fc dx = dy W", best_seconds([&] { matmul(dx, h, w_ff, false, false); }),
                2.0 * rows * ff * width);
 
-  // The MLP's GELU GEMMs: linear_forward / linear_backward_through_gelu (with cuBLASLt's GELU
-  // epilogues in bf16 where they agree with our GELU: logged above) beside the separate passes.
+  // The MLP's GEMMs with their epilogues: linear_forward, linear_backward_through_gelu (with
+  // cuBLASLt's GELU epilogues in bf16 where they agree with our GELU: logged on first use) and
+  // linear_backward_weights, each beside the separate passes it replaces.
   Tensor b_ff = random({ff}, 14), pre_ff = empty({rows, ff}), w_proj = random({width, ff}, 15);
   Tensor db_ff = zeros({ff}), dpre = empty({rows, ff});
   report_flops("fc + bias + gelu: matmul, bias_add, gelu", best_seconds([&] {
@@ -177,13 +178,23 @@ int main(int argc, char** argv) {
                  linear_forward(y_ff, &pre_ff, x, w_ff, &b_ff, LinearActivation::gelu);
                }),
                2.0 * rows * ff * width);
-  report_flops("proj dx through gelu: matmul, gelu bwd+db", best_seconds([&] {
+  report_flops("proj dx through gelu: matmul, gelu bwd", best_seconds([&] {
                  matmul(dpre, x, w_proj, false, false);
-                 gelu_backward(dpre, pre_ff, dpre, &db_ff);
+                 gelu_backward(dpre, pre_ff, dpre);
                }),
                2.0 * rows * ff * width);
   report_flops("proj dx through gelu: one op", best_seconds([&] {
-                 linear_backward_through_gelu(dpre, x, w_proj, pre_ff, &db_ff);
+                 linear_backward_through_gelu(dpre, x, w_proj, pre_ff);
+               }),
+               2.0 * rows * ff * width);
+  // The bias gradient beside the weight gradient's GEMM, or on it (BGRADB on CUDA).
+  report_flops("fc dW, db: matmul, bias_add backward", best_seconds([&] {
+                 matmul(dw_ff, dpre, x, true, false, 1, 1);
+                 bias_add_backward(db_ff, dpre);
+               }),
+               2.0 * rows * ff * width);
+  report_flops("fc dW, db: linear_backward_weights", best_seconds([&] {
+                 linear_backward_weights(dw_ff, &db_ff, dpre, x);
                }),
                2.0 * rows * ff * width);
 

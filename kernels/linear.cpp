@@ -4,6 +4,7 @@
 
 #include "framework/features.h"
 #include "kernels/bias_add.h"
+#include "kernels/elementwise.h"
 #include "kernels/gelu.h"
 #include "kernels/matmul.h"
 #if TN_HAVE_CUDA
@@ -96,8 +97,36 @@ void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const 
   if (gelu) gelu_forward(out, affine);
 }
 
+void linear_backward_weights(Tensor& dw, Tensor* dbias, const Tensor& dy, const Tensor& x) {
+  TN_CHECK(is_float(dy.dtype()) && dy.dim() == 2 && dy.is_contiguous() && x.dim() == 2 &&
+               x.is_contiguous() && x.dtype() == dy.dtype() && x.device() == dy.device(),
+           "linear_backward_weights: dy ", dy.str(), " and x ", x.str(),
+           " must be contiguous 2-D tensors of one float dtype on one device");
+  TN_CHECK(dw.dtype() == DType::F32 && dw.dim() == 2 && dw.device() == dy.device() &&
+               dw.size(0) == dy.size(1) && dw.size(1) == x.size(1) && x.size(0) == dy.size(0),
+           "linear_backward_weights: dw ", dw.str(), " += dy ", dy.str(), "^T @ x ", x.str(),
+           " (dw f32 [n, k], dy [rows, n], x [rows, k])");
+  if (dbias != nullptr) {
+    TN_CHECK(dbias->dtype() == DType::F32 && dbias->dim() == 1 && dbias->is_contiguous() &&
+                 dbias->size(0) == dy.size(1) && dbias->device() == dy.device(),
+             "linear_backward_weights: dbias ", dbias->str(), " must be a contiguous f32 [",
+             dy.size(1), "] on dy's device (dy ", dy.str(), ")");
+  }
+#if TN_HAVE_CUDA
+  if (!dy.device().is_cpu() && dbias != nullptr) {
+    Tensor sums = Tensor::empty(dbias->shape(), DType::F32, dbias->device());
+    if (cuda::matmul_weight_and_bias_grad(dw, sums, dy, x)) {
+      accumulate(*dbias, sums);
+      return;
+    }
+  }
+#endif
+  matmul(dw, dy, x, true, false, 1.0f, 1.0f);
+  if (dbias != nullptr) bias_add_backward(*dbias, dy);
+}
+
 void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& w,
-                                  const Tensor& pre_activation, Tensor* dbias) {
+                                  const Tensor& pre_activation) {
   TN_CHECK(is_float(dy.dtype()) && dy.dim() == 2 && dy.is_contiguous(),
            "linear_backward_through_gelu: dy must be a contiguous 2-D f32 or bf16 tensor ",
            "[rows, n], got ", dy.str());
@@ -117,16 +146,13 @@ void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& 
            shape_str(w.shape()), ") (dy [rows, n], w [n, k], pre and dpre [rows, k])");
   TN_CHECK(dpre.numel() == 0 || dpre.raw_data() != pre_activation.raw_data(),
            "linear_backward_through_gelu: dpre and pre_activation must be different tensors");
-  // dbias is checked by gelu_backward / bias_add_backward.
 #if TN_HAVE_CUDA
   if (!dy.device().is_cpu() && dy.dtype() == DType::BF16 && cuda::gelu_epilogues_agree() &&
-      cuda::matmul_dgelu(dpre, dy, w, pre_activation)) {
-    if (dbias != nullptr) bias_add_backward(*dbias, dpre);
+      cuda::matmul_dgelu(dpre, dy, w, pre_activation))
     return;
-  }
 #endif
   matmul(dpre, dy, w, false, false);
-  gelu_backward(dpre, pre_activation, dpre, dbias);
+  gelu_backward(dpre, pre_activation, dpre);
 }
 
 }  // namespace ternion

@@ -16,7 +16,7 @@
 // multiple of 8 for GELU) the unfused kernels run instead, chosen at run time.
 //
 // The backward is the caller's (layers/linear.cpp): gelu_backward on pre_activation, then
-//   dx = dy W, dW += dy^T x, db += sum_rows dy;
+//   dx = dy W, and linear_backward_weights below: dW += dy^T x, db += sum_rows dy;
 // where this layer's input is the previous layer's GELU output (the MLP), dx goes on through
 // that GELU in the same op, linear_backward_through_gelu below.
 #pragma once
@@ -32,15 +32,24 @@ const char* linear_activation_name(LinearActivation activation);
 void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const Tensor& w,
                     const Tensor* bias, LinearActivation activation);
 
+// The weight and bias gradients of a linear layer:
+//   dw [n, k] += dy [rows, n]^T @ x [rows, k];  dbias [n] (may be null) += column sums of dy.
+// dw, dbias F32; dy, x contiguous, one dtype (F32 or BF16); all on one device.
+// CPU: matmul then bias_add_backward, bit for bit those ops. CUDA: the bias gradient rides on
+// the weight-gradient GEMM as cuBLASLt's BGRADB epilogue (which overwrites, so it lands in a
+// scratch vector that is then added to dbias: a pass over [n] instead of over [rows, n]), where
+// cuBLASLt has an algorithm for it; else as the CPU.
+void linear_backward_weights(Tensor& dw, Tensor* dbias, const Tensor& dy, const Tensor& x);
+
 // The input gradient of a linear layer whose input was gelu(pre_activation), taken on through
 // that GELU (the MLP's down projection after the up projection):
 //   dpre [rows, k] = gelu'(pre_activation [rows, k]) * (dy [rows, n] @ w [n, k])
-//   dbias (F32 [k], may be null: the GELU layer's bias gradient) += column sums of dpre.
 // dy, w, pre_activation, dpre: contiguous, one dtype (F32 or BF16), one device; dpre is
-// overwritten. CPU: matmul, then gelu_backward in place with dbias, bit for bit those ops.
-// CUDA: in BF16 where cuda::gelu_epilogues_agree(), one GEMM with cuBLASLt's DGELU epilogue
-// (gelu' applied to the F32 product before rounding) then bias_add_backward; else as the CPU.
+// overwritten. (The GELU layer's bias gradient is its own: linear_backward_weights on dpre.)
+// CPU: matmul, then gelu_backward in place, bit for bit those ops. CUDA: in BF16 where
+// cuda::gelu_epilogues_agree(), one GEMM with cuBLASLt's DGELU epilogue (gelu' applied to the
+// F32 product before rounding); else as the CPU.
 void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& w,
-                                  const Tensor& pre_activation, Tensor* dbias);
+                                  const Tensor& pre_activation);
 
 }  // namespace ternion

@@ -68,28 +68,23 @@ Tensor Linear::backward_pre_activation(const Tensor& grad_pre_activation, Activa
 
 OutputGelu Linear::output_gelu(const ActivationContext& ctx) {
   TN_CHECK(activation_ == LinearActivation::gelu, name(), ": output_gelu on a layer without GELU");
-  return OutputGelu{&ctx.peek<Saved>(this).pre_activation, has_bias_ ? &bias_.grad : nullptr};
+  return OutputGelu{&ctx.peek<Saved>(this).pre_activation};
 }
 
 Tensor Linear::backward_impl(const Tensor& grad, ActivationContext& ctx,
                              bool grad_is_pre_activation, const OutputGelu& input_gelu) {
   const Saved saved = ctx.take<Saved>(this);
   Tensor dz = grad.view({-1, out_features()});  // the gradient of x W^T + b
-  if (!grad_is_pre_activation) {
-    if (activation_ == LinearActivation::gelu) {
-      // Ours to write (grad is the caller's); the bias's gradient, its column sums, comes with it.
-      Tensor dpre = Tensor::empty(dz.shape(), dz.dtype(), dz.device());
-      gelu_backward(dpre, saved.pre_activation, dz, has_bias_ ? &bias_.grad : nullptr);
-      dz = dpre;
-    } else if (has_bias_) {
-      bias_add_backward(bias_.grad, dz);
-    }
+  if (activation_ == LinearActivation::gelu && !grad_is_pre_activation) {
+    Tensor dpre = Tensor::empty(dz.shape(), dz.dtype(), dz.device());  // grad is the caller's
+    gelu_backward(dpre, saved.pre_activation, dz);
+    dz = dpre;
   }
-  matmul(weight_.grad, dz, saved.input, true, false, 1.0f, 1.0f);
+  linear_backward_weights(weight_.grad, has_bias_ ? &bias_.grad : nullptr, dz, saved.input);
   Tensor dx = Tensor::empty({dz.size(0), in_features()}, dz.dtype(), dz.device());
   if (input_gelu.pre_activation != nullptr) {
     const Tensor pre = input_gelu.pre_activation->view({-1, in_features()});
-    linear_backward_through_gelu(dx, dz, weight_.compute_value(), pre, input_gelu.bias_grad);
+    linear_backward_through_gelu(dx, dz, weight_.compute_value(), pre);
   } else {
     matmul(dx, dz, weight_.compute_value(), false, false);
   }

@@ -21,9 +21,10 @@
 //
 // Backward through a GELU in one GEMM (the MLP): the layer after a GELU layer can take its
 // input gradient on through that GELU, `backward(grad, ctx, gelu_layer.output_gelu(ctx))`,
-// which gives the GELU layer's pre-activation gradient (and accumulates its bias gradient);
-// the GELU layer then continues with `backward_pre_activation`. On CUDA in bf16 that is one
-// GEMM with cuBLASLt's DGELU epilogue (kernels/linear.h: linear_backward_through_gelu).
+// which gives the GELU layer's pre-activation gradient; the GELU layer then continues with
+// `backward_pre_activation`. On CUDA in bf16 that is one GEMM with cuBLASLt's DGELU epilogue
+// (kernels/linear.h: linear_backward_through_gelu). On CUDA every layer's bias gradient rides
+// on its weight-gradient GEMM (linear_backward_weights).
 #pragma once
 
 #include "kernels/linear.h"
@@ -40,11 +41,9 @@ struct WeightShard {
   std::int64_t index = 0;
 };
 
-// A GELU layer's saved pre-activation and its bias gradient (null without a bias), for the
-// backward of the layer that consumed its output.
+// A GELU layer's saved pre-activation, for the backward of the layer that consumed its output.
 struct OutputGelu {
   const Tensor* pre_activation = nullptr;
-  Tensor* bias_grad = nullptr;
 };
 
 class Linear : public Layer {
@@ -55,13 +54,12 @@ class Linear : public Layer {
          LinearActivation activation = LinearActivation::none);
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
-  // The input was input_gelu's layer's output: returns that layer's pre-activation gradient
-  // and accumulates its bias gradient.
+  // The input was input_gelu's layer's output: returns that layer's pre-activation gradient.
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx, const OutputGelu& input_gelu);
-  // A GELU layer's backward from its pre-activation's gradient (its bias gradient already
-  // accumulated by the consumer's backward through output_gelu).
+  // A GELU layer's backward from its pre-activation's gradient (what the consumer's backward
+  // through output_gelu returned).
   Tensor backward_pre_activation(const Tensor& grad_pre_activation, ActivationContext& ctx);
-  // This micro-batch's pre-activation and the bias gradient (a GELU layer, after forward).
+  // This micro-batch's pre-activation (a GELU layer, after forward).
   OutputGelu output_gelu(const ActivationContext& ctx);
   void collect_parameters(std::vector<Parameter*>& out) override;
 
@@ -74,8 +72,8 @@ class Linear : public Layer {
     Tensor input;           // [rows, in_features]
     Tensor pre_activation;  // [rows, out_features], x W^T + b; only with an activation
   };
-  // grad_is_pre_activation: the activation's backward (and the bias's) was done by the
-  // consumer; input_gelu.pre_activation not null: go on through the previous layer's GELU.
+  // grad_is_pre_activation: the activation's backward was done by the consumer;
+  // input_gelu.pre_activation not null: go on through the previous layer's GELU.
   Tensor backward_impl(const Tensor& grad, ActivationContext& ctx, bool grad_is_pre_activation,
                        const OutputGelu& input_gelu);
 

@@ -46,6 +46,14 @@ bool matmul_bias_gelu(Tensor& out, Tensor& pre_activation, const Tensor& x, cons
                       const Tensor* bias);
 bool matmul_dgelu(Tensor& dx, const Tensor& dy, const Tensor& w, const Tensor& pre_activation);
 
+// dw [n, k] += dy [rows, n]^T @ x [rows, k] and bias_grad [n] = column sums of dy
+// (overwritten) in one cuBLASLt call (BGRADB epilogue), for kernels/linear.cpp's
+// linear_backward_weights. dw and bias_grad F32; dy and x both F32 or both BF16. Returns false,
+// having launched nothing, where cuBLASLt has no algorithm for it, bias_grad is not 16-byte
+// aligned, or a dimension is 0: the caller then runs matmul + bias_add_backward.
+bool matmul_weight_and_bias_grad(Tensor& dw, Tensor& bias_grad, const Tensor& dy,
+                                 const Tensor& x);
+
 // Whether cuBLASLt's GELU epilogues compute GPT-2's GELU (the tanh form, kernels/gelu_math.h)
 // on this device, to bf16's rounding: cuBLASLt does not say which GELU it computes. Decided
 // once per process on first call (kernels/cuda/gelu_epilogue_check.cpp: both epilogues on a

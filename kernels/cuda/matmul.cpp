@@ -32,6 +32,13 @@
 // result by gelu'(aux) before rounding to D's type. Whether cuBLASLt's GELU is GPT-2's tanh
 // GELU is not documented: kernels/cuda/gelu_epilogue_check.cpp finds out at run time, and the
 // callers use these two only where it agrees.
+//
+// matmul_weight_and_bias_grad (linear_backward_weights) is the weight-gradient GEMM
+// dw [N, K] += dy^T [N, rows] @ x [rows, K] with CUBLASLT_EPILOGUE_BGRADB, whose bias gradient
+// is the sum over the GEMM's k (our rows) of cuBLASLt's B, one value per column of D. Our D is
+// dw^T [K, N] column-major, whose columns are dw's N rows, and cuBLASLt's B is a's storage,
+// dy: the sums are dy's column sums, the bias gradient. It has D's type (F32) and is
+// overwritten, not accumulated (beta applies to D only).
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -84,7 +91,7 @@ std::uint32_t alignment_of(const void* pointer) {
   return alignment;
 }
 
-enum class Epilogue : std::uint8_t { none, bias, gelu_aux, gelu_aux_bias, dgelu };
+enum class Epilogue : std::uint8_t { none, bias, gelu_aux, gelu_aux_bias, dgelu, bias_grad_b };
 
 cublasLtEpilogue_t cublas_epilogue(Epilogue epilogue) {
   switch (epilogue) {
@@ -98,6 +105,8 @@ cublasLtEpilogue_t cublas_epilogue(Epilogue epilogue) {
       return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     case Epilogue::dgelu:
       return CUBLASLT_EPILOGUE_DGELU;
+    case Epilogue::bias_grad_b:
+      return CUBLASLT_EPILOGUE_BGRADB;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -114,15 +123,18 @@ const char* epilogue_name(Epilogue epilogue) {
       return " + bias, then GELU (pre-activation saved)";
     case Epilogue::dgelu:
       return ", times gelu'(pre-activation)";
+    case Epilogue::bias_grad_b:
+      return ", and the column sums of op(a)^T";
   }
   return "?";
 }
 
 // What the GEMM does after the product, and the device pointers that needs. The bias has D's
-// length and type; aux is the GELU epilogues' pre-activation, D's layout and type.
+// length and type (for bias_grad_b it is written: the sums over K of cuBLASLt's B, one per
+// column of D); aux is the GELU epilogues' pre-activation, D's layout and type.
 struct EpilogueOperands {
   Epilogue epilogue = Epilogue::none;
-  const void* bias = nullptr;  // bias, gelu_aux_bias
+  const void* bias = nullptr;  // bias, gelu_aux_bias; bias_grad_b (written)
   const void* aux = nullptr;   // gelu_aux, gelu_aux_bias (written); dgelu (read)
   std::int64_t aux_ld = 0;     // with aux: N, D's leading dimension
 };
@@ -421,6 +433,27 @@ bool matmul_dgelu(Tensor& dx, const Tensor& dy, const Tensor& w, const Tensor& p
   epilogue.aux_ld = n;
   const GemmKey key = gemm_key(dx, dy, w, /*transpose_a=*/false, /*transpose_b=*/false, epilogue);
   return run_gemm(key, dx, dy, w, /*alpha=*/1.0f, /*beta=*/0.0f, epilogue);
+}
+
+bool matmul_weight_and_bias_grad(Tensor& dw, Tensor& bias_grad, const Tensor& dy,
+                                 const Tensor& x) {
+  TN_CHECK(dw.dtype() == DType::F32 && bias_grad.dtype() == DType::F32 &&
+               dy.dtype() == x.dtype() && bias_grad.is_contiguous(),
+           "matmul_weight_and_bias_grad (cuda): dw ", dw.str(), " and bias_grad ",
+           bias_grad.str(), " must be f32, dy ", dy.str(), " and x ", x.str(), " one dtype");
+  const std::int64_t rows = dy.size(0), n = dy.size(1), k = x.size(1);
+  TN_CHECK(x.size(0) == rows && dw.size(0) == n && dw.size(1) == k && bias_grad.dim() == 1 &&
+               bias_grad.size(0) == n,
+           "matmul_weight_and_bias_grad (cuda): dw ", shape_str(dw.shape()), " += dy ",
+           shape_str(dy.shape()), "^T @ x ", shape_str(x.shape()), ", bias_grad ",
+           shape_str(bias_grad.shape()));
+  if (n == 0 || k == 0 || rows == 0 || alignment_of(bias_grad.raw_data()) < kMinBiasAlignment)
+    return false;
+  EpilogueOperands epilogue;
+  epilogue.epilogue = Epilogue::bias_grad_b;
+  epilogue.bias = bias_grad.raw_data();
+  const GemmKey key = gemm_key(dw, dy, x, /*transpose_a=*/true, /*transpose_b=*/false, epilogue);
+  return run_gemm(key, dw, dy, x, /*alpha=*/1.0f, /*beta=*/1.0f, epilogue);
 }
 
 }  // namespace ternion::cuda

@@ -4,8 +4,9 @@
 // misaligned bias (which must take the unfused path) against an aligned one; the Linear
 // layer with GELU, forward and every gradient, against the same layer on the CPU; cuBLASLt's
 // GELU epilogues (the run-time check's verdict, the fused GEMMs against the CPU ops to bf16's
-// rounding); linear_backward_through_gelu against the CPU op; and the bf16 MLP (both GELU
-// epilogues where they agree) forward and gradients against the F32 MLP on the CPU.
+// rounding); linear_backward_through_gelu and linear_backward_weights (the bias gradient on the
+// GEMM, BGRADB) against the CPU ops; and the bf16 MLP (every epilogue) forward and gradients
+// against the F32 MLP on the CPU.
 #include <iostream>
 #include <string>
 
@@ -237,8 +238,7 @@ TEST(GpuLinear, FusedGeluGemmsMatchTheCpuOps) {
       const Tensor dy = random_tensor({c.rows, m}, 24), w2 = random_tensor({m, c.n}, 25);
       const Tensor pre_host = Tensor::from_vector(to_host_floats(pre), {c.rows, c.n});
       Tensor want_dx = Tensor::empty({c.rows, c.n});
-      linear_backward_through_gelu(want_dx, round_to_bf16(dy), round_to_bf16(w2), pre_host,
-                                   nullptr);
+      linear_backward_through_gelu(want_dx, round_to_bf16(dy), round_to_bf16(w2), pre_host);
       Tensor dx = Tensor::empty({c.rows, c.n}, DType::BF16, gpu());
       ASSERT_TRUE(cuda::matmul_dgelu(dx, to_gpu(dy, DType::BF16), to_gpu(w2, DType::BF16), pre))
           << label << ": DGELU passed the check but has no algorithm here";
@@ -259,24 +259,54 @@ TEST(GpuLinear, BackwardThroughGeluMatchesCpu) {
     const std::int64_t rows = 33, n = 48;
     const Tensor dy = random_tensor({rows, n}, 41), w = random_tensor({n, k}, 42);
     const Tensor pre = random_tensor({rows, k}, 43, -4.0f, 4.0f);
-    const Tensor bias_start = random_tensor({k}, 44);
     for (DType dtype : {DType::F32, DType::BF16}) {
-      const std::string label = std::string(dtype == DType::F32 ? "f32" : "bf16") + " k " +
-                                std::to_string(k);
       const bool bf16 = dtype == DType::BF16;
-      Tensor want = Tensor::empty({rows, k}), want_bias = bias_start.clone();
+      const std::string label = std::string(bf16 ? "bf16" : "f32") + " k " + std::to_string(k);
+      Tensor want = Tensor::empty({rows, k});
       linear_backward_through_gelu(want, bf16 ? round_to_bf16(dy) : dy,
-                                   bf16 ? round_to_bf16(w) : w, bf16 ? round_to_bf16(pre) : pre,
-                                   &want_bias);
+                                   bf16 ? round_to_bf16(w) : w, bf16 ? round_to_bf16(pre) : pre);
       Tensor got = Tensor::empty({rows, k}, dtype, gpu());
-      Tensor got_bias = to_gpu(bias_start);
-      linear_backward_through_gelu(got, to_gpu(dy, dtype), to_gpu(w, dtype), to_gpu(pre, dtype),
-                                   &got_bias);
-      const double atol = bf16 ? 1e-2 : f32_atol(n), rtol = bf16 ? 1e-2 : 1e-5;
-      expect_close(label + " dpre", to_host_floats(got), want.to_vector(), atol, rtol);
-      // The bias gradient sums `rows` bf16-rounded values.
-      expect_close(label + " dbias", to_host_floats(got_bias), want_bias.to_vector(),
-                   bf16 ? 5e-2 : 1e-5, bf16 ? 1e-2 : 1e-5);
+      linear_backward_through_gelu(got, to_gpu(dy, dtype), to_gpu(w, dtype), to_gpu(pre, dtype));
+      expect_close(label + " dpre", to_host_floats(got), want.to_vector(),
+                   bf16 ? 1e-2 : f32_atol(n), bf16 ? 1e-2 : 1e-5);
+    }
+  }
+}
+
+TEST(GpuLinear, WeightAndBiasGradientsMatchCpu) {
+  TN_REQUIRE_GPU();
+  // n = 13: not a multiple of 8; 2304: GPT-2's qkv width; a long K of rows.
+  const LinearCase cases[] = {{64, 32, 48}, {37, 24, 13}, {1000, 16, 2304}};
+  for (const LinearCase& c : cases) {
+    const Tensor dy = random_tensor({c.rows, c.n}, 61), x = random_tensor({c.rows, c.k}, 62);
+    const Tensor dw_start = random_tensor({c.n, c.k}, 63), db_start = random_tensor({c.n}, 64);
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const bool bf16 = dtype == DType::BF16;
+      const std::string label = std::string(bf16 ? "bf16" : "f32") + " dy [" +
+                                std::to_string(c.rows) + "x" + std::to_string(c.n) + "]";
+#if TN_HAVE_CUDA
+      Tensor probe_dw = to_gpu(dw_start), probe_sums = Tensor::empty({c.n}, DType::F32, gpu());
+      std::cout << label << ": bias gradient "
+                << (cuda::matmul_weight_and_bias_grad(probe_dw, probe_sums, to_gpu(dy, dtype),
+                                                      to_gpu(x, dtype))
+                        ? "on the GEMM (BGRADB)"
+                        : "by column sums (fallback)")
+                << "\n";
+#endif
+      Tensor want_dw = dw_start.clone(), want_db = db_start.clone();
+      linear_backward_weights(want_dw, &want_db, bf16 ? round_to_bf16(dy) : dy,
+                              bf16 ? round_to_bf16(x) : x);
+      Tensor dw = to_gpu(dw_start), db = to_gpu(db_start);
+      linear_backward_weights(dw, &db, to_gpu(dy, dtype), to_gpu(x, dtype));
+      // Sums of `rows` products (bf16 inputs are exact in F32 products), in another order.
+      const double atol = 2e-7 * static_cast<double>(c.rows + 1);
+      expect_close(label + " dw", to_host_floats(dw), want_dw.to_vector(), atol, 1e-5);
+      expect_close(label + " db", to_host_floats(db), want_db.to_vector(), atol, 1e-5);
+      // Without a bias: the weight gradient alone.
+      Tensor dw_only = to_gpu(dw_start);
+      linear_backward_weights(dw_only, nullptr, to_gpu(dy, dtype), to_gpu(x, dtype));
+      expect_close(label + " dw without bias", to_host_floats(dw_only), want_dw.to_vector(), atol,
+                   1e-5);
     }
   }
 }

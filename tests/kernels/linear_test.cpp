@@ -1,7 +1,8 @@
 // linear_forward on CPU: bit for bit matmul, bias_add_forward and gelu_forward called one by
 // one (what Linear and Mlp ran before the op existed), for every activation, with and without
-// bias, f32 and bf16; linear_backward_through_gelu on CPU: bit for bit matmul then gelu_backward
-// with the bias gradient; the misuse checks name what is wrong.
+// bias, f32 and bf16; linear_backward_through_gelu (matmul then gelu_backward) and
+// linear_backward_weights (matmul then bias_add_backward) bit for bit the same way; the misuse
+// checks name what is wrong.
 #include <string>
 
 #include "kernels/bias_add.h"
@@ -149,58 +150,99 @@ TEST(LinearForward, MisuseNamesTheProblem) {
   }, "only written with gelu");
 }
 
-// dpre = gelu'(pre) * (dy @ w), dbias += column sums, against the kernels called one by one.
-void expect_backward_through_gelu_is_composed(DType dtype, bool with_bias) {
-  const std::string label = std::string(dtype_name(dtype)) + (with_bias ? " with" : " without") +
-                            " the bias gradient";
-  const std::int64_t rows = 19, n = 11, k = 24;
-  Tensor dy = random_f32({rows, n}, 31), w = random_f32({n, k}, 32);
-  Tensor pre = random_f32({rows, k}, 33, -4.0f, 4.0f);
-  if (dtype == DType::BF16) {
-    dy = to_bf16(dy);
-    w = to_bf16(w);
-    pre = to_bf16(pre);
-  }
-  const Tensor start = random_f32({k}, 34);  // the bias gradient accumulates onto this
-  Tensor want_dx = Tensor::empty({rows, k}, dtype), want = Tensor::empty({rows, k}, dtype);
-  Tensor want_bias = start.clone(), got_bias = start.clone();
-  matmul(want_dx, dy, w, false, false);
-  gelu_backward(want, pre, want_dx, with_bias ? &want_bias : nullptr);
-
-  Tensor got = Tensor::full({rows, k}, 7.0f);  // overwritten, never read
-  if (dtype == DType::BF16) got = to_bf16(got);
-  linear_backward_through_gelu(got, dy, w, pre, with_bias ? &got_bias : nullptr);
-  test::expect_bitwise_equal(label + " dpre", values(got), values(want));
-  test::expect_bitwise_equal(label + " dbias", got_bias.to_vector(), want_bias.to_vector());
-  if (with_bias) EXPECT_NE(got_bias.to_vector(), start.to_vector()) << label;
-  EXPECT_NE(values(got), values(want_dx)) << label << ": gelu' was applied";
-}
-
+// dpre = gelu'(pre) * (dy @ w) against the kernels called one by one.
 TEST(LinearBackwardThroughGelu, MatchesComposedKernelsBitForBit) {
-  for (DType dtype : {DType::F32, DType::BF16})
-    for (bool with_bias : {false, true}) expect_backward_through_gelu_is_composed(dtype, with_bias);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const std::string label(dtype_name(dtype));
+    const std::int64_t rows = 19, n = 11, k = 24;
+    Tensor dy = random_f32({rows, n}, 31), w = random_f32({n, k}, 32);
+    Tensor pre = random_f32({rows, k}, 33, -4.0f, 4.0f);
+    if (dtype == DType::BF16) {
+      dy = to_bf16(dy);
+      w = to_bf16(w);
+      pre = to_bf16(pre);
+    }
+    Tensor want_dx = Tensor::empty({rows, k}, dtype), want = Tensor::empty({rows, k}, dtype);
+    matmul(want_dx, dy, w, false, false);
+    gelu_backward(want, pre, want_dx);
+
+    Tensor got = Tensor::full({rows, k}, 7.0f);  // overwritten, never read
+    if (dtype == DType::BF16) got = to_bf16(got);
+    linear_backward_through_gelu(got, dy, w, pre);
+    test::expect_bitwise_equal(label + " dpre", values(got), values(want));
+    EXPECT_NE(values(got), values(want_dx)) << label << ": gelu' was applied";
+  }
 }
 
 TEST(LinearBackwardThroughGelu, MisuseNamesTheProblem) {
   const Tensor dy = Tensor::zeros({4, 3}), w = Tensor::zeros({3, 5}), pre = Tensor::zeros({4, 5});
-  Tensor dpre = Tensor::empty({4, 5}), dbias = Tensor::zeros({5});
-  EXPECT_NO_THROW(linear_backward_through_gelu(dpre, dy, w, pre, &dbias));
+  Tensor dpre = Tensor::empty({4, 5});
+  EXPECT_NO_THROW(linear_backward_through_gelu(dpre, dy, w, pre));
   expect_error("inner dimension", [&] {
-    linear_backward_through_gelu(dpre, dy, Tensor::zeros({4, 5}), pre, nullptr);
+    linear_backward_through_gelu(dpre, dy, Tensor::zeros({4, 5}), pre);
   }, "w [4, 5]");
   expect_error("pre_activation shape", [&] {
-    linear_backward_through_gelu(dpre, dy, w, Tensor::zeros({4, 6}), nullptr);
+    linear_backward_through_gelu(dpre, dy, w, Tensor::zeros({4, 6}));
   }, "pre [4, 6]");
   expect_error("dpre aliasing pre_activation", [&] {
     Tensor alias = pre;
-    linear_backward_through_gelu(alias, dy, w, pre, nullptr);
+    linear_backward_through_gelu(alias, dy, w, pre);
   }, "different tensors");
   expect_error("mixed dtypes", [&] {
-    linear_backward_through_gelu(dpre, dy, to_bf16(w), pre, nullptr);
+    linear_backward_through_gelu(dpre, dy, to_bf16(w), pre);
   }, "dy's dtype");
+}
+
+// dw += dy^T x and dbias += column sums of dy against matmul and bias_add_backward, accumulating
+// onto nonzero gradients.
+TEST(LinearBackwardWeights, MatchesComposedKernelsBitForBit) {
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (bool with_bias : {false, true}) {
+      const std::string label = std::string(dtype_name(dtype)) + (with_bias ? " with" : " without") +
+                                " bias";
+      const std::int64_t rows = 23, n = 9, k = 14;
+      Tensor dy = random_f32({rows, n}, 35), x = random_f32({rows, k}, 36);
+      if (dtype == DType::BF16) {
+        dy = to_bf16(dy);
+        x = to_bf16(x);
+      }
+      const Tensor dw_start = random_f32({n, k}, 37), db_start = random_f32({n}, 38);
+      Tensor want_dw = dw_start.clone(), want_db = db_start.clone();
+      matmul(want_dw, dy, x, true, false, 1.0f, 1.0f);
+      if (with_bias) bias_add_backward(want_db, dy);
+      Tensor dw = dw_start.clone(), db = db_start.clone();
+      linear_backward_weights(dw, with_bias ? &db : nullptr, dy, x);
+      test::expect_bitwise_equal(label + " dw", dw.to_vector(), want_dw.to_vector());
+      test::expect_bitwise_equal(label + " db", db.to_vector(), want_db.to_vector());
+      EXPECT_NE(dw.to_vector(), dw_start.to_vector()) << label;
+      if (with_bias) {
+        EXPECT_NE(db.to_vector(), db_start.to_vector()) << label;
+      }
+    }
+  }
+}
+
+TEST(LinearBackwardWeights, MisuseNamesTheProblem) {
+  const Tensor dy = Tensor::zeros({4, 3}), x = Tensor::zeros({4, 5});
+  Tensor dw = Tensor::zeros({3, 5}), db = Tensor::zeros({3});
+  EXPECT_NO_THROW(linear_backward_weights(dw, &db, dy, x));
+  expect_error("dw shape", [&] {
+    Tensor wrong = Tensor::zeros({5, 3});
+    linear_backward_weights(wrong, &db, dy, x);
+  }, "dw f32[5, 3]");
+  expect_error("rows differ", [&] {
+    linear_backward_weights(dw, &db, dy, Tensor::zeros({3, 5}));
+  }, "x f32[3, 5]");
+  expect_error("bf16 dw", [&] {
+    Tensor bf16 = to_bf16(dw);
+    linear_backward_weights(bf16, &db, dy, x);
+  }, "dw bf16[3, 5]");
+  expect_error("mixed dtypes", [&] {
+    linear_backward_weights(dw, &db, dy, to_bf16(x));
+  }, "one float dtype");
   expect_error("dbias length", [&] {
-    Tensor short_bias = Tensor::zeros({4});
-    linear_backward_through_gelu(dpre, dy, w, pre, &short_bias);
+    Tensor short_bias = Tensor::zeros({2});
+    linear_backward_weights(dw, &short_bias, dy, x);
   }, "dbias");
 }
 
