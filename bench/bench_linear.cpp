@@ -1,10 +1,11 @@
-// A linear layer's forward, fused (kernels/linear.h: the bias as cuBLASLt's epilogue, then the
-// GELU kernel) against the unfused kernels (matmul, bias_add_forward, gelu_forward), on the
-// GPU, for GPT-2 124M's linear layers over one micro-batch (16 x 1024 tokens, width 768):
+// A linear layer's forward, fused (kernels/linear.h: the bias, and in bf16 the GELU where
+// cuda::gelu_epilogues_agree(), as cuBLASLt's epilogue) against the unfused kernels (matmul,
+// bias_add_forward, gelu_forward), on the GPU, for GPT-2 124M's linear layers over one
+// micro-batch (16 x 1024 tokens, width 768):
 //   bench_linear [--min-ms 40] [--rows N]
 //
-// Per case: whether cuBLASLt took the bias epilogue ("fused") or linear_forward fell back
-// ("fallback"); the relative Frobenius difference of the two outputs (limit 1e-2 in bf16,
+// Per case: whether cuBLASLt took the bias and GELU epilogue ("bias+gelu"), the bias epilogue
+// ("fused") or linear_forward fell back ("fallback"); the relative Frobenius difference of the two outputs (limit 1e-2 in bf16,
 // 1e-5 in f32); and the median ms per call of each (5 batches of back-to-back calls, each at
 // least --min-ms, after two warm-ups; launch overhead included), with the time saved.
 // Exit status: 0, also where no GPU is usable (it says so); 1 if a check or a case failed.
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
       {"odd width + gelu", 768, 3001, gelu, DType::BF16},  // n not a multiple of 8
   };
 
-  std::printf("%-18s %-5s %6s %5s %5s %-8s %9s %10s %10s %7s\n", "case", "dtype", "rows", "in",
+  std::printf("%-18s %-5s %6s %5s %5s %-9s %9s %10s %10s %7s\n", "case", "dtype", "rows", "in",
               "out", "path", "rel diff", "fused ms", "unfused ms", "saved");
   int failures = 0;
   for (const LinearCase& c : cases) {
@@ -115,7 +116,12 @@ int main(int argc, char** argv) {
       const bool with_gelu = c.activation == gelu;
       const char* path = "?";
 #if TN_HAVE_CUDA
-      path = cuda::matmul_bias(with_gelu ? pre : out, x, w, bias) ? "fused" : "fallback";
+      if (with_gelu && c.dtype == DType::BF16 && cuda::gelu_epilogues_agree() &&
+          cuda::matmul_bias_gelu(out, pre, x, w, &bias)) {
+        path = "bias+gelu";
+      } else {
+        path = cuda::matmul_bias(with_gelu ? pre : out, x, w, bias) ? "fused" : "fallback";
+      }
 #endif
       auto fused = [&] { linear_forward(out, with_gelu ? &pre : nullptr, x, w, &bias, c.activation); };
       auto unfused = [&] {
@@ -132,7 +138,7 @@ int main(int argc, char** argv) {
       const double fused_s = bench::median_seconds_per_call(device, min_batch_ms / 1e3, fused);
       const double unfused_s = bench::median_seconds_per_call(device, min_batch_ms / 1e3, unfused);
       const bool ok = diff < limit;
-      std::printf("%-18s %-5s %6lld %5lld %5lld %-8s %9.2e %10.3f %10.3f %6.1f%%%s\n",
+      std::printf("%-18s %-5s %6lld %5lld %5lld %-9s %9.2e %10.3f %10.3f %6.1f%%%s\n",
                   c.name.c_str(), dtype, (long long)rows, (long long)c.in, (long long)c.out,
                   path, diff, fused_s * 1e3, unfused_s * 1e3,
                   100.0 * (unfused_s - fused_s) / unfused_s, ok ? "" : "  FAIL (rel diff)");
