@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
       const bool with_gelu = c.activation == gelu;
       const char* path = "?";
 #if TN_HAVE_CUDA
-      if (with_gelu && c.dtype == DType::BF16 && cuda::gelu_epilogues_agree() &&
+      if (with_gelu && c.dtype == DType::BF16 && cuda::gelu_epilogues_agree(c.out, c.in) &&
           cuda::matmul_bias_gelu(out, pre, x, w, &bias)) {
         path = "bias+gelu";
       } else {

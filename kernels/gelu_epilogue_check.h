@@ -35,19 +35,21 @@ struct GeluDeviation {
   double x = 0.0;      // the pre-activation where it occurred
   double got = 0.0, want = 0.0;
   bool agrees() const { return worst <= 1.0; }
+  // Takes one sample into account. A NaN result counts as disagreeing (and stays the worst).
+  void observe(double at, double got_value, double want_value) {
+    if (std::isinf(worst)) return;
+    double excess = std::fabs(got_value - want_value) / gelu_tolerance(want_value);
+    if (std::isnan(excess)) excess = INFINITY;
+    if (excess > worst) *this = GeluDeviation{excess, at, got_value, want_value};
+  }
 };
 
-// The worst of samples (x[i], got[i], want[i]). A NaN result counts as disagreeing.
+// The worst of samples (x[i], got[i], want[i]).
 inline GeluDeviation worst_gelu_deviation(std::span<const double> x, std::span<const double> got,
                                           std::span<const double> want) {
   GeluDeviation deviation;
-  for (std::size_t i = 0; i < x.size() && i < got.size() && i < want.size(); ++i) {
-    const double excess = std::fabs(got[i] - want[i]) / gelu_tolerance(want[i]);
-    if (excess > deviation.worst || std::isnan(excess)) {
-      deviation = GeluDeviation{std::isnan(excess) ? INFINITY : excess, x[i], got[i], want[i]};
-      if (std::isnan(excess)) break;
-    }
-  }
+  for (std::size_t i = 0; i < x.size() && i < got.size() && i < want.size(); ++i)
+    deviation.observe(x[i], got[i], want[i]);
   return deviation;
 }
 

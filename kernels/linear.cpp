@@ -84,7 +84,7 @@ void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const 
   } else {
 #if TN_HAVE_CUDA
     // One GEMM writing the pre-activation and its GELU, where that is ours and fits.
-    if (gelu && x.dtype() == DType::BF16 && cuda::gelu_epilogues_agree() &&
+    if (gelu && x.dtype() == DType::BF16 && cuda::gelu_epilogues_agree(w.size(0), x.size(1)) &&
         cuda::matmul_bias_gelu(out, affine, x, w, bias))
       return;
     // One GEMM with the bias epilogue where cuBLASLt has one for this problem, else two passes.
@@ -147,7 +147,8 @@ void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& 
   TN_CHECK(dpre.numel() == 0 || dpre.raw_data() != pre_activation.raw_data(),
            "linear_backward_through_gelu: dpre and pre_activation must be different tensors");
 #if TN_HAVE_CUDA
-  if (!dy.device().is_cpu() && dy.dtype() == DType::BF16 && cuda::gelu_epilogues_agree() &&
+  if (!dy.device().is_cpu() && dy.dtype() == DType::BF16 &&
+      cuda::gelu_epilogues_agree(dpre.size(1), dy.size(1)) &&
       cuda::matmul_dgelu(dpre, dy, w, pre_activation))
     return;
 #endif

@@ -55,11 +55,13 @@ bool matmul_weight_and_bias_grad(Tensor& dw, Tensor& bias_grad, const Tensor& dy
                                  const Tensor& x);
 
 // Whether cuBLASLt's GELU epilogues compute GPT-2's GELU (the tanh form, kernels/gelu_math.h)
-// on this device, to bf16's rounding: cuBLASLt does not say which GELU it computes. Decided
-// once per process on first call (kernels/cuda/gelu_epilogue_check.cpp: both epilogues on a
-// sweep of pre-activations over [-8, 8] against the tanh form in double, synchronising the
-// device once), and logged with the largest deviation found.
-bool gelu_epilogues_agree();
+// to bf16's rounding for the MLP's GEMMs of this shape: out [rows, features] from `inner`
+// inputs forward (matmul_bias_gelu), dx [rows, features] from `inner` backward (matmul_dgelu).
+// cuBLASLt does not say which GELU it computes, and picks its kernels by shape. Decided once
+// per shape per process on first call (kernels/cuda/gelu_epilogue_check.cpp: the three
+// epilogue forms on a sweep of pre-activations over [-8, 8] against the tanh form in double,
+// synchronising the device once), and logged with the largest deviation found.
+bool gelu_epilogues_agree(std::int64_t features, std::int64_t inner);
 
 // out [rows, n] += bias [n] (out F32/BF16, bias the same dtype); dbias (F32) += column sums.
 void bias_add_forward(Tensor& out, const Tensor& bias);

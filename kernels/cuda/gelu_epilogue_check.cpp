@@ -1,17 +1,24 @@
-// cuda::gelu_epilogues_agree(): runs cuBLASLt's GELU epilogues once on known inputs and
-// compares them with GPT-2's tanh GELU (kernels/gelu_epilogue_check.h has the tolerance).
+// cuda::gelu_epilogues_agree(features, inner): runs cuBLASLt's GELU epilogues once per GEMM
+// shape on known inputs and compares them with GPT-2's tanh GELU (the tolerance is in
+// kernels/gelu_epilogue_check.h). Per shape, because cuBLASLt picks its kernel by shape, and
+// a small test GEMM could get another kernel family than the MLP's.
 //
-// The inputs make each GEMM an exact copy of a chosen value, so the epilogue alone is judged:
-//   forward:  x [rows, kInner] has x[i][0] = t_i (bf16 values sweeping [-8, 8]), zeros elsewhere;
-//             w [kFeatures, kInner] has w[j][0] = 1; bias[j] = (j mod 16 - 8) / 32. The F32
-//             product plus bias is t_i + bias_j exactly, so out[i][j] should be
-//             gelu(t_i + bias_j) rounded once, and pre_activation that sum rounded to bf16.
-//   backward: dy [rows, kInner] has dy[i][0] = s_i (1 or -0.75), w2 [kInner, kFeatures] has
+// The inputs make each GEMM an exact copy of a chosen value, so the epilogue alone is judged
+// (kRows rows; features and inner are the MLP's, e.g. 3072 and 768 for GPT-2):
+//   forward:  x [kRows, inner] has x[i][0] = t_i (bf16 values sweeping [-8, 8]), zeros
+//             elsewhere; w [features, inner] has w[j][0] = 1; bias[j] = (j mod 16 - 8) / 32.
+//             The F32 product plus bias is t_i + bias_j exactly, so out[i][j] should be
+//             gelu(t_i + bias_j) rounded once and pre_activation that sum rounded to bf16;
+//             without the bias (GELU_AUX), gelu(t_i).
+//   backward: dy [kRows, inner] has dy[i][0] = s_i (1 or -0.75), w2 [inner, features] has
 //             w2[0][j] = 1, so the product is s_i and dx[i][j] should be
 //             s_i * gelu'(pre_activation[i][j]), on the forward's bf16 pre-activations.
 #include <cmath>
+#include <exception>
+#include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/bfloat16.h"
@@ -25,7 +32,7 @@ namespace ternion::cuda {
 
 namespace {
 
-constexpr std::int64_t kRows = 1024, kFeatures = 64, kInner = 16;
+constexpr std::int64_t kRows = 1024;
 
 double rounded_to_bf16(double value) {
   return bf16_to_float(float_to_bf16(static_cast<float>(value)));
@@ -40,9 +47,8 @@ Tensor device_bf16(const std::vector<float>& values, const Shape& shape) {
   return bf16;
 }
 
-std::vector<double> host_values(const Tensor& device_tensor) {
-  const std::vector<float> values = ::ternion::as_f32(device_tensor).to(Device::cpu()).to_vector();
-  return std::vector<double>(values.begin(), values.end());
+std::vector<float> host_values(const Tensor& device_tensor) {
+  return ::ternion::as_f32(device_tensor).to(Device::cpu()).to_vector();
 }
 
 std::string describe(const GeluDeviation& d) {
@@ -54,78 +60,99 @@ struct Verdict {
   std::string detail;
 };
 
-Verdict check_epilogues() {
-  std::vector<float> x(kRows * kInner, 0.0f), w(kFeatures * kInner, 0.0f), bias(kFeatures);
-  std::vector<double> sweep(kRows), offset(kFeatures), scale(kRows);
+Verdict check_epilogues(std::int64_t features, std::int64_t inner) {
+  std::vector<float> x(kRows * inner, 0.0f), w(features * inner, 0.0f), bias(features);
+  std::vector<double> sweep(kRows), offset(features), scale(kRows);
   for (std::int64_t i = 0; i < kRows; ++i) {
     sweep[i] = rounded_to_bf16(-8.0 + 16.0 * static_cast<double>(i) / (kRows - 1));
-    x[i * kInner] = static_cast<float>(sweep[i]);
+    x[i * inner] = static_cast<float>(sweep[i]);
     scale[i] = i % 2 == 0 ? 1.0 : -0.75;
   }
-  for (std::int64_t j = 0; j < kFeatures; ++j) {
+  for (std::int64_t j = 0; j < features; ++j) {
     offset[j] = static_cast<double>(j % 16 - 8) / 32.0;
     bias[j] = static_cast<float>(offset[j]);
-    w[j * kInner] = 1.0f;
+    w[j * inner] = 1.0f;
   }
-  const Tensor x_dev = device_bf16(x, {kRows, kInner});
-  const Tensor w_dev = device_bf16(w, {kFeatures, kInner});
-  const Tensor bias_dev = device_bf16(bias, {kFeatures});
+  const Tensor x_dev = device_bf16(x, {kRows, inner});
+  const Tensor w_dev = device_bf16(w, {features, inner});
+  const Tensor bias_dev = device_bf16(bias, {features});
   const Device device = x_dev.device();
-  Tensor out = Tensor::empty({kRows, kFeatures}, DType::BF16, device);
-  Tensor pre = Tensor::empty({kRows, kFeatures}, DType::BF16, device);
+  Tensor out = Tensor::empty({kRows, features}, DType::BF16, device);
+  Tensor pre = Tensor::empty({kRows, features}, DType::BF16, device);
+  Tensor out_no_bias = Tensor::empty({kRows, features}, DType::BF16, device);
+  Tensor pre_no_bias = Tensor::empty({kRows, features}, DType::BF16, device);
   if (!matmul_bias_gelu(out, pre, x_dev, w_dev, &bias_dev))
-    return {false, "cuBLASLt offers no algorithm for GELU_AUX_BIAS on this device"};
+    return {false, "cuBLASLt offers no algorithm for GELU_AUX_BIAS here"};
+  if (!matmul_bias_gelu(out_no_bias, pre_no_bias, x_dev, w_dev, nullptr))
+    return {false, "cuBLASLt offers no algorithm for GELU_AUX here"};
 
-  std::vector<float> dy(kRows * kInner, 0.0f), w2(kInner * kFeatures, 0.0f);
-  for (std::int64_t i = 0; i < kRows; ++i) dy[i * kInner] = static_cast<float>(scale[i]);
-  for (std::int64_t j = 0; j < kFeatures; ++j) w2[j] = 1.0f;  // row 0 of [kInner, kFeatures]
-  const Tensor dy_dev = device_bf16(dy, {kRows, kInner});
-  const Tensor w2_dev = device_bf16(w2, {kInner, kFeatures});
-  Tensor dx = Tensor::empty({kRows, kFeatures}, DType::BF16, device);
+  std::vector<float> dy(kRows * inner, 0.0f), w2(inner * features, 0.0f);
+  for (std::int64_t i = 0; i < kRows; ++i) dy[i * inner] = static_cast<float>(scale[i]);
+  for (std::int64_t j = 0; j < features; ++j) w2[j] = 1.0f;  // row 0 of [inner, features]
+  const Tensor dy_dev = device_bf16(dy, {kRows, inner});
+  const Tensor w2_dev = device_bf16(w2, {inner, features});
+  Tensor dx = Tensor::empty({kRows, features}, DType::BF16, device);
   if (!matmul_dgelu(dx, dy_dev, w2_dev, pre))
-    return {false, "cuBLASLt offers no algorithm for DGELU on this device"};
+    return {false, "cuBLASLt offers no algorithm for DGELU here"};
 
-  const std::vector<double> got_out = host_values(out), got_pre = host_values(pre),
-                            got_dx = host_values(dx);  // synchronises the device
-  const std::size_t n = got_out.size();
-  std::vector<double> at(n), want_out(n), want_pre(n), at_pre(n), want_dx(n);
+  // Reading back synchronises the device.
+  const std::vector<float> got_out = host_values(out), got_pre = host_values(pre),
+                           got_out_no_bias = host_values(out_no_bias),
+                           got_pre_no_bias = host_values(pre_no_bias), got_dx = host_values(dx);
+  GeluDeviation forward, forward_no_bias, saved, backward;
   for (std::int64_t i = 0; i < kRows; ++i) {
-    for (std::int64_t j = 0; j < kFeatures; ++j) {
-      const std::size_t e = static_cast<std::size_t>(i * kFeatures + j);
-      at[e] = sweep[i] + offset[j];  // exact in double and in F32
-      want_out[e] = gelu_tanh_reference(at[e]);
-      want_pre[e] = at[e];
-      at_pre[e] = got_pre[e];
-      want_dx[e] = scale[i] * gelu_tanh_derivative_reference(got_pre[e]);
+    for (std::int64_t j = 0; j < features; ++j) {
+      const std::size_t e = static_cast<std::size_t>(i * features + j);
+      const double at = sweep[i] + offset[j];  // exact in double and in F32
+      forward.observe(at, got_out[e], gelu_tanh_reference(at));
+      saved.observe(at, got_pre[e], at);
+      saved.observe(sweep[i], got_pre_no_bias[e], sweep[i]);
+      forward_no_bias.observe(sweep[i], got_out_no_bias[e], gelu_tanh_reference(sweep[i]));
+      backward.observe(got_pre[e], got_dx[e],
+                       scale[i] * gelu_tanh_derivative_reference(got_pre[e]));
     }
   }
-  const GeluDeviation forward = worst_gelu_deviation(at, got_out, want_out);
-  const GeluDeviation saved = worst_gelu_deviation(at, got_pre, want_pre);
-  const GeluDeviation backward = worst_gelu_deviation(at_pre, got_dx, want_dx);
-  const std::string detail = "forward " + describe(forward) + "; pre-activation " +
+  const std::string detail = "forward " + describe(forward) + "; without bias " +
+                             describe(forward_no_bias) + "; pre-activation " +
                              describe(saved) + "; backward " + describe(backward);
-  return {forward.agrees() && saved.agrees() && backward.agrees(),
+  return {forward.agrees() && forward_no_bias.agrees() && saved.agrees() && backward.agrees(),
           "largest deviation from GPT-2's tanh GELU: " + detail};
 }
 
 }  // namespace
 
-bool gelu_epilogues_agree() {
-  static std::once_flag once;
-  static bool agree = false;
-  std::call_once(once, [] {
-    Verdict verdict;
+bool gelu_epilogues_agree(std::int64_t features, std::int64_t inner) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::int64_t, std::int64_t>, bool> verdicts;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(features, inner);
+  if (auto found = verdicts.find(key); found != verdicts.end()) return found->second;
+  // Shapes the epilogues cannot take (matmul_bias_gelu's rules) need no check and no log line.
+  if (features <= 0 || inner <= 0 || features % 8 != 0) {
+    verdicts.emplace(key, false);
+    return false;
+  }
+  Verdict verdict;
+  {
     try {
-      verdict = check_epilogues();
-    } catch (const Error& e) {  // a cuBLASLt status: no fusion, the separate kernels remain
+      verdict = check_epilogues(features, inner);
+    } catch (const std::exception& e) {  // e.g. a cuBLASLt status: the separate kernels remain
       verdict = {false, std::string("the check failed: ") + e.what()};
     }
-    agree = verdict.agree;
-    log_info("cuBLASLt GELU epilogues: ",
-             agree ? "used for bf16 MLPs" : "not used (the separate GELU kernels run)", "; ",
-             verdict.detail);
-  });
-  return agree;
+  }
+  verdicts.emplace(key, verdict.agree);
+  const std::string line =
+      detail::concat("cuBLASLt GELU epilogues for ", features, " features from ", inner,
+                     " inputs: ", verdict.agree ? "used" : "not used (our GELU kernels run)",
+                     "; ", verdict.detail);
+  // Every rank says so where they are not used: a rank that differs would be invisible on
+  // rank 0's log alone.
+  if (verdict.agree) {
+    log_info(line);
+  } else {
+    log_line(line);
+  }
+  return verdict.agree;
 }
 
 }  // namespace ternion::cuda

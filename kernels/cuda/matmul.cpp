@@ -53,6 +53,7 @@
 
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_runtime.h"
+#include "framework/logging.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace ternion::cuda {
@@ -329,10 +330,24 @@ bool run_gemm(const GemmKey& key, Tensor& out, const Tensor& a, const Tensor& b,
     algo = *cached->second;
   }
   // C and D are both out: beta * out is read and the result written in place.
-  TN_CUBLAS_CHECK(cublasLtMatmul(lt.handle, desc.get(), &alpha, b.raw_data(), b_layout.get(),
-                                 a.raw_data(), a_layout.get(), &beta, out.raw_data(),
-                                 out_layout.get(), out.raw_data(), out_layout.get(), &algo,
-                                 lt.workspace, kWorkspaceBytes, stream));
+  const cublasStatus_t status = cublasLtMatmul(
+      lt.handle, desc.get(), &alpha, b.raw_data(), b_layout.get(), a.raw_data(), a_layout.get(),
+      &beta, out.raw_data(), out_layout.get(), out.raw_data(), out_layout.get(), &algo,
+      lt.workspace, kWorkspaceBytes, stream);
+  // An epilogue the heuristic offered but the call refuses (a combination cuBLASLt validates
+  // only here) is "no algorithm" too, remembered for the key, so the caller runs the separate
+  // kernels instead of the run stopping. Those statuses are returned before anything launches.
+  if (epilogue.epilogue != Epilogue::none &&
+      (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE)) {
+    log_line(::ternion::detail::concat("cuBLASLt refused ", describe(key), " (",
+                                       cublasGetStatusString(status),
+                                       "): the separate kernels run instead"));
+    std::lock_guard<std::mutex> lock(lt.mutex);
+    lt.algos[key] = std::nullopt;
+    return false;
+  }
+  TN_CHECK_AS(CudaError, status == CUBLAS_STATUS_SUCCESS, "matmul (cuda): cublasLtMatmul failed: ",
+              cublasGetStatusString(status), " for ", describe(key));
   return true;
 }
 
