@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
   report_flops("matmul fc dx = dy W", best_seconds([&] { matmul(dx, h, w_ff, false, false); }),
                2.0 * rows * ff * width);
 
-  // The MLP's GEMMs with their epilogues: linear_forward, linear_backward_through_gelu (with
+  // The linear layers' GEMMs with their epilogues: linear_forward, linear_backward_through_gelu (with
   // cuBLASLt's GELU epilogues in bf16 where they agree with our GELU: logged on first use) and
   // linear_backward_weights, each beside the separate passes it replaces.
   Tensor b_ff = random({ff}, 14), pre_ff = empty({rows, ff}), w_proj = random({width, ff}, 15);
@@ -187,6 +187,21 @@ int main(int argc, char** argv) {
                  linear_backward_through_gelu(dpre, x, w_proj, pre_ff);
                }),
                2.0 * rows * ff * width);
+  // The attention output projection joining the residual stream: the block's add after the
+  // layer, or the GEMM's C matrix (CUDA).
+  Tensor w_attn = random({width, width}, 16), b_attn = random({width}, 17);
+  Tensor stream = random({rows, width}, 18), joined = empty({rows, width});
+  Tensor branch = empty({rows, width});
+  report_flops("proj + residual: linear_forward, add", best_seconds([&] {
+                 linear_forward(branch, nullptr, x, w_attn, &b_attn, LinearActivation::none);
+                 add(joined, stream, branch);
+               }),
+               2.0 * rows * width * width);
+  report_flops("proj + residual: linear_forward(residual)", best_seconds([&] {
+                 linear_forward(joined, nullptr, x, w_attn, &b_attn, LinearActivation::none,
+                                &stream);
+               }),
+               2.0 * rows * width * width);
   // The bias gradient beside the weight gradient's GEMM, or on it (BGRADB on CUDA).
   report_flops("fc dW, db: matmul, bias_add backward", best_seconds([&] {
                  matmul(dw_ff, dpre, x, true, false, 1, 1);

@@ -26,7 +26,8 @@ void check_operand(const char* what, const Tensor& t, std::int64_t dims, const T
 }
 
 void check_operands(const Tensor& out, const Tensor* pre_activation, const Tensor& x,
-                    const Tensor& w, const Tensor* bias, LinearActivation activation) {
+                    const Tensor& w, const Tensor* bias, LinearActivation activation,
+                    const Tensor* residual) {
   TN_CHECK(is_float(x.dtype()) && x.dim() == 2 && x.is_contiguous(),
            "linear_forward: x must be a contiguous 2-D f32 or bf16 tensor [rows, k], got ",
            x.str());
@@ -53,6 +54,15 @@ void check_operands(const Tensor& out, const Tensor* pre_activation, const Tenso
     TN_CHECK(pre_activation == nullptr, "linear_forward: pre_activation is only written with ",
              "gelu, got one with activation ", linear_activation_name(activation));
   }
+  if (residual != nullptr) {
+    TN_CHECK(activation == LinearActivation::none, "linear_forward: a residual is added only ",
+             "without an activation, got ", linear_activation_name(activation));
+    check_operand("residual", *residual, 2, x);
+    TN_CHECK(residual->shape() == out.shape(), "linear_forward: residual ",
+             shape_str(residual->shape()), " must have out's shape ", shape_str(out.shape()));
+    TN_CHECK(out.numel() == 0 || residual->raw_data() != out.raw_data(),
+             "linear_forward: residual and out must be different tensors");
+  }
 }
 
 // affine = x @ w^T (+ bias), the kernels one after the other.
@@ -74,8 +84,8 @@ const char* linear_activation_name(LinearActivation activation) {
 }
 
 void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const Tensor& w,
-                    const Tensor* bias, LinearActivation activation) {
-  check_operands(out, pre_activation, x, w, bias, activation);
+                    const Tensor* bias, LinearActivation activation, const Tensor* residual) {
+  check_operands(out, pre_activation, x, w, bias, activation, residual);
   // With GELU the affine result is the pre-activation, and out is computed from it.
   const bool gelu = activation == LinearActivation::gelu;
   Tensor& affine = gelu ? *pre_activation : out;
@@ -83,7 +93,8 @@ void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const 
     affine_unfused(affine, x, w, bias);
   } else {
 #if TN_HAVE_CUDA
-    // One GEMM writing the pre-activation and its GELU, where that is ours and fits.
+    // One GEMM adding bias and residual, where cuBLASLt has one for this problem.
+    if (residual != nullptr && cuda::matmul_bias_residual(out, x, w, bias, residual)) return;
     if (gelu && x.dtype() == DType::BF16 && cuda::gelu_epilogues_agree(w.size(0), x.size(1)) &&
         cuda::matmul_bias_gelu(out, affine, x, w, bias))
       return;
@@ -95,6 +106,7 @@ void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const 
 #endif
   }
   if (gelu) gelu_forward(out, affine);
+  if (residual != nullptr) accumulate(out, *residual);
 }
 
 void linear_backward_weights(Tensor& dw, Tensor* dbias, const Tensor& dy, const Tensor& x) {
@@ -102,7 +114,8 @@ void linear_backward_weights(Tensor& dw, Tensor* dbias, const Tensor& dy, const 
                x.is_contiguous() && x.dtype() == dy.dtype() && x.device() == dy.device(),
            "linear_backward_weights: dy ", dy.str(), " and x ", x.str(),
            " must be contiguous 2-D tensors of one float dtype on one device");
-  TN_CHECK(dw.dtype() == DType::F32 && dw.dim() == 2 && dw.device() == dy.device() &&
+  TN_CHECK(dw.dtype() == DType::F32 && dw.dim() == 2 && dw.is_contiguous() &&
+               dw.device() == dy.device() &&
                dw.size(0) == dy.size(1) && dw.size(1) == x.size(1) && x.size(0) == dy.size(0),
            "linear_backward_weights: dw ", dw.str(), " += dy ", dy.str(), "^T @ x ", x.str(),
            " (dw f32 [n, k], dy [rows, n], x [rows, k])");

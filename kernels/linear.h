@@ -1,7 +1,12 @@
-// Linear layer forward in one op: out = act(x @ w^T + bias), w in PyTorch's layout [n, k].
+// Linear layer forward in one op: out = act(x @ w^T + bias) (+ residual), w in PyTorch's
+// layout [n, k].
 //
 //   x [rows, k], w [n, k], bias [n] (may be null: no bias), out [rows, n]: all contiguous, one
 //   dtype (F32 or BF16), one device. out is overwritten.
+//   residual [rows, n] (may be null; only with LinearActivation::none; not out's memory): the
+//   residual stream the output joins, out = x @ w^T + bias + residual. CPU: accumulate(out,
+//   residual) after the bias, bit for bit add(sum, residual, out) after the layer. CUDA: the
+//   GEMM adds it as its C matrix (one rounding instead of two, and no separate pass).
 //   LinearActivation::gelu (GPT-2's tanh form, kernels/gelu.h): pre_activation [rows, n], same
 //   dtype, receives x @ w^T + bias (what gelu_backward needs) and out = gelu(pre_activation).
 //   With LinearActivation::none, pre_activation must be null.
@@ -30,11 +35,12 @@ enum class LinearActivation { none, gelu };
 const char* linear_activation_name(LinearActivation activation);
 
 void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const Tensor& w,
-                    const Tensor* bias, LinearActivation activation);
+                    const Tensor* bias, LinearActivation activation,
+                    const Tensor* residual = nullptr);
 
 // The weight and bias gradients of a linear layer:
 //   dw [n, k] += dy [rows, n]^T @ x [rows, k];  dbias [n] (may be null) += column sums of dy.
-// dw, dbias F32; dy, x contiguous, one dtype (F32 or BF16); all on one device.
+// dw, dbias F32 and contiguous; dy, x contiguous, one dtype (F32 or BF16); all on one device.
 // CPU: matmul then bias_add_backward, bit for bit those ops. CUDA: the bias gradient rides on
 // the weight-gradient GEMM as cuBLASLt's BGRADB epilogue (which overwrites, so it lands in a
 // scratch vector that is then added to dbias: a pass over [n] instead of over [rows, n]), where

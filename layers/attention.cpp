@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "layers/residual_branch.h"
 
 namespace ternion {
 
@@ -20,6 +21,16 @@ CausalSelfAttention::CausalSelfAttention(std::string name, const ModelConfig& co
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& input, ActivationContext& ctx) {
+  return forward_impl(input, nullptr, ctx);
+}
+
+Tensor CausalSelfAttention::forward_residual(const Tensor& input, const Tensor& residual,
+                                             ActivationContext& ctx) {
+  return forward_impl(input, &residual, ctx);
+}
+
+Tensor CausalSelfAttention::forward_impl(const Tensor& input, const Tensor* residual,
+                                         ActivationContext& ctx) {
   Tensor qkv = qkv_.forward(input, ctx);  // the whole sequence, even under sequence parallelism
   const std::int64_t batch = qkv.size(0), seq = qkv.size(1), channels = qkv.size(2) / 3;
   Tensor attended = Tensor::empty({batch, seq, channels}, qkv.dtype(), input.device());
@@ -29,7 +40,7 @@ Tensor CausalSelfAttention::forward(const Tensor& input, ActivationContext& ctx)
   saved.qkv = qkv;
   saved.attended = attended;  // shared with the output projection's saved input: no copy
   saved.lse = lse;
-  return dropout_.forward(proj_.forward(attended, ctx), ctx);
+  return project_onto_residual(proj_, dropout_, attended, residual, ctx);
 }
 
 Tensor CausalSelfAttention::backward(const Tensor& grad_output, ActivationContext& ctx) {

@@ -21,6 +21,10 @@ class CausalSelfAttention : public Layer {
  public:
   CausalSelfAttention(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
+  // residual + forward(input), the residual stream's next value (the backward is unchanged:
+  // the residual's gradient is the caller's). Without active dropout the output projection's
+  // GEMM adds the residual.
+  Tensor forward_residual(const Tensor& input, const Tensor& residual, ActivationContext& ctx);
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 
@@ -28,6 +32,7 @@ class CausalSelfAttention : public Layer {
   struct Saved : SavedActivations {
     Tensor qkv, attended, lse;  // [B, T, 3C / tp], [B, T, C / tp], [B, H / tp, T] (F32)
   };
+  Tensor forward_impl(const Tensor& input, const Tensor* residual, ActivationContext& ctx);
   std::int64_t local_heads_;
   ColumnParallelLinear qkv_;
   RowParallelLinear proj_;

@@ -12,7 +12,7 @@ GlobalPosition Dropout::position_of(const Tensor& x, const MicroBatchInfo& info)
 
 Tensor Dropout::forward(const Tensor& input, ActivationContext& ctx) {
   const MicroBatchInfo& info = ctx.info();
-  const bool apply = p_ > 0.0f && info.training;
+  const bool apply = active(ctx);
   ctx.save<Saved>(this).applied = apply;
   if (!apply) return input;
   TN_CHECK(input.dim() == 3, name(), ": dropout expects [batch, seq, C], got ", input.str());

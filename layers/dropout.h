@@ -16,6 +16,9 @@ class Dropout : public Layer {
       : Layer(std::move(name)), p_(p), tp_(tp) {}
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
+  // Whether forward changes its input in this micro-batch (p > 0 and training); where it does
+  // not, a layer may fuse what comes after the dropout into what comes before it.
+  bool active(const ActivationContext& ctx) const { return p_ > 0.0f && ctx.info().training; }
 
  private:
   struct Saved : SavedActivations {

@@ -1,6 +1,7 @@
 #include "layers/linear.h"
 
 #include "kernels/bias_add.h"
+#include "kernels/elementwise.h"
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
 #include "kernels/matmul.h"
@@ -32,6 +33,14 @@ Linear::Linear(std::string name, std::int64_t in_features, std::int64_t out_feat
 }
 
 Tensor Linear::forward(const Tensor& input, ActivationContext& ctx) {
+  return forward_impl(input, ctx, nullptr);
+}
+
+Tensor Linear::forward(const Tensor& input, ActivationContext& ctx, const Tensor& residual) {
+  return forward_impl(input, ctx, &residual);
+}
+
+Tensor Linear::forward_impl(const Tensor& input, ActivationContext& ctx, const Tensor* residual) {
   TN_CHECK(input.size(-1) == in_features(), name(), ": input ", input.str(), ", expected ",
            in_features(), " features");
   const Tensor x = input.view({-1, in_features()});
@@ -40,9 +49,15 @@ Tensor Linear::forward(const Tensor& input, ActivationContext& ctx) {
   Tensor pre_activation;  // x W^T + b, for the activation's backward
   if (activation_ != LinearActivation::none)
     pre_activation = Tensor::empty(rows_shape, x.dtype(), input.device());
+  Tensor residual_rows;
+  if (residual != nullptr) {
+    TN_CHECK(residual->shape() == with_last(input.shape(), out_features()), name(),
+             ": residual ", residual->str(), " for input ", input.str());
+    residual_rows = residual->view(rows_shape);
+  }
   linear_forward(y, pre_activation.defined() ? &pre_activation : nullptr, x,
                  weight_.compute_value(), has_bias_ ? &bias_.compute_value() : nullptr,
-                 activation_);
+                 activation_, residual != nullptr ? &residual_rows : nullptr);
   Saved& saved = ctx.save<Saved>(this);
   saved.input = x;
   saved.pre_activation = pre_activation;
@@ -144,6 +159,19 @@ RowParallelLinear::RowParallelLinear(std::string name, std::int64_t in_features,
 }
 
 Tensor RowParallelLinear::forward(const Tensor& input, ActivationContext& ctx) {
+  return forward_impl(input, ctx, nullptr);
+}
+
+Tensor RowParallelLinear::forward(const Tensor& input, ActivationContext& ctx,
+                                  const Tensor& residual) {
+  return forward_impl(input, ctx, &residual);
+}
+
+Tensor RowParallelLinear::forward_impl(const Tensor& input, ActivationContext& ctx,
+                                       const Tensor* residual) {
+  // With one tensor rank the local layer is the whole layer, bias included: its GEMM adds
+  // the residual too.
+  if (residual != nullptr && !tp_.active()) return local_.forward(input, ctx, *residual);
   Tensor y = local_.forward(input, ctx);
   if (tp_.sequence_parallel) {
     y = reduce_scatter_to_sequence_region(y, tp_);
@@ -153,6 +181,11 @@ Tensor RowParallelLinear::forward(const Tensor& input, ActivationContext& ctx) {
   if (has_bias_) {
     Tensor rows = y.view({-1, y.size(-1)});
     bias_add_forward(rows, bias_.compute_value());
+  }
+  if (residual != nullptr) {
+    TN_CHECK(residual->shape() == y.shape(), name(), ": residual ", residual->str(),
+             " for output ", y.str());
+    accumulate(y, *residual);  // y is ours: the reduction's result
   }
   return y;
 }

@@ -53,6 +53,9 @@ class Linear : public Layer {
          float init_std, WeightShard shard = {},
          LinearActivation activation = LinearActivation::none);
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
+  // forward(input) + residual ([..., out_features], the residual stream this layer's output
+  // joins; no activation): on CUDA the GEMM adds it (kernels/linear.h).
+  Tensor forward(const Tensor& input, ActivationContext& ctx, const Tensor& residual);
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   // The input was input_gelu's layer's output: returns that layer's pre-activation gradient.
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx, const OutputGelu& input_gelu);
@@ -72,6 +75,7 @@ class Linear : public Layer {
     Tensor input;           // [rows, in_features]
     Tensor pre_activation;  // [rows, out_features], x W^T + b; only with an activation
   };
+  Tensor forward_impl(const Tensor& input, ActivationContext& ctx, const Tensor* residual);
   // grad_is_pre_activation: the activation's backward was done by the consumer;
   // input_gelu.pre_activation not null: go on through the previous layer's GELU.
   Tensor backward_impl(const Tensor& grad, ActivationContext& ctx, bool grad_is_pre_activation,
@@ -105,12 +109,17 @@ class RowParallelLinear : public Layer {
   RowParallelLinear(std::string name, std::int64_t in_features, std::int64_t out_features,
                     bool bias, float init_std, const TensorParallel& tp);
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
+  // forward(input) + residual (the output's shape): with one tensor rank the local GEMM adds
+  // it, else it is added after the reduction and the bias.
+  Tensor forward(const Tensor& input, ActivationContext& ctx, const Tensor& residual);
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   // The input was input_gelu's layer's output (this rank's features of it): as Linear's.
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx, const OutputGelu& input_gelu);
   void collect_parameters(std::vector<Parameter*>& out) override;
 
  private:
+  Tensor forward_impl(const Tensor& input, ActivationContext& ctx, const Tensor* residual);
+
   TensorParallel tp_;
   Linear local_;    // the partial product; with one tensor rank, the whole layer and its bias
   Parameter bias_;  // replicated, added after the reduction (tensor parallel only)

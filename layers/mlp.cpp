@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "layers/residual_branch.h"
+
 namespace ternion {
 
 Mlp::Mlp(std::string name, const ModelConfig& config, const TensorParallel& tp)
@@ -14,7 +16,13 @@ Mlp::Mlp(std::string name, const ModelConfig& config, const TensorParallel& tp)
 
 Tensor Mlp::forward(const Tensor& input, ActivationContext& ctx) {
   const Tensor activated = fc_.forward(input, ctx);  // gelu(x W_fc^T + b_fc), [B, T, d_ff / tp]
-  return dropout_.forward(proj_.forward(activated, ctx), ctx);
+  return project_onto_residual(proj_, dropout_, activated, nullptr, ctx);
+}
+
+Tensor Mlp::forward_residual(const Tensor& input, const Tensor& residual,
+                             ActivationContext& ctx) {
+  const Tensor activated = fc_.forward(input, ctx);
+  return project_onto_residual(proj_, dropout_, activated, &residual, ctx);
 }
 
 Tensor Mlp::backward(const Tensor& grad_output, ActivationContext& ctx) {

@@ -17,6 +17,8 @@ class Mlp : public Layer {
  public:
   Mlp(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
+  // residual + forward(input), as CausalSelfAttention::forward_residual.
+  Tensor forward_residual(const Tensor& input, const Tensor& residual, ActivationContext& ctx);
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 

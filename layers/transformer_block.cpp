@@ -1,7 +1,5 @@
 #include "layers/transformer_block.h"
 
-#include "kernels/elementwise.h"
-
 namespace ternion {
 
 TransformerBlock::TransformerBlock(std::string name, const ModelConfig& config,
@@ -13,12 +11,10 @@ TransformerBlock::TransformerBlock(std::string name, const ModelConfig& config,
       mlp_(this->name() + ".mlp", config, tp) {}
 
 Tensor TransformerBlock::forward(const Tensor& input, ActivationContext& ctx) {
-  Tensor attn_out = attn_.forward(ln_1_.forward(input, ctx), ctx);
-  Tensor residual = Tensor::empty(input.shape(), input.dtype(), input.device());
-  add(residual, input, attn_out);
-  Tensor mlp_out = mlp_.forward(ln_2_.forward(residual, ctx), ctx);
-  add(mlp_out, residual, mlp_out);  // in place: mlp_out is ours
-  return mlp_out;
+  // Each branch adds its output to the residual stream itself (its output projection's GEMM
+  // does where it can: layers/residual_branch.h).
+  const Tensor residual = attn_.forward_residual(ln_1_.forward(input, ctx), input, ctx);
+  return mlp_.forward_residual(ln_2_.forward(residual, ctx), residual, ctx);
 }
 
 Tensor TransformerBlock::backward(const Tensor& grad_output, ActivationContext& ctx) {

@@ -33,6 +33,11 @@ void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, boo
 // has no algorithm with the epilogue for this problem, the bias is not 16-byte aligned, or
 // k = 0: the caller then runs matmul + bias_add_forward.
 bool matmul_bias(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias);
+// The same with the bias optional and a residual [rows, n] (out's dtype, contiguous, not out)
+// added by the GEMM as its C matrix (beta = 1): out = x @ w^T (+ bias) + residual, rounded
+// once. Returns false as matmul_bias does (a residual alone needs no epilogue).
+bool matmul_bias_residual(Tensor& out, const Tensor& x, const Tensor& w, const Tensor* bias,
+                          const Tensor* residual);
 
 // The MLP's GEMMs with cuBLASLt's GELU epilogues, BF16 only (kernels/cuda/matmul.cpp):
 //   matmul_bias_gelu: pre_activation [rows, n] = x [rows, k] @ w [n, k]^T (+ bias [n]) and

@@ -23,7 +23,9 @@
 // features, as bias_add_forward adds it. The bias vector's type is left at cuBLASLt's default,
 // D's type (which is why linear_forward wants bias in out's dtype); the heuristic reads the bias
 // pointer for its alignment, so the pointer is set on the descriptor before the heuristic runs
-// and the bias's alignment is part of the cache key.
+// and the bias's alignment is part of the cache key. matmul_bias_residual also adds a residual
+// stream as the GEMM's C (beta = 1) with D = out: two matrices of one layout, C's alignment
+// part of the key.
 //
 // matmul_bias_gelu and matmul_dgelu (BF16, for linear_forward and linear_backward_through_gelu)
 // use the GELU epilogues. The auxiliary matrix (the pre-activation, written by GELU_AUX(_BIAS),
@@ -225,6 +227,7 @@ struct GemmKey {
   Epilogue epilogue;
   std::uint32_t align_bias;  // 0 without a bias
   std::uint32_t align_aux;   // 0 without an auxiliary matrix
+  std::uint32_t align_c;     // C's where C is not out (a residual added by the GEMM), else 0
   auto operator<=>(const GemmKey&) const = default;
 };
 
@@ -260,11 +263,15 @@ std::string describe(const GemmKey& key) {
       key.align_bias != 0 ? " bias " : "",
       key.align_bias != 0 ? std::to_string(key.align_bias) : "",
       key.align_aux != 0 ? " pre-activation " : "",
-      key.align_aux != 0 ? std::to_string(key.align_aux) : "", " bytes");
+      key.align_aux != 0 ? std::to_string(key.align_aux) : "",
+      key.align_c != 0 ? " residual (C) " : "",
+      key.align_c != 0 ? std::to_string(key.align_c) : "", " bytes");
 }
 
+// `c`: the C matrix where it is not out (null: C is out).
 GemmKey gemm_key(const Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a,
-                 bool transpose_b, const EpilogueOperands& epilogue) {
+                 bool transpose_b, const EpilogueOperands& epilogue,
+                 const Tensor* c = nullptr) {
   return GemmKey{a.size(transpose_a ? 1 : 0),
                  b.size(transpose_b ? 0 : 1),
                  a.size(transpose_a ? 0 : 1),
@@ -277,14 +284,16 @@ GemmKey gemm_key(const Tensor& out, const Tensor& a, const Tensor& b, bool trans
                  alignment_of(out.raw_data()),
                  epilogue.epilogue,
                  epilogue.bias != nullptr ? alignment_of(epilogue.bias) : 0,
-                 epilogue.aux != nullptr ? alignment_of(epilogue.aux) : 0};
+                 epilogue.aux != nullptr ? alignment_of(epilogue.aux) : 0,
+                 c != nullptr ? alignment_of(c->raw_data()) : 0};
 }
 
-// out = alpha * op(a) @ op(b) + beta * out, then the epilogue, with the heuristic's (cached)
-// algorithm. M, N, K > 0. Returns false, having launched nothing, where cuBLASLt has no
-// algorithm for the problem.
+// out = alpha * op(a) @ op(b) + beta * C, then the epilogue, with the heuristic's (cached)
+// algorithm; C is `c` (out's shape and dtype, contiguous) or, where null, out itself. M, N,
+// K > 0. Returns false, having launched nothing, where cuBLASLt has no algorithm for the
+// problem.
 bool run_gemm(const GemmKey& key, Tensor& out, const Tensor& a, const Tensor& b, float alpha,
-              float beta, const EpilogueOperands& epilogue) {
+              float beta, const EpilogueOperands& epilogue, const Tensor* c = nullptr) {
   cudaStream_t stream = compute_stream();
   const std::int64_t m = key.m, n = key.n, k = key.k;
   const bool transpose_a = key.transpose_a, transpose_b = key.transpose_b;
@@ -310,15 +319,20 @@ bool run_gemm(const GemmKey& key, Tensor& out, const Tensor& a, const Tensor& b,
       preference.set_workspace(kWorkspaceBytes);
       preference.set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b);
       preference.set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a);
-      preference.set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_out);
+      preference.set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                               key.align_c != 0 ? key.align_c : key.align_out);
       preference.set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_out);
       cublasLtMatmulHeuristicResult_t result{};
       int n_results = 0;
       const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
           lt.handle, desc.get(), b_layout.get(), a_layout.get(), out_layout.get(),
           out_layout.get(), preference.get(), 1, &result, &n_results);
-      TN_CHECK_AS(CudaError,
-                  (status == CUBLAS_STATUS_SUCCESS || status == CUBLAS_STATUS_NOT_SUPPORTED),
+      // With an epilogue, INVALID_VALUE too means "not this combination" (cuBLASLt reports
+      // some epilogue setups it does not take that way): the caller's separate kernels run.
+      const bool no_algorithm =
+          status == CUBLAS_STATUS_NOT_SUPPORTED ||
+          (status == CUBLAS_STATUS_INVALID_VALUE && key.epilogue != Epilogue::none);
+      TN_CHECK_AS(CudaError, status == CUBLAS_STATUS_SUCCESS || no_algorithm,
                   "matmul (cuda): cublasLtMatmulAlgoGetHeuristic failed: ",
                   cublasGetStatusString(status), " for ", describe(key));
       std::optional<cublasLtMatmulAlgo_t> found;
@@ -329,11 +343,13 @@ bool run_gemm(const GemmKey& key, Tensor& out, const Tensor& a, const Tensor& b,
     if (!cached->second) return false;
     algo = *cached->second;
   }
-  // C and D are both out: beta * out is read and the result written in place.
+  // Without `c`, C and D are both out: beta * out is read and the result written in place. C
+  // has D's layout either way.
+  const void* c_data = c != nullptr ? c->raw_data() : out.raw_data();
   const cublasStatus_t status = cublasLtMatmul(
       lt.handle, desc.get(), &alpha, b.raw_data(), b_layout.get(), a.raw_data(), a_layout.get(),
-      &beta, out.raw_data(), out_layout.get(), out.raw_data(), out_layout.get(), &algo,
-      lt.workspace, kWorkspaceBytes, stream);
+      &beta, c_data, out_layout.get(), out.raw_data(), out_layout.get(), &algo, lt.workspace,
+      kWorkspaceBytes, stream);
   // An epilogue the heuristic offered but the call refuses (a combination cuBLASLt validates
   // only here) is "no algorithm" too, remembered for the key, so the caller runs the separate
   // kernels instead of the run stopping. Those statuses are returned before anything launches.
@@ -374,21 +390,39 @@ void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, boo
 }
 
 bool matmul_bias(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
-  TN_CHECK(x.dtype() == w.dtype() && out.dtype() == x.dtype() && bias.dtype() == x.dtype(),
-           "matmul_bias (cuda): out ", out.str(), ", x ", x.str(), ", w ", w.str(), ", bias ",
-           bias.str(), " must share one dtype");
+  return matmul_bias_residual(out, x, w, &bias, nullptr);
+}
+
+bool matmul_bias_residual(Tensor& out, const Tensor& x, const Tensor& w, const Tensor* bias,
+                          const Tensor* residual) {
+  TN_CHECK(x.dtype() == w.dtype() && out.dtype() == x.dtype() &&
+               (bias == nullptr || bias->dtype() == x.dtype()) &&
+               (residual == nullptr || residual->dtype() == x.dtype()),
+           "matmul_bias (cuda): out ", out.str(), ", x ", x.str(), ", w ", w.str(),
+           bias != nullptr ? ", bias " : "", bias != nullptr ? bias->str() : "",
+           residual != nullptr ? ", residual " : "", residual != nullptr ? residual->str() : "",
+           " must share one dtype");
   const std::int64_t m = x.size(0), k = x.size(1), n = w.size(0);
-  TN_CHECK(w.size(1) == k && out.size(0) == m && out.size(1) == n && bias.dim() == 1 &&
-               bias.size(0) == n,
+  TN_CHECK(w.size(1) == k && out.size(0) == m && out.size(1) == n &&
+               (bias == nullptr || (bias->dim() == 1 && bias->size(0) == n)) &&
+               (residual == nullptr ||
+                (residual->shape() == out.shape() && residual->is_contiguous())),
            "matmul_bias (cuda): out ", shape_str(out.shape()), " = x ", shape_str(x.shape()),
-           " @ w ", shape_str(w.shape()), "^T + bias ", shape_str(bias.shape()));
+           " @ w ", shape_str(w.shape()), "^T", bias != nullptr ? " + bias " : "",
+           bias != nullptr ? shape_str(bias->shape()) : "", residual != nullptr ? " + " : "",
+           residual != nullptr ? residual->str() : "");
   if (m == 0 || n == 0) return true;  // nothing to write
-  if (k == 0 || alignment_of(bias.raw_data()) < kMinBiasAlignment) return false;
+  if (k == 0 || (bias != nullptr && alignment_of(bias->raw_data()) < kMinBiasAlignment))
+    return false;
   EpilogueOperands epilogue;
-  epilogue.epilogue = Epilogue::bias;
-  epilogue.bias = bias.raw_data();
-  const GemmKey key = gemm_key(out, x, w, /*transpose_a=*/false, /*transpose_b=*/true, epilogue);
-  return run_gemm(key, out, x, w, /*alpha=*/1.0f, /*beta=*/0.0f, epilogue);
+  if (bias != nullptr) {
+    epilogue.epilogue = Epilogue::bias;
+    epilogue.bias = bias->raw_data();
+  }
+  const GemmKey key =
+      gemm_key(out, x, w, /*transpose_a=*/false, /*transpose_b=*/true, epilogue, residual);
+  return run_gemm(key, out, x, w, /*alpha=*/1.0f, /*beta=*/residual != nullptr ? 1.0f : 0.0f,
+                  epilogue, residual);
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // linear_forward on the GPU (cuBLASLt's bias epilogue, or the unfused kernels where cuBLASLt
 // has no algorithm for it) against the CPU op, F32 tightly and BF16 to its rounding, for every
 // activation, with and without bias, with widths n that are and are not multiples of 8; a
-// misaligned bias (which must take the unfused path) against an aligned one; the Linear
+// misaligned bias (which must take the unfused path) against an aligned one; a residual added
+// by the GEMM (its C matrix) against the CPU's add; the Linear
 // layer with GELU, forward and every gradient, against the same layer on the CPU; cuBLASLt's
 // GELU epilogues (the run-time check's verdict, the fused GEMMs against the CPU ops to bf16's
 // rounding); linear_backward_through_gelu and linear_backward_weights (the bias gradient on the
@@ -118,6 +119,32 @@ TEST(GpuLinear, Bf16MatchesCpuOnRoundedInputs) {
           expect_close(label + " pre_activation", got.pre_activation, want.pre_activation, 1e-2,
                        1e-2);
         }
+      }
+    }
+  }
+}
+
+TEST(GpuLinear, ResidualAddedByTheGemmMatchesCpu) {
+  TN_REQUIRE_GPU();
+  for (const LinearCase& c : kCases) {
+    const Tensor x = random_tensor({c.rows, c.k}, 71), w = random_tensor({c.n, c.k}, 72);
+    const Tensor bias = random_tensor({c.n}, 73), residual = random_tensor({c.rows, c.n}, 74);
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const bool bf16 = dtype == DType::BF16;
+      for (bool with_bias : {false, true}) {
+        const std::string label = label_of(bf16 ? "bf16" : "f32", c, with_bias,
+                                           LinearActivation::none) + " + residual";
+        const auto host_input = [&](const Tensor& t) { return bf16 ? round_to_bf16(t) : t; };
+        const Tensor host_bias = host_input(bias), host_residual = host_input(residual);
+        Tensor want = Tensor::empty({c.rows, c.n});
+        linear_forward(want, nullptr, host_input(x), host_input(w),
+                       with_bias ? &host_bias : nullptr, LinearActivation::none, &host_residual);
+        const Tensor gbias = to_gpu(bias, dtype), gresidual = to_gpu(residual, dtype);
+        Tensor out = Tensor::empty({c.rows, c.n}, dtype, gpu());
+        linear_forward(out, nullptr, to_gpu(x, dtype), to_gpu(w, dtype),
+                       with_bias ? &gbias : nullptr, LinearActivation::none, &gresidual);
+        expect_close(label, to_host_floats(out), want.to_vector(), bf16 ? 2e-2 : f32_atol(c.k),
+                     bf16 ? 1e-2 : 1e-5);
       }
     }
   }

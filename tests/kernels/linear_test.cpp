@@ -1,11 +1,12 @@
 // linear_forward on CPU: bit for bit matmul, bias_add_forward and gelu_forward called one by
 // one (what Linear and Mlp ran before the op existed), for every activation, with and without
-// bias, f32 and bf16; linear_backward_through_gelu (matmul then gelu_backward) and
+// bias, f32 and bf16, and with a residual as the transformer block's add gave it; linear_backward_through_gelu (matmul then gelu_backward) and
 // linear_backward_weights (matmul then bias_add_backward) bit for bit the same way; the misuse
 // checks name what is wrong.
 #include <string>
 
 #include "kernels/bias_add.h"
+#include "kernels/elementwise.h"
 #include "kernels/gelu.h"
 #include "kernels/linear.h"
 #include "kernels/matmul.h"
@@ -92,6 +93,31 @@ TEST(LinearForward, GeluChangesTheResult) {
   }
 }
 
+TEST(LinearForward, ResidualIsAddedAsTheBlockAddedIt) {
+  // out = x W^T + b + residual, bit for bit add(sum, residual, x W^T + b) (the block's old add).
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    Tensor x = random_f32({7, 12}, 41), w = random_f32({9, 12}, 42), b = random_f32({9}, 43);
+    Tensor residual = random_f32({7, 9}, 44);
+    if (dtype == DType::BF16) {
+      x = to_bf16(x);
+      w = to_bf16(w);
+      b = to_bf16(b);
+      residual = to_bf16(residual);
+    }
+    for (bool with_bias : {false, true}) {
+      const std::string label = std::string(dtype_name(dtype)) + (with_bias ? " + bias" : "");
+      const Tensor* bias = with_bias ? &b : nullptr;
+      const Composed branch = compose(x, w, bias, LinearActivation::none);
+      Tensor want = Tensor::empty({7, 9}, dtype);
+      add(want, residual, branch.out);
+      Tensor out = Tensor::empty({7, 9}, dtype);
+      linear_forward(out, nullptr, x, w, bias, LinearActivation::none, &residual);
+      test::expect_bitwise_equal(label + " out", values(out), values(want));
+      EXPECT_NE(values(out), values(branch.out)) << label;
+    }
+  }
+}
+
 // Expects linear_forward to throw InternalError whose message contains `needle`.
 template <class Call>
 void expect_error(const std::string& label, Call call, const std::string& needle) {
@@ -148,6 +174,18 @@ TEST(LinearForward, MisuseNamesTheProblem) {
   expect_error("pre_activation without an activation", [&] {
     linear_forward(out, &pre, x, w, &b, none);
   }, "only written with gelu");
+  const Tensor residual = Tensor::zeros({4, 5});
+  EXPECT_NO_THROW(linear_forward(out, nullptr, x, w, &b, none, &residual));
+  expect_error("residual with gelu", [&] {
+    linear_forward(out, &pre, x, w, &b, gelu, &residual);
+  }, "only without an activation");
+  expect_error("residual shape", [&] {
+    const Tensor wrong = Tensor::zeros({5, 4});
+    linear_forward(out, nullptr, x, w, &b, none, &wrong);
+  }, "residual [5, 4]");
+  expect_error("residual aliasing out", [&] {
+    linear_forward(out, nullptr, x, w, &b, none, &out);
+  }, "residual and out must be different");
 }
 
 // dpre = gelu'(pre) * (dy @ w) against the kernels called one by one.
