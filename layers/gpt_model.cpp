@@ -42,11 +42,11 @@ Tensor GptModel::run_blocks(Tensor x, ActivationContext& ctx) {
 }
 
 Tensor GptModel::forward_chunk(const Tensor& input, const Tensor& targets, ActivationContext& ctx,
-                               double* loss) {
+                               Tensor* losses) {
   Tensor x = run_blocks(embedding_ ? embedding_->forward(input, ctx) : input, ctx);
   if (!head_) return x;
-  TN_CHECK(loss != nullptr, "the last chunk's forward returns a loss");
-  *loss = head_->forward(x, targets, ctx);
+  TN_CHECK(losses != nullptr, "the last chunk's forward returns a loss");
+  *losses = head_->forward(x, targets, ctx);
   return Tensor();
 }
 
@@ -73,10 +73,15 @@ Tensor GptModel::forward_chunk_logits(const Tensor& input, ActivationContext& ct
 }
 
 double GptModel::forward(const Tensor& tokens, const Tensor& targets, ActivationContext& ctx) {
+  return summed_loss(forward_losses(tokens, targets, ctx));
+}
+
+Tensor GptModel::forward_losses(const Tensor& tokens, const Tensor& targets,
+                                ActivationContext& ctx) {
   TN_CHECK(embedding_ && head_, "forward of the whole model on a pipeline chunk");
-  double loss = 0.0;
-  forward_chunk(tokens, targets, ctx, &loss);
-  return loss;
+  Tensor losses;
+  forward_chunk(tokens, targets, ctx, &losses);
+  return losses;
 }
 
 void GptModel::backward(float loss_weight, ActivationContext& ctx) {

@@ -45,19 +45,22 @@ class GptModel {
 
   // The whole model (a chunk with the embedding and the head): summed cross-entropy over the
   // micro-batch's valid targets, and its backward, which accumulates every parameter's
-  // gradient with `loss_weight` the weight of each token's loss.
+  // gradient with `loss_weight` the weight of each token's loss. forward_losses gives the
+  // per-token losses instead, still on the device (summed_loss in layers/lm_head.h reads them):
+  // a training step reads them once, after queueing every micro-batch's backward.
   double forward(const Tensor& tokens, const Tensor& targets, ActivationContext& ctx);
+  Tensor forward_losses(const Tensor& tokens, const Tensor& targets, ActivationContext& ctx);
   void backward(float loss_weight, ActivationContext& ctx);
   // Logits [B, T, padded_vocab] of the whole model (no loss).
   Tensor logits(const Tensor& tokens, ActivationContext& ctx);
 
   // One chunk. forward: `input` is tokens [B, T] (with the embedding) or the previous chunk's
   // hidden states; returns this chunk's hidden states, or with the head an undefined tensor
-  // and the summed loss in *loss. backward: `grad_output` is the gradient of the returned
+  // and the per-token losses in *losses (on the device: layers/lm_head.h). backward: `grad_output` is the gradient of the returned
   // hidden states (unused with the head, which starts from `loss_weight`); returns the
   // gradient of `input` (undefined with the embedding).
   Tensor forward_chunk(const Tensor& input, const Tensor& targets, ActivationContext& ctx,
-                       double* loss);
+                       Tensor* losses);
   Tensor backward_chunk(const Tensor& grad_output, float loss_weight, ActivationContext& ctx);
   // Hidden states, or with the head the logits [B, T, padded_vocab] (generation).
   Tensor forward_chunk_logits(const Tensor& input, ActivationContext& ctx);

@@ -17,7 +17,13 @@ Tensor LanguageModelHead::normed_rows(const Tensor& hidden, ActivationContext& c
   return normed.view({-1, normed.size(-1)});
 }
 
-double LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
+double summed_loss(const Tensor& losses) {
+  double total = 0.0;
+  for (float loss : losses.to_vector()) total += loss;
+  return total;
+}
+
+Tensor LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
                                   ActivationContext& ctx) {
   Tensor normed = normed_rows(hidden, ctx);
   const std::int64_t rows = normed.size(0);
@@ -53,9 +59,7 @@ double LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
   saved.lse = lse;
   saved.targets = flat_targets;
   saved.sequence_shape = {targets.size(0), targets.size(1), normed.size(1)};
-  double total = 0.0;
-  for (float loss : losses.to_vector()) total += loss;
-  return total;
+  return losses;
 }
 
 Tensor LanguageModelHead::backward(float loss_weight, ActivationContext& ctx) {

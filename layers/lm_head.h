@@ -3,8 +3,10 @@
 //   h = ln_f(x)                       [N, C]   (N = batch * seq)
 //   logits = h wte^T                  [N, padded_vocab]; padding columns are masked
 //   losses[n] = cross_entropy(logits[n], targets[n])
-// forward returns the summed loss of the micro-batch; backward takes the weight of each
-// token's loss (1 / tokens in the global batch, for a mean) and returns dx. The logits are
+// forward returns each token's loss (F32 [N], on the device; 0 for an ignored target), left
+// there so that the host need not wait for the device until it reads them (`summed_loss`);
+// backward takes the weight of each token's loss (1 / tokens in the global batch, for a mean)
+// and returns dx. The logits are
 // turned into their gradient in place, so the head holds one [N, V] buffer, not two.
 //
 // Tensor parallel: each rank holds its vocabulary rows of wte and so its [N, V / tp] slice of
@@ -20,6 +22,10 @@
 
 namespace ternion {
 
+// The sum of a micro-batch's per-token losses, in order, in double (the same bits on every
+// device). Reading them waits for the device.
+double summed_loss(const Tensor& losses);
+
 class LanguageModelHead {
  public:
   // `tied_weight` is the token embedding's parameter (or shard): the Embedding's, or on a last
@@ -27,7 +33,7 @@ class LanguageModelHead {
   LanguageModelHead(std::string name, const ModelConfig& config, Parameter& tied_weight,
                     const TensorParallel& tp = {});
 
-  double forward(const Tensor& hidden, const Tensor& targets, ActivationContext& ctx);
+  Tensor forward(const Tensor& hidden, const Tensor& targets, ActivationContext& ctx);
   Tensor backward(float loss_weight, ActivationContext& ctx);
   // Logits [batch, seq, padded_vocab] over the whole vocabulary, without the loss
   // (evaluation and generation; gathered over the tensor-parallel group).

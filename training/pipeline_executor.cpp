@@ -51,6 +51,7 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
   std::map<Key, std::unique_ptr<ActivationContext>> contexts;
   std::map<Key, Tensor> inputs, outputs, grad_outputs, grad_inputs;
   std::vector<std::pair<WorkHandle, Tensor>> sends;  // kept alive until the step ends
+  std::vector<Tensor> losses;  // the head's per-token losses, read once the step is queued
   const auto step_start = Clock::now();
   result.step_start = std::chrono::duration<double>(step_start.time_since_epoch()).count();
   auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - step_start).count(); };
@@ -81,9 +82,9 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
         result.peak_live_contexts =
             std::max(result.peak_live_contexts, static_cast<int>(contexts.size()));
         const Tensor input = chunk.chunk().has_embedding ? batch.inputs : inputs.at(key);
-        double loss = 0.0;
-        Tensor out = chunk.forward_chunk(input, batch.targets, *ctx, &loss);
-        result.loss_sum += loss;
+        Tensor micro_losses;
+        Tensor out = chunk.forward_chunk(input, batch.targets, *ctx, &micro_losses);
+        if (micro_losses.defined()) losses.push_back(micro_losses);
         inputs.erase(key);
         if (out.defined()) outputs[key] = out;
         break;
@@ -115,6 +116,7 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
   }
   for (auto& [work, tensor] : sends) work->wait();
   TN_CHECK(contexts.empty(), contexts.size(), " micro-batches were forwarded but not backwarded");
+  for (const Tensor& micro_losses : losses) result.loss_sum += summed_loss(micro_losses);
   return result;
 }
 
@@ -132,9 +134,9 @@ double PipelineExecutor::evaluate(const std::vector<TokenBatch>& batches) {
                                ? batches[m].inputs
                                : receive(kActivation, static_cast<int>(m), chunk,
                                          previous_of(chunk).first, batches[m].inputs);
-      double loss = 0.0;
-      Tensor out = model.forward_chunk(input, batches[m].targets, ctx, &loss);
-      loss_sum += loss;
+      Tensor losses;
+      Tensor out = model.forward_chunk(input, batches[m].targets, ctx, &losses);
+      if (losses.defined()) loss_sum += summed_loss(losses);
       if (out.defined()) {
         const auto [to_rank, to_chunk] = next_of(chunk);
         pipeline_.send(out.contiguous(), to_rank, tag(kActivation, static_cast<int>(m), to_chunk));

@@ -259,16 +259,20 @@ StepMetrics Trainer::train_step(std::int64_t step) {
     loss_sum = sum_over_pipeline(last_pipeline_step_.loss_sum);
   } else {
     GptModel& model = *chunks_.front();
+    // Each micro-batch's losses stay on the device until every backward is queued: reading
+    // them earlier would make the host wait for the GPU once per micro-batch.
+    std::vector<Tensor> losses;
     for (std::int64_t m = 0; m < n_micro; ++m) {
       info.micro_batch = m;
       info.sample_offset = first + m * micro;
       ActivationContext ctx(info);
       const DeviceTimestamp forward_start = record_timestamp(device_);
-      loss_sum += model.forward(batches[m].inputs, batches[m].targets, ctx);
+      losses.push_back(model.forward_losses(batches[m].inputs, batches[m].targets, ctx));
       forwards.emplace_back(forward_start, record_timestamp(device_));
       model.backward(loss_weight, ctx);
       TN_CHECK(ctx.empty(), "activations left over after backward");
     }
+    for (const Tensor& micro_losses : losses) loss_sum += summed_loss(micro_losses);
   }
 
   const DeviceTimestamp forward_backward_end = record_timestamp(device_);
