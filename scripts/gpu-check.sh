@@ -357,7 +357,7 @@ gemm_bench() {
 linear_bench() {
   "$build/bench/bench_linear" | tee "$work/bench_linear.txt"
   local rc=$?
-  note "$(awk '$6 == "fused"' "$work/bench_linear.txt" | wc -l) cases took the bias epilogue, $(awk '$6 == "fallback"' "$work/bench_linear.txt" | wc -l) fell back; see bench_linear.txt"
+  note "$(grep -cw 'fused' "$work/bench_linear.txt") cases took the bias epilogue, $(grep -c 'bias+gelu' "$work/bench_linear.txt") bias and GELU, $(grep -cw 'fallback' "$work/bench_linear.txt") fell back; see bench_linear.txt"
   return "$rc"
 }
 
@@ -511,6 +511,20 @@ summary=$out/summary.md
     echo
     echo '```'
     grep -E '^(peak|step GEMMs|square)' "$work/bench_gemm.txt"
+    echo '```'
+  fi
+  # The GEMM epilogues: whether cuBLASLt's GELU passed the check (the training runs' logs) or
+  # an epilogue was refused, and bench_kernels' fused-against-separate pairs.
+  epilogues=$( { grep -hE 'cuBLASLt (GELU epilogues for|refused)' "$work"/bench-*/train.log \
+                   2>/dev/null | sort -u
+                 grep -E '^(fc \+ bias|proj dx through|proj \+ residual|fc dW, db)' \
+                   "$work/bench_kernels.txt" 2>/dev/null; } )
+  if [ -n "$epilogues" ]; then
+    echo
+    echo "GEMM epilogues (the GELU check's verdict in training; bench_kernels' pairs, bf16):"
+    echo
+    echo '```'
+    echo "$epilogues"
     echo '```'
   fi
 } > "$summary"
