@@ -241,6 +241,19 @@ int main(int argc, char** argv) {
                  cross_entropy_backward(logits_copy, logits_copy, lse, targets, 1e-3f, real_vocab);
                }),
                2.0 * es * rows * vocab);
+  // The pair the LM head runs in training: the two ops, or one whose second read of a row
+  // follows the first at once (counted as one read and one write: what reaches memory if the
+  // second read hits in L2).
+  report_bytes("cross_entropy forward, then backward", best_seconds([&] {
+                 cross_entropy_forward(losses, lse, logits_copy, targets, real_vocab);
+                 cross_entropy_backward(logits_copy, logits_copy, lse, targets, 1e-3f, real_vocab);
+               }),
+               2.0 * es * rows * vocab);
+  report_bytes("cross_entropy forward + backward (fused)", best_seconds([&] {
+                 cross_entropy_forward_backward(losses, lse, logits_copy, logits_copy, targets,
+                                                1e-3f, real_vocab);
+               }),
+               2.0 * es * rows * vocab);
 
   Tensor qkv = random({batch, seq, 3 * width}, 5), att = empty({batch, seq, width});
   Tensor att_lse = empty({batch, heads, seq}, DType::F32), dqkv = empty(qkv.shape());

@@ -41,16 +41,23 @@ void check_shard_logits(const char* op, const Tensor& logits, std::int64_t vocab
            vocab_start, " for logits ", shape_str(logits.shape()));
 }
 
-}  // namespace
-
-void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits, const Tensor& targets,
-                           std::int64_t vocab_size, std::int32_t ignore_index) {
-  const char* op = "cross_entropy_forward";
+// The forward over the whole vocabulary: logits [N, V_padded] with vocab_size <= V_padded.
+void check_whole_vocabulary(const char* op, const Tensor& losses, const Tensor& lse,
+                            const Tensor& logits, const Tensor& targets,
+                            std::int64_t vocab_size) {
   check_shard_logits(op, logits, 0, vocab_size);
   TN_CHECK(vocab_size <= logits.size(1), op, ": vocab_size ", vocab_size,
            " is more than the columns of logits ", shape_str(logits.shape()));
   check_targets(op, targets, logits.size(0), logits.device());
   check_per_row(op, {&losses, &lse}, logits.size(0), logits.device());
+}
+
+}  // namespace
+
+void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits, const Tensor& targets,
+                           std::int64_t vocab_size, std::int32_t ignore_index) {
+  const char* op = "cross_entropy_forward";
+  check_whole_vocabulary(op, losses, lse, logits, targets, vocab_size);
   if (logits.device().is_cpu()) {
     const Tensor logits32 = as_f32(logits);  // bf16 logits staged; f32 ones used as they are
     cpu::cross_entropy_forward<float>(losses.data<float>(), lse.data<float>(),
@@ -90,6 +97,27 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor&
                                  vocab_start);
 #else
     TN_THROW(CudaError, "cross_entropy_backward: no CUDA kernel in this build");
+#endif
+  }
+}
+
+void cross_entropy_forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits,
+                                    const Tensor& logits, const Tensor& targets, float dloss,
+                                    std::int64_t vocab_size, std::int32_t ignore_index) {
+  const char* op = "cross_entropy_forward_backward";
+  check_whole_vocabulary(op, losses, lse, logits, targets, vocab_size);
+  TN_CHECK(dlogits.dtype() == logits.dtype() && dlogits.is_contiguous() &&
+               dlogits.shape() == logits.shape() && dlogits.device() == logits.device(),
+           op, ": dlogits ", dlogits.str(), " for logits ", logits.str());
+  if (logits.device().is_cpu()) {
+    cross_entropy_forward(losses, lse, logits, targets, vocab_size, ignore_index);
+    cross_entropy_backward(dlogits, logits, lse, targets, dloss, vocab_size, ignore_index);
+  } else {
+#if TN_HAVE_CUDA
+    cuda::cross_entropy_forward_backward(losses, lse, dlogits, logits, targets, dloss,
+                                         vocab_size, ignore_index);
+#else
+    TN_THROW(CudaError, "cross_entropy_forward_backward: no CUDA kernel in this build");
 #endif
   }
 }

@@ -41,6 +41,15 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor&
                             const Tensor& targets, float dloss, std::int64_t vocab_size,
                             std::int32_t ignore_index = kIgnoreIndex,
                             std::int64_t vocab_start = 0);
+// Forward and backward over the whole vocabulary in one op, where the loss's weight is known
+// at forward time (training): bit for bit cross_entropy_forward then cross_entropy_backward
+// (dlogits may alias logits). On a GPU one kernel does both with a block per row, so the
+// backward's read of the row follows the forward's at once and mostly hits in L2: one read of
+// the logits from memory instead of two.
+void cross_entropy_forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits,
+                                    const Tensor& logits, const Tensor& targets, float dloss,
+                                    std::int64_t vocab_size,
+                                    std::int32_t ignore_index = kIgnoreIndex);
 
 // Per-row pieces of a cross-entropy whose logits are split over ranks by vocabulary.
 // logits [N, V_local] hold global columns [vocab_start, vocab_start + V_local); every other

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +29,11 @@ struct MicroBatchInfo {
   std::int64_t sample_offset = 0;  // index in the global batch of this micro-batch's first sample
   std::uint64_t seed = 0;          // run seed
   bool training = true;            // dropout on; false for evaluation and generation
+  // The weight of each token's loss in this micro-batch's backward, where it is known before
+  // the forward (a training step): the LM head then computes the logits' gradient in the
+  // forward's pass over them (kernels/cross_entropy.h: cross_entropy_forward_backward), and the
+  // backward must be given the same weight.
+  std::optional<float> loss_weight;
 };
 
 // Base of whatever a layer saves for its backward.

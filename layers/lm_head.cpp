@@ -46,6 +46,12 @@ Tensor LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
     all_reduce_in_place(sum_exp, tp_);
     all_reduce_in_place(target_logit, tp_);
     cross_entropy_finish(losses, lse, row_max, sum_exp, target_logit, flat_targets);
+  } else if (ctx.info().loss_weight) {
+    // The whole vocabulary and the backward's weight known: the loss and the logits' gradient
+    // (over the logits, in place) in one pass, whose second read of each row comes from L2 on
+    // a GPU.
+    cross_entropy_forward_backward(losses, lse, logits, logits, flat_targets,
+                                   *ctx.info().loss_weight, vocab_size_);
   } else {
     // The whole vocabulary here: the pieces' composition in one op, which reads each row of
     // the logits once on a GPU (twice in a row's turn, from cache, on the CPU) where the
@@ -59,14 +65,20 @@ Tensor LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
   saved.lse = lse;
   saved.targets = flat_targets;
   saved.sequence_shape = {targets.size(0), targets.size(1), normed.size(1)};
+  if (!tp_.active() && ctx.info().loss_weight) saved.gradient_weight = ctx.info().loss_weight;
   return losses;
 }
 
 Tensor LanguageModelHead::backward(float loss_weight, ActivationContext& ctx) {
   Saved saved = ctx.take<Saved>(this);
-  Tensor& dlogits = saved.logits;  // overwritten in place
-  cross_entropy_backward(dlogits, saved.logits, saved.lse, saved.targets, loss_weight,
-                         vocab_size_, kIgnoreIndex, wte_.shard_offset);
+  Tensor& dlogits = saved.logits;  // overwritten in place, unless the forward already did
+  if (saved.gradient_weight) {
+    TN_CHECK(*saved.gradient_weight == loss_weight, name_, ": backward with loss weight ",
+             loss_weight, " after a forward that used ", *saved.gradient_weight);
+  } else {
+    cross_entropy_backward(dlogits, saved.logits, saved.lse, saved.targets, loss_weight,
+                           vocab_size_, kIgnoreIndex, wte_.shard_offset);
+  }
   matmul(wte_.grad, dlogits, saved.normed, true, false, 1.0f, 1.0f);
   Tensor dnormed = Tensor::empty(saved.normed.shape(), dlogits.dtype(), dlogits.device());
   matmul(dnormed, dlogits, wte_.compute_value(), false, false);

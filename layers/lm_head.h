@@ -3,6 +3,9 @@
 //   h = ln_f(x)                       [N, C]   (N = batch * seq)
 //   logits = h wte^T                  [N, padded_vocab]; padding columns are masked
 //   losses[n] = cross_entropy(logits[n], targets[n])
+// With the backward's loss weight known at forward time (MicroBatchInfo::loss_weight, as in
+// training) and one tensor rank, the forward also turns the logits into their gradient in the
+// same pass (cross_entropy_forward_backward), and the backward starts from it.
 // forward returns each token's loss (F32 [N], on the device; 0 for an ignored target), left
 // there so that the host need not wait for the device until it reads them (`summed_loss`);
 // backward takes the weight of each token's loss (1 / tokens in the global batch, for a mean)
@@ -16,6 +19,8 @@
 // communication. h enters through copy_to_tensor_region (backward all-reduces dh); under
 // sequence parallelism ln_f runs on this rank's share of the sequence and h is all-gathered.
 #pragma once
+
+#include <optional>
 
 #include "layers/layer_norm.h"
 #include "layers/model_config.h"
@@ -44,6 +49,8 @@ class LanguageModelHead {
   struct Saved : SavedActivations {
     Tensor normed, logits, lse, targets;  // [N, C] (whole sequence), [N, V / tp], [N], [N]
     Shape sequence_shape;                 // [batch, seq, C] of the whole sequence
+    // Set where the forward left the logits' gradient in `logits` (with this loss weight).
+    std::optional<float> gradient_weight;
   };
   // ln_f, then the whole sequence on every rank: [N, C].
   Tensor normed_rows(const Tensor& hidden, ActivationContext& ctx);

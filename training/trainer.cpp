@@ -253,6 +253,7 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   info.seed = static_cast<std::uint64_t>(config_.training.seed);
   info.training = true;
   info.sample_offset = first;
+  info.loss_weight = loss_weight;  // known now: the LM head's forward also gives its gradient
   double loss_sum = 0.0;
   if (pipelined()) {
     last_pipeline_step_ = pipeline_->train(schedule_, batches, info, loss_weight);

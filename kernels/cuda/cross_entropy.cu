@@ -8,6 +8,8 @@
 //                  merges the pairs), where the pieces below read a shard twice
 //   backward       dlogits[n, v] = (exp(logit - lse[n]) - [v == target]) * dloss on real
 //                  columns, 0 on padding columns and on every column of an ignored row
+//   forward_backward  both in one kernel, bit for bit the two (the row's second read mostly
+//                  from L2)
 //   row_max, row_sum_exp, target_logit, finish: the pieces, each as the CPU's
 //
 // dtypes: logits / dlogits F32 or BF16 (one dtype); everything per row F32; targets I32. All
@@ -135,17 +137,12 @@ __device__ inline void absorb(MaxSumExp& mine, float x) {
   }
 }
 
-// Row n of logits [rows, padded_vocab]; real columns [0, vocab_size). One exponential per
-// element: a thread's max rarely grows after its first few columns. N columns at a time
-// (16-byte loads with N = kVecWidth, where padded_vocab and the pointer allow) up to the last
-// multiple of N below vocab_size, then one at a time.
+// The log-sum-exp of a row's real columns [0, vocab_size), returned to every thread of the
+// block. One exponential per element: a thread's max rarely grows after its first few
+// columns. N columns at a time (16-byte loads with N = kVecWidth, where padded_vocab and the
+// pointer allow) up to the last multiple of N below vocab_size, then one at a time.
 template <int N, class Elem>
-__global__ void cross_entropy_forward_kernel(float* losses, float* lse, const Elem* logits,
-                                             const std::int32_t* targets, i64 padded_vocab,
-                                             i64 vocab_size, std::int32_t ignore_index) {
-  __shared__ MaxSumExp scratch[kRowWarps];
-  const i64 r = blockIdx.x;
-  const Elem* row = logits + r * padded_vocab;
+__device__ float row_log_sum_exp(const Elem* row, i64 vocab_size, MaxSumExp* scratch) {
   MaxSumExp mine{-INFINITY, 0.0f};
   const i64 vector_end = vocab_size / N * N;
   for (i64 v = static_cast<i64>(threadIdx.x) * N; v < vector_end; v += kRowThreads * N) {
@@ -156,36 +153,33 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse, const El
   for (i64 v = vector_end + threadIdx.x; v < vocab_size; v += kRowThreads)
     absorb(mine, to_float(row[v]));
   const MaxSumExp row_total = block_merge(mine, scratch);
-  if (threadIdx.x == 0) {
-    const float row_lse = row_total.max + logf(row_total.sum);
-    const std::int32_t t = targets[r];
-    lse[r] = row_lse;
-    if (!target_valid(t, ignore_index, vocab_size)) {
-      losses[r] = NAN;
-    } else {
-      losses[r] = t == ignore_index ? 0.0f : row_lse - to_float(row[t]);
-    }
+  return row_total.max + logf(row_total.sum);
+}
+
+// Thread 0's part of the forward: the row's lse and loss.
+template <class Elem>
+__device__ void write_loss(float* losses, float* lse, i64 r, const Elem* row, float row_lse,
+                           std::int32_t t, i64 vocab_size, std::int32_t ignore_index) {
+  lse[r] = row_lse;
+  if (!target_valid(t, ignore_index, vocab_size)) {
+    losses[r] = NAN;
+  } else {
+    losses[r] = t == ignore_index ? 0.0f : row_lse - to_float(row[t]);
   }
 }
 
-// dlogits may alias logits: each element is read, then written, by the same thread. N columns
-// at a time (16-byte access with N = kVecWidth where local_vocab and the pointers allow).
+// The gradient of row r over this shard's columns (contract at the top of the file); drow may
+// alias row: each element is read, then written, by the same thread. N columns at a time.
 template <int N, class Elem>
-__global__ void cross_entropy_backward_kernel(Elem* dlogits, const Elem* logits, const float* lse,
-                                              const std::int32_t* targets, float dloss,
-                                              i64 local_vocab, i64 vocab_start, i64 vocab_size,
-                                              std::int32_t ignore_index) {
-  const i64 r = blockIdx.x;
-  const Elem* row = logits + r * local_vocab;
-  Elem* drow = dlogits + r * local_vocab;
-  const std::int32_t t = targets[r];
+__device__ void write_row_gradient(Elem* drow, const Elem* row, float row_lse, std::int32_t t,
+                                   float dloss, i64 local_vocab, i64 vocab_start, i64 vocab_size,
+                                   std::int32_t ignore_index) {
   const bool ignored = t == ignore_index;
   const bool valid = target_valid(t, ignore_index, vocab_size);
   // The target's local column, or -1 where it lies in another shard (or the row is ignored).
   const i64 target_column =
       !ignored && t >= vocab_start && t < vocab_start + local_vocab ? t - vocab_start : -1;
   const i64 n_real = real_columns(local_vocab, vocab_start, vocab_size);
-  const float row_lse = lse[r];
   for (i64 v0 = static_cast<i64>(threadIdx.x) * N; v0 < local_vocab; v0 += kRowThreads * N) {
     const auto xv = detail::load_vec<N>(row + v0);
     detail::Vec<Elem, N> dv;
@@ -203,6 +197,50 @@ __global__ void cross_entropy_backward_kernel(Elem* dlogits, const Elem* logits,
     }
     detail::store_vec<N>(drow + v0, dv);
   }
+}
+
+// Row r of logits [rows, padded_vocab] per block.
+template <int N, class Elem>
+__global__ void cross_entropy_forward_kernel(float* losses, float* lse, const Elem* logits,
+                                             const std::int32_t* targets, i64 padded_vocab,
+                                             i64 vocab_size, std::int32_t ignore_index) {
+  __shared__ MaxSumExp scratch[kRowWarps];
+  const i64 r = blockIdx.x;
+  const Elem* row = logits + r * padded_vocab;
+  const float row_lse = row_log_sum_exp<N>(row, vocab_size, scratch);
+  if (threadIdx.x == 0)
+    write_loss(losses, lse, r, row, row_lse, targets[r], vocab_size, ignore_index);
+}
+
+template <int N, class Elem>
+__global__ void cross_entropy_backward_kernel(Elem* dlogits, const Elem* logits, const float* lse,
+                                              const std::int32_t* targets, float dloss,
+                                              i64 local_vocab, i64 vocab_start, i64 vocab_size,
+                                              std::int32_t ignore_index) {
+  const i64 r = blockIdx.x;
+  write_row_gradient<N>(dlogits + r * local_vocab, logits + r * local_vocab, lse[r], targets[r],
+                        dloss, local_vocab, vocab_start, vocab_size, ignore_index);
+}
+
+// Both, one row per block: the gradient pass reads the row right after the forward's pass, so
+// it mostly comes from L2. The lse is the forward's value itself (the float the unfused
+// backward reads back), and thread 0 reads the target's logit before a barrier, ahead of any
+// overwrite of the row. The same N as the unfused kernels (the caller checks): the same bits.
+template <int N, class Elem>
+__global__ void cross_entropy_forward_backward_kernel(float* losses, float* lse, Elem* dlogits,
+                                                      const Elem* logits,
+                                                      const std::int32_t* targets, float dloss,
+                                                      i64 padded_vocab, i64 vocab_size,
+                                                      std::int32_t ignore_index) {
+  __shared__ MaxSumExp scratch[kRowWarps];
+  const i64 r = blockIdx.x;
+  const Elem* row = logits + r * padded_vocab;
+  const std::int32_t t = targets[r];
+  const float row_lse = row_log_sum_exp<N>(row, vocab_size, scratch);
+  if (threadIdx.x == 0) write_loss(losses, lse, r, row, row_lse, t, vocab_size, ignore_index);
+  __syncthreads();
+  write_row_gradient<N>(dlogits + r * padded_vocab, row, row_lse, t, dloss, padded_vocab,
+                        /*vocab_start=*/0, vocab_size, ignore_index);
 }
 
 template <class Elem>
@@ -290,6 +328,29 @@ void backward(Tensor& dlogits, const Tensor& logits, const Tensor& lse, const Te
   });
 }
 
+// The fused kernel where the forward's and the backward's vector widths agree (always where
+// dlogits is logits, as in the LM head); else the two kernels.
+template <class Elem>
+void forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits, const Tensor& logits,
+                      const Tensor& targets, float dloss, i64 vocab_size,
+                      std::int32_t ignore_index) {
+  const int forward_width = detail::vector_width(logits.size(1), logits.data<Elem>());
+  const int width =
+      detail::vector_width(logits.size(1), logits.data<Elem>(), dlogits.data<Elem>());
+  if (width != forward_width) {
+    forward<Elem>(losses, lse, logits, targets, vocab_size, ignore_index);
+    backward<Elem>(dlogits, logits, lse, targets, dloss, vocab_size, ignore_index, 0);
+    return;
+  }
+  detail::with_vector_width(width, [&](auto n) {
+    cross_entropy_forward_backward_kernel<decltype(n)::value, Elem>
+        <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+            losses.data<float>(), lse.data<float>(), dlogits.data<Elem>(), logits.data<Elem>(),
+            targets.data<std::int32_t>(), dloss, logits.size(1), vocab_size, ignore_index);
+    TN_CUDA_CHECK_LAUNCH();
+  });
+}
+
 template <class Elem>
 void row_max(Tensor& out, const Tensor& logits, i64 vocab_start, i64 vocab_size) {
   const i64 n_real = real_columns(logits.size(1), vocab_start, vocab_size);
@@ -343,6 +404,19 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor&
                        vocab_start);
   } else {
     backward<float>(dlogits, logits, lse, targets, dloss, vocab_size, ignore_index, vocab_start);
+  }
+}
+
+void cross_entropy_forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits,
+                                    const Tensor& logits, const Tensor& targets, float dloss,
+                                    std::int64_t vocab_size, std::int32_t ignore_index) {
+  if (logits.size(0) == 0) return;
+  if (is_bf16(logits)) {
+    forward_backward<BFloat16>(losses, lse, dlogits, logits, targets, dloss, vocab_size,
+                               ignore_index);
+  } else {
+    forward_backward<float>(losses, lse, dlogits, logits, targets, dloss, vocab_size,
+                            ignore_index);
   }
 }
 

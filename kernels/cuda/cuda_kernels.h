@@ -99,6 +99,9 @@ void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits,
 void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor& lse,
                             const Tensor& targets, float dloss, std::int64_t vocab_size,
                             std::int32_t ignore_index, std::int64_t vocab_start);
+void cross_entropy_forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits,
+                                    const Tensor& logits, const Tensor& targets, float dloss,
+                                    std::int64_t vocab_size, std::int32_t ignore_index);
 void cross_entropy_row_max(Tensor& row_max, const Tensor& logits, std::int64_t vocab_start,
                            std::int64_t vocab_size);
 void cross_entropy_row_sum_exp(Tensor& sum_exp, const Tensor& logits, const Tensor& global_max,

@@ -1,7 +1,8 @@
 // Cross-entropy on the GPU against the CPU op: forward (also over GPT-2's vocabulary, where
 // each thread's online softmax sees ~100 columns), backward (in place too), ignored rows
 // and padding columns exactly zero, the vocab-parallel pieces on two shards (the second with
-// vocab_start > 0 and padding) combined by hand equal to the whole op, F32 and BF16 logits.
+// vocab_start > 0 and padding) combined by hand equal to the whole op, the fused
+// forward_backward equal to the two kernels, F32 and BF16 logits.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -229,6 +230,53 @@ TEST(GpuCrossEntropy, GptVocabularyRowsMatchCpu) {
                            kDloss, kGptVocab);
     expect_bitwise_equal("gpt-vocabulary dlogits in place", to_host_floats(in_place),
                          got_dlogits);
+  }
+}
+
+// The fused forward and backward against the two kernels on the GPU, bit for bit: over GPT-2's
+// vocabulary (the vector path, 50304 columns), over an odd width (one column at a time), with
+// ignored rows and a target outside the vocabulary (NaN row), in place and into a separate
+// dlogits, F32 and BF16.
+TEST(GpuCrossEntropy, ForwardBackwardIsTheTwoKernelsBitForBit) {
+  TN_REQUIRE_GPU();
+  struct Shape2 {
+    std::int64_t rows, padded, vocab;
+  };
+  for (const Shape2 shape : {Shape2{6, 50304, 50257}, Shape2{kRows, kPadded, kVocab}}) {
+    std::vector<std::int32_t> t = random_ints(shape.rows, 51, 0,
+                                              static_cast<std::int32_t>(shape.vocab));
+    t[1] = kIgnoreIndex;
+    t[3] = static_cast<std::int32_t>(shape.vocab);  // outside the vocabulary: a NaN row
+    const Tensor targets = to_gpu(i32_tensor(t, {shape.rows}), DType::I32);
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      const std::string label = std::string(dtype_name(dtype)) + " [" +
+                                std::to_string(shape.rows) + "x" + std::to_string(shape.padded) +
+                                "]";
+      const Tensor logits =
+          to_gpu(random_tensor({shape.rows, shape.padded}, 52, -8.0f, 8.0f), dtype);
+      Tensor want_losses = gpu_rows_of(shape.rows), want_lse = gpu_rows_of(shape.rows);
+      cross_entropy_forward(want_losses, want_lse, logits, targets, shape.vocab);
+      Tensor want = Tensor::empty(logits.shape(), dtype, gpu());
+      cross_entropy_backward(want, logits, want_lse, targets, kDloss, shape.vocab);
+
+      Tensor losses = gpu_rows_of(shape.rows), lse = gpu_rows_of(shape.rows);
+      Tensor dlogits = Tensor::empty(logits.shape(), dtype, gpu());
+      cross_entropy_forward_backward(losses, lse, dlogits, logits, targets, kDloss, shape.vocab);
+      expect_bitwise_equal(label + " losses", to_host_floats(losses), to_host_floats(want_losses));
+      expect_bitwise_equal(label + " lse", to_host_floats(lse), to_host_floats(want_lse));
+      expect_bitwise_equal(label + " dlogits", to_host_floats(dlogits), to_host_floats(want));
+      Tensor in_place = logits.clone();
+      Tensor losses2 = gpu_rows_of(shape.rows), lse2 = gpu_rows_of(shape.rows);
+      cross_entropy_forward_backward(losses2, lse2, in_place, in_place, targets, kDloss,
+                                     shape.vocab);
+      expect_bitwise_equal(label + " losses in place", to_host_floats(losses2),
+                           to_host_floats(want_losses));
+      expect_bitwise_equal(label + " dlogits in place", to_host_floats(in_place),
+                           to_host_floats(want));
+      const std::vector<float> got_losses = to_host_floats(losses);
+      EXPECT_EQ(got_losses[1], 0.0f) << label << ": the ignored row";
+      EXPECT_TRUE(std::isnan(got_losses[3])) << label << ": the target outside the vocabulary";
+    }
   }
 }
 

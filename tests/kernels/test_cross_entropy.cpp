@@ -1,6 +1,7 @@
 // Cross-entropy: losses and lse against a naive log-softmax, dlogits against finite
 // differences (padded columns and ignored rows get zero), padded logits have no effect,
-// in-place backward, targets outside the vocabulary, the f32 op against the f64 template.
+// in-place backward, the fused forward_backward against forward then backward, targets outside
+// the vocabulary, the f32 op against the f64 template.
 #include <cmath>
 #include <vector>
 
@@ -104,6 +105,31 @@ TEST(CrossEntropy, InPlaceBackwardMatchesSeparate) {
   cross_entropy_backward(dlogits, logits, lse, targets, 0.25f, kV);
   cross_entropy_backward(logits, logits, lse, targets, 0.25f, kV);
   test::expect_bitwise_equal("dlogits in place", logits.to_vector(), dlogits.to_vector());
+}
+
+TEST(CrossEntropy, ForwardBackwardIsForwardThenBackward) {
+  const auto targets_v = random_targets(13);
+  const Tensor logits = Tensor::from_vector(random_logits(14, 5.0f), {kRows, kVPadded});
+  const Tensor targets = test::i32_tensor(targets_v, {kRows});
+  Tensor want_losses = Tensor::empty({kRows}), want_lse = Tensor::empty({kRows});
+  Tensor want = Tensor::empty({kRows, kVPadded});
+  cross_entropy_forward(want_losses, want_lse, logits, targets, kV);
+  cross_entropy_backward(want, logits, want_lse, targets, 0.125f, kV);
+  // Into a separate dlogits, then over the logits in place (as the LM head calls it).
+  Tensor losses = Tensor::empty({kRows}), lse = Tensor::empty({kRows});
+  Tensor dlogits = Tensor::full({kRows, kVPadded}, NAN);
+  cross_entropy_forward_backward(losses, lse, dlogits, logits, targets, 0.125f, kV);
+  test::expect_bitwise_equal("losses", losses.to_vector(), want_losses.to_vector());
+  test::expect_bitwise_equal("lse", lse.to_vector(), want_lse.to_vector());
+  test::expect_bitwise_equal("dlogits", dlogits.to_vector(), want.to_vector());
+  Tensor in_place = logits.clone();
+  cross_entropy_forward_backward(losses, lse, in_place, in_place, targets, 0.125f, kV);
+  test::expect_bitwise_equal("losses in place", losses.to_vector(), want_losses.to_vector());
+  test::expect_bitwise_equal("dlogits in place", in_place.to_vector(), want.to_vector());
+  // Misuse: dlogits of another shape.
+  Tensor wrong = Tensor::empty({kRows, kV});
+  EXPECT_THROW(cross_entropy_forward_backward(losses, lse, wrong, logits, targets, 0.125f, kV),
+               InternalError);
 }
 
 TEST(CrossEntropy, TargetOutsideVocabularyThrows) {

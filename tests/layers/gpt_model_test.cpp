@@ -1,5 +1,6 @@
 // The layers composed: the model's analytic gradients against finite differences of its own
-// loss, micro-batch accumulation, dropout determinism, parameter naming and counts.
+// loss, micro-batch accumulation, the loss weight given at forward time, dropout determinism,
+// parameter naming and counts.
 // (Each kernel's backward is checked in double precision in tests/kernels; here the question
 // is whether the layers wire them together correctly, so float and directional derivatives
 // suffice.)
@@ -84,6 +85,41 @@ TEST(GptModel, GradientsMatchFiniteDifferencesOfTheLoss) {
     EXPECT_LT(std::abs(analytic - numeric) / scale, 1e-2)
         << p->name << ": analytic " << analytic << " numeric " << numeric;
   }
+}
+
+// With the loss weight known at forward time the head computes the logits' gradient in the
+// forward's pass: the same losses and gradients, bit for bit; a backward with another weight
+// is refused.
+TEST(GptModel, LossWeightKnownAtForwardGivesTheSameGradients) {
+  const Tensor tokens = random_tokens(2, 7, 29, 1), targets = random_tokens(2, 7, 29, 2);
+  const float weight = 1.0f / 14.0f;
+  auto run = [&](bool weight_at_forward) {
+    GptModel model(tiny_config());
+    model.initialize(3);
+    model.zero_grad();
+    MicroBatchInfo info;
+    if (weight_at_forward) info.loss_weight = weight;
+    ActivationContext ctx(info);
+    const double loss = summed_loss(model.forward_losses(tokens, targets, ctx));
+    model.backward(weight, ctx);
+    EXPECT_TRUE(ctx.empty());
+    std::vector<std::vector<float>> grads;
+    for (Parameter* p : model.parameters()) grads.push_back(p->grad.to_vector());
+    return std::make_pair(loss, grads);
+  };
+  const auto [loss_fused, grads_fused] = run(true);
+  const auto [loss, grads] = run(false);
+  EXPECT_EQ(loss_fused, loss);
+  ASSERT_EQ(grads_fused.size(), grads.size());
+  for (std::size_t i = 0; i < grads.size(); ++i) EXPECT_EQ(grads_fused[i], grads[i]) << i;
+
+  GptModel model(tiny_config());
+  model.initialize(3);
+  MicroBatchInfo info;
+  info.loss_weight = weight;
+  ActivationContext ctx(info);
+  model.forward(tokens, targets, ctx);
+  EXPECT_THROW(model.backward(2.0f * weight, ctx), InternalError);
 }
 
 TEST(GptModel, PaddedVocabularyRowsGetNoGradient) {
