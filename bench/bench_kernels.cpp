@@ -371,6 +371,19 @@ int main(int argc, char** argv) {
                    },
                    3),
                4.0 * total);
+  // Zeroing the gradients at a step's start: one launch, or a memset each.
+  std::vector<Tensor> zeroed;
+  for (const AdamWTensors& t : optimizer_tensors) zeroed.push_back(t.m);
+  std::snprintf(label, sizeof label, "zero_many (%zu tensors)", sizes.size());
+  report_bytes(label, best_seconds([&] { zero_many(zeroed); }, 3), 4.0 * total);
+  std::snprintf(label, sizeof label, "zero each (%zu tensors)", sizes.size());
+  report_bytes(label,
+               best_seconds(
+                   [&] {
+                     for (Tensor& t : zeroed) t.zero();
+                   },
+                   3),
+               4.0 * total);
   if (g_dtype != DType::F32) {
     std::vector<Tensor> masters, copies;
     for (const AdamWTensors& t : optimizer_tensors) {

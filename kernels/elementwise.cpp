@@ -109,6 +109,24 @@ std::vector<double> sums_of_squares(std::span<const Tensor> xs) {
 #endif
 }
 
+void zero_many(std::span<Tensor> xs) {
+  if (xs.empty()) return;
+  for (const Tensor& x : xs) {
+    TN_CHECK(x.is_contiguous() && x.device() == xs.front().device(),
+             "zero_many: needs contiguous tensors on one device, got ", x.str(), " with ",
+             xs.front().str());
+  }
+  if (xs.front().device().is_cpu()) {
+    for (Tensor& x : xs) x.zero();
+    return;
+  }
+#if TN_HAVE_CUDA
+  cuda::zero_many(xs);
+#else
+  TN_THROW(CudaError, "zero_many: no CUDA kernel in this build");
+#endif
+}
+
 bool all_finite(const Tensor& x) {
   check_elementwise("all_finite", {&x});
   if (x.device().is_cpu()) {

@@ -243,7 +243,10 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   const float loss_weight = valid_tokens > 0 ? static_cast<float>(1.0 / valid_tokens) : 0.0f;
   if (reducer_) reducer_->begin_step();
 
-  for (Parameter* p : parameters_) p->grad.zero();
+  std::vector<Tensor> grads;
+  grads.reserve(parameters_.size());
+  for (Parameter* p : parameters_) grads.push_back(p->grad);
+  zero_many(grads);  // one launch on a GPU, not one memset per parameter
   // The phases' timestamps, read once the step has synchronised (reading one earlier would
   // make the host wait for the GPU inside the step).
   const DeviceTimestamp phases_start = record_timestamp(device_);

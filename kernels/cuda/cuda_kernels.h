@@ -134,6 +134,8 @@ void accumulate(Tensor& out, const Tensor& x);
 void scale(Tensor& x, float factor);
 // Each tensor's sum of x^2 (one dtype for all); one launch, and one host synchronisation.
 std::vector<double> sums_of_squares(std::span<const Tensor> xs);
+// Zeroes every tensor (contiguous, any dtype, one device) in one multi-tensor launch.
+void zero_many(std::span<Tensor> xs);
 bool all_finite(const Tensor& x);        // synchronises
 // out = in converted (F32 <-> BF16, or a plain copy for equal dtypes); same shape.
 void convert(Tensor& out, const Tensor& in);

@@ -76,6 +76,30 @@ __global__ void sums_of_squares_kernel(double* __restrict__ partials,
   if (threadIdx.x == 0) partials[chunk] = thread_sums[0];
 }
 
+// One tensor of a zero_many launch: its bytes as 4-byte words where its size and address
+// allow, else as bytes.
+struct ZeroTableEntry {
+  void* x;
+  long long numel;  // words or bytes
+  long long first_chunk;
+  int word_size;  // 4 or 1
+};
+
+__global__ void zero_many_kernel(const ZeroTableEntry* __restrict__ table, int n_entries) {
+  const long long chunk = blockIdx.x;
+  const ZeroTableEntry entry = table[detail::entry_of_chunk(table, n_entries, chunk)];
+  const long long begin = (chunk - entry.first_chunk) * kReductionChunk;
+  const long long end =
+      begin + kReductionChunk < entry.numel ? begin + kReductionChunk : entry.numel;
+  if (entry.word_size == 4) {
+    auto* words = static_cast<std::uint32_t*>(entry.x);
+    for (long long i = begin + threadIdx.x; i < end; i += blockDim.x) words[i] = 0u;
+  } else {
+    auto* bytes = static_cast<unsigned char*>(entry.x);
+    for (long long i = begin + threadIdx.x; i < end; i += blockDim.x) bytes[i] = 0;
+  }
+}
+
 // Sets *any_non_finite to 1 if some element is NaN or +-Inf (every writer writes the same 1).
 template <class Elem>
 __global__ void find_non_finite_kernel(int* any_non_finite, const Elem* __restrict__ x,
@@ -166,6 +190,26 @@ std::vector<double> sums_of_squares(std::span<const Tensor> xs) {
     sums[tensor_of_entry[e]] = total;
   }
   return sums;
+}
+
+void zero_many(std::span<Tensor> xs) {
+  std::vector<ZeroTableEntry> table;
+  long long chunks = 0;
+  for (Tensor& x : xs) {
+    const long long bytes = static_cast<long long>(x.nbytes());
+    if (bytes == 0) continue;
+    const bool words = bytes % 4 == 0 && reinterpret_cast<std::uintptr_t>(x.raw_data()) % 4 == 0;
+    const long long n = words ? bytes / 4 : bytes;
+    table.push_back({x.raw_data(), n, chunks, words ? 4 : 1});
+    chunks += (n + kReductionChunk - 1) / kReductionChunk;
+  }
+  if (table.empty()) return;
+  cudaStream_t stream = compute_stream();
+  const detail::DeviceTable<ZeroTableEntry> device_table(table, chunks, xs.front().device(),
+                                                         stream, "zero_many");
+  zero_many_kernel<<<device_table.grid(), kThreads, 0, stream>>>(device_table.entries(),
+                                                                 device_table.size());
+  TN_CUDA_CHECK_LAUNCH();
 }
 
 bool all_finite(const Tensor& x) {

@@ -305,6 +305,28 @@ TEST(GpuElementwise, SumsOfSquaresMatchEachTensorAlone) {
   }
 }
 
+TEST(GpuElementwise, ZeroManyZeroesEveryTensorAndNothingElse) {
+  TN_REQUIRE_GPU();
+  // Sizes around the 16384-word chunk, an empty tensor, a bf16 tensor of an odd length (bytes,
+  // not words) and a view in the middle of a buffer whose neighbours must stay untouched.
+  const std::vector<std::int64_t> sizes = {1, 0, 16383, 16384, 16385, 1000003};
+  std::vector<Tensor> tensors;
+  for (std::size_t t = 0; t < sizes.size(); ++t)
+    tensors.push_back(to_gpu(random_tensor({sizes[t]}, 60 + t, 1.0f, 2.0f)));
+  tensors.push_back(to_gpu(random_tensor({7}, 70, 1.0f, 2.0f), DType::BF16));
+  const Tensor buffer = to_gpu(random_tensor({100}, 71, 1.0f, 2.0f));
+  tensors.push_back(buffer.slice(0, 10, 50));
+  zero_many(tensors);
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    for (float v : to_host_floats(tensors[t])) ASSERT_EQ(v, 0.0f) << "tensor " << t;
+  }
+  const std::vector<float> whole = to_host_floats(buffer);
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    if (i >= 10 && i < 60) continue;
+    EXPECT_GE(whole[i], 1.0f) << "element " << i << " outside the view";
+  }
+}
+
 TEST(GpuElementwise, AllFiniteFindsNanAndInf) {
   TN_REQUIRE_GPU();
   const std::int64_t n = 300001;

@@ -68,6 +68,19 @@ TEST(Elementwise, SumsOfSquaresAreEachTensorsSum) {
     EXPECT_EQ(bf16_sums[t], sum_of_squares(as_f32(bf16[t]))) << "bf16 tensor " << t;
 }
 
+TEST(Elementwise, ZeroManyZeroesEachTensorOnly) {
+  Tensor buffer = Tensor::full({20}, 3.0f);
+  std::vector<Tensor> xs = {Tensor::full({5}, 1.0f), Tensor::full({0}, 1.0f),
+                            buffer.slice(0, 4, 8)};
+  zero_many(xs);
+  for (float v : xs[0].to_vector()) EXPECT_EQ(v, 0.0f);
+  const std::vector<float> whole = buffer.to_vector();
+  for (std::size_t i = 0; i < whole.size(); ++i)
+    EXPECT_EQ(whole[i], i >= 4 && i < 12 ? 0.0f : 3.0f) << i;
+  std::vector<Tensor> strided = {Tensor::full({4, 4}, 1.0f).slice(1, 0, 2)};
+  EXPECT_THROW(zero_many(strided), InternalError);
+}
+
 TEST(Elementwise, AllFiniteFindsNaNAndInf) {
   const auto x = test::random_floats(kN, 4);
   EXPECT_TRUE(all_finite(Tensor::from_vector(x, {kN})));
