@@ -128,10 +128,12 @@ int main(int argc, char** argv) {
     model.zero_grad();
     MicroBatchInfo info;
     info.step = s + 1;
+    const float loss_weight = 1.0f / static_cast<float>(batch * seq);
+    info.loss_weight = loss_weight;  // as the trainer does: the head's gradient in its forward
     ActivationContext ctx(info);
     model.forward(tokens, targets, ctx);
     const double t1 = now_s();
-    model.backward(1.0f / static_cast<float>(batch * seq), ctx);
+    model.backward(loss_weight, ctx);
     const double t2 = now_s();
     const double norm = std::sqrt(grad_sum_of_squares(model.parameters()));
     optimizer->step(1e-4f, clip_factor(norm, 1.0), s + 1);

@@ -47,6 +47,9 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
                                            const std::vector<TokenBatch>& batches,
                                            const MicroBatchInfo& info, float loss_weight) {
   using Kind = PipelineAction::Kind;
+  TN_CHECK(!info.loss_weight || *info.loss_weight == loss_weight,
+           "pipeline train: the micro-batches' loss weight ", *info.loss_weight,
+           " is not the backward's ", loss_weight);
   PipelineStepResult result;
   std::map<Key, std::unique_ptr<ActivationContext>> contexts;
   std::map<Key, Tensor> inputs, outputs, grad_outputs, grad_inputs;

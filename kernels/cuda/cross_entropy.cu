@@ -20,6 +20,9 @@
 // a DataError there, found by scanning the targets on the host. Here that would cost a device
 // synchronisation per call, so the kernels instead make that row's loss (and, in the backward,
 // its gradient; in target_logit, its value) NaN, which the trainer's non-finite check reports.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -328,6 +331,37 @@ void backward(Tensor& dlogits, const Tensor& logits, const Tensor& lse, const Te
   });
 }
 
+// The fused kernel's second read of a row hits L2 only if the rows in flight (one per resident
+// block) fit there: 4 blocks of 512 threads per SM at GPT-2's vocabulary in bf16 would hold
+// 132 x 4 x 100 KB = 53 MB on an H100/H200, more than its 50 MB L2. So the kernel asks for
+// dynamic shared memory it does not use, enough that no more blocks share an SM than keep the
+// rows within kL2Share of L2. Returns the bytes to ask for, 0 where no cap is needed.
+constexpr double kL2Share = 0.8;
+constexpr int kMaxRowBlocksPerSm = 2048 / kRowThreads;
+
+int device_attribute(cudaDeviceAttr attribute, int device) {
+  int value = 0;
+  TN_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
+}
+
+std::size_t occupancy_cap_bytes(i64 row_bytes) {
+  int device = 0;
+  TN_CUDA_CHECK(cudaGetDevice(&device));
+  const double l2 = device_attribute(cudaDevAttrL2CacheSize, device);
+  const double sms = device_attribute(cudaDevAttrMultiProcessorCount, device);
+  const auto per_sm =
+      static_cast<std::size_t>(device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  const auto per_block_max =
+      static_cast<std::size_t>(device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const i64 blocks = static_cast<i64>(kL2Share * l2 / (sms * static_cast<double>(row_bytes)));
+  if (blocks >= kMaxRowBlocksPerSm || l2 <= 0 || per_sm == 0) return 0;
+  // (blocks + 1) blocks of this much do not fit an SM; `blocks` do (1 KB per block is the
+  // runtime's reservation).
+  const std::size_t bytes = per_sm / static_cast<std::size_t>(std::max<i64>(blocks, 1) + 1) + 1024;
+  return std::min(bytes, per_block_max);
+}
+
 // The fused kernel where the forward's and the backward's vector widths agree (always where
 // dlogits is logits, as in the LM head); else the two kernels.
 template <class Elem>
@@ -342,11 +376,16 @@ void forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits, const Tensor
     backward<Elem>(dlogits, logits, lse, targets, dloss, vocab_size, ignore_index, 0);
     return;
   }
+  const std::size_t cap = occupancy_cap_bytes(logits.size(1) * static_cast<i64>(sizeof(Elem)));
   detail::with_vector_width(width, [&](auto n) {
-    cross_entropy_forward_backward_kernel<decltype(n)::value, Elem>
-        <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
-            losses.data<float>(), lse.data<float>(), dlogits.data<Elem>(), logits.data<Elem>(),
-            targets.data<std::int32_t>(), dloss, logits.size(1), vocab_size, ignore_index);
+    auto* kernel = cross_entropy_forward_backward_kernel<decltype(n)::value, Elem>;
+    if (cap > 0) {
+      TN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(cap)));
+    }
+    kernel<<<row_grid(logits.size(0)), kRowThreads, cap, compute_stream()>>>(
+        losses.data<float>(), lse.data<float>(), dlogits.data<Elem>(), logits.data<Elem>(),
+        targets.data<std::int32_t>(), dloss, logits.size(1), vocab_size, ignore_index);
     TN_CUDA_CHECK_LAUNCH();
   });
 }

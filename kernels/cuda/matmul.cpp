@@ -288,6 +288,18 @@ GemmKey gemm_key(const Tensor& out, const Tensor& a, const Tensor& b, bool trans
                  c != nullptr ? alignment_of(c->raw_data()) : 0};
 }
 
+// Whether the GEMM fuses something its caller can do separately instead (an epilogue, or a
+// residual as C): then cuBLASLt's "not this one" is a fallback, not an error.
+bool has_fusion(const GemmKey& key) { return key.epilogue != Epilogue::none || key.align_c != 0; }
+
+// Once per key (the caller caches the refusal), on every rank: the GPU check's summary greps
+// for it.
+void log_refusal(const GemmKey& key, cublasStatus_t status) {
+  log_line(::ternion::detail::concat("cuBLASLt refused ", describe(key), " (",
+                                     cublasGetStatusString(status),
+                                     "): the separate kernels run instead"));
+}
+
 // out = alpha * op(a) @ op(b) + beta * C, then the epilogue, with the heuristic's (cached)
 // algorithm; C is `c` (out's shape and dtype, contiguous) or, where null, out itself. M, N,
 // K > 0. Returns false, having launched nothing, where cuBLASLt has no algorithm for the
@@ -327,17 +339,18 @@ bool run_gemm(const GemmKey& key, Tensor& out, const Tensor& a, const Tensor& b,
       const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
           lt.handle, desc.get(), b_layout.get(), a_layout.get(), out_layout.get(),
           out_layout.get(), preference.get(), 1, &result, &n_results);
-      // With an epilogue, INVALID_VALUE too means "not this combination" (cuBLASLt reports
+      // With a fusion, INVALID_VALUE too means "not this combination" (cuBLASLt reports
       // some epilogue setups it does not take that way): the caller's separate kernels run.
       const bool no_algorithm =
           status == CUBLAS_STATUS_NOT_SUPPORTED ||
-          (status == CUBLAS_STATUS_INVALID_VALUE && key.epilogue != Epilogue::none);
+          (status == CUBLAS_STATUS_INVALID_VALUE && has_fusion(key));
       TN_CHECK_AS(CudaError, status == CUBLAS_STATUS_SUCCESS || no_algorithm,
                   "matmul (cuda): cublasLtMatmulAlgoGetHeuristic failed: ",
                   cublasGetStatusString(status), " for ", describe(key));
       std::optional<cublasLtMatmulAlgo_t> found;
       if (status == CUBLAS_STATUS_SUCCESS && n_results > 0 && result.state == CUBLAS_STATUS_SUCCESS)
         found = result.algo;
+      if (!found && has_fusion(key)) log_refusal(key, status);
       cached = lt.algos.emplace(key, found).first;
     }
     if (!cached->second) return false;
@@ -350,14 +363,12 @@ bool run_gemm(const GemmKey& key, Tensor& out, const Tensor& a, const Tensor& b,
       lt.handle, desc.get(), &alpha, b.raw_data(), b_layout.get(), a.raw_data(), a_layout.get(),
       &beta, c_data, out_layout.get(), out.raw_data(), out_layout.get(), &algo, lt.workspace,
       kWorkspaceBytes, stream);
-  // An epilogue the heuristic offered but the call refuses (a combination cuBLASLt validates
+  // A fusion the heuristic offered but the call refuses (a combination cuBLASLt validates
   // only here) is "no algorithm" too, remembered for the key, so the caller runs the separate
   // kernels instead of the run stopping. Those statuses are returned before anything launches.
-  if (epilogue.epilogue != Epilogue::none &&
+  if (has_fusion(key) &&
       (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE)) {
-    log_line(::ternion::detail::concat("cuBLASLt refused ", describe(key), " (",
-                                       cublasGetStatusString(status),
-                                       "): the separate kernels run instead"));
+    log_refusal(key, status);
     std::lock_guard<std::mutex> lock(lt.mutex);
     lt.algos[key] = std::nullopt;
     return false;
