@@ -8,6 +8,8 @@
 // ("fused") or linear_forward fell back ("fallback"); the relative Frobenius difference of the two outputs (limit 1e-2 in bf16,
 // 1e-5 in f32); and the median ms per call of each (5 batches of back-to-back calls, each at
 // least --min-ms, after two warm-ups; launch overhead included), with the time saved.
+// Then cuBLASLt's GELU epilogues alone (forward GELU_AUX_BIAS, backward DGELU) against the
+// separate kernels at GPT-2's MLP shape, whatever the run-time check decided.
 // Exit status: 0, also where no GPU is usable (it says so); 1 if a check or a case failed.
 #include <algorithm>
 #include <chrono>
@@ -16,6 +18,7 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -149,6 +152,57 @@ int main(int argc, char** argv) {
       ++failures;
     }
   }
+#if TN_HAVE_CUDA
+  // cuBLASLt's GELU epilogues timed directly, whatever the run-time check decided (its verdict
+  // is printed with them): what the MLP gains if they are used, or would gain if the check's
+  // tolerance were relaxed. Forward: GELU_AUX_BIAS against matmul + bias_add + gelu; backward:
+  // DGELU against matmul + gelu_backward, with their results' relative differences.
+  try {
+    const std::int64_t width = 768, ff = 4 * width;
+    const bool agree = cuda::gelu_epilogues_agree(ff, width);
+    const Tensor x = random_device({rows, width}, DType::BF16, device, 4);
+    const Tensor w = random_device({ff, width}, DType::BF16, device, 5);
+    const Tensor bias = random_device({ff}, DType::BF16, device, 6);
+    const Tensor w_proj = random_device({width, ff}, DType::BF16, device, 7);
+    Tensor out = Tensor::empty({rows, ff}, DType::BF16, device), pre = out.clone();
+    Tensor want_out = out.clone(), want_pre = out.clone();
+    Tensor dx = out.clone(), want_dx = out.clone();
+    auto forward_fused = [&] {
+      if (!cuda::matmul_bias_gelu(out, pre, x, w, &bias))
+        throw std::runtime_error("no GELU_AUX_BIAS algorithm");
+    };
+    auto forward_separate = [&] {
+      matmul(want_pre, x, w, false, true);
+      bias_add_forward(want_pre, bias);
+      gelu_forward(want_out, want_pre);
+    };
+    auto backward_fused = [&] {
+      if (!cuda::matmul_dgelu(dx, x, w_proj, want_pre))
+        throw std::runtime_error("no DGELU algorithm");
+    };
+    auto backward_separate = [&] {
+      matmul(want_dx, x, w_proj, false, false);
+      gelu_backward(want_dx, want_pre, want_dx);
+    };
+    forward_fused();
+    forward_separate();
+    backward_fused();
+    backward_separate();
+    device_synchronize(device);
+    std::printf("cuBLASLt GELU epilogues at %lld x %lld (the check: %s):\n", (long long)ff,
+                (long long)width, agree ? "used" : "not used");
+    const double f_fused = bench::median_seconds_per_call(device, min_batch_ms / 1e3, forward_fused);
+    const double f_sep = bench::median_seconds_per_call(device, min_batch_ms / 1e3, forward_separate);
+    const double b_fused = bench::median_seconds_per_call(device, min_batch_ms / 1e3, backward_fused);
+    const double b_sep = bench::median_seconds_per_call(device, min_batch_ms / 1e3, backward_separate);
+    std::printf("  forward  GELU_AUX_BIAS %8.3f ms, separate %8.3f ms, rel diff %.2e\n",
+                f_fused * 1e3, f_sep * 1e3, relative_difference(out, want_out));
+    std::printf("  backward DGELU         %8.3f ms, separate %8.3f ms, rel diff %.2e\n",
+                b_fused * 1e3, b_sep * 1e3, relative_difference(dx, want_dx));
+  } catch (const std::exception& e) {
+    std::printf("cuBLASLt GELU epilogues: not timed: %s\n", e.what());
+  }
+#endif
   if (failures > 0) std::printf("bench_linear: %d case(s) FAILED\n", failures);
   return failures > 0 ? 1 : 0;
 }

@@ -513,15 +513,18 @@ summary=$out/summary.md
     grep -E '^(peak|step GEMMs|square)' "$work/bench_gemm.txt"
     echo '```'
   fi
-  # The GEMM epilogues: whether cuBLASLt's GELU passed the check (the training runs' logs) or
-  # an epilogue was refused, and bench_kernels' fused-against-separate pairs.
+  # The fusions: whether cuBLASLt's GELU passed the check (the training runs' logs) or an
+  # epilogue was refused, its epilogues timed alone, and bench_kernels' fused/separate pairs.
   epilogues=$( { grep -hE 'cuBLASLt (GELU epilogues for|refused)' "$work"/bench-*/train.log \
                    2>/dev/null | sort -u
-                 grep -E '^(fc \+ bias|proj dx through|proj \+ residual|fc dW, db)' \
+                 grep -E '^(cuBLASLt GELU epilogues at|  forward  GELU|  backward DGELU)' \
+                   "$work/bench_linear.txt" 2>/dev/null
+                 grep -E '^(fc \+ bias|proj dx through|proj \+ residual|fc dW, db|cross_entropy forward)' \
                    "$work/bench_kernels.txt" 2>/dev/null; } )
   if [ -n "$epilogues" ]; then
     echo
-    echo "GEMM epilogues (the GELU check's verdict in training; bench_kernels' pairs, bf16):"
+    echo "Fusions (the GELU check's verdict in training; cuBLASLt's GELU epilogues timed alone"
+    echo "by bench_linear; bench_kernels' fused/separate pairs, bf16):"
     echo
     echo '```'
     echo "$epilogues"
