@@ -1,6 +1,6 @@
 // Elementwise helpers on contiguous f32 tensors of equal numel.
 //   add         out = a + b              (residual forward; out may alias a or b)
-//   accumulate  out += x                 (residual backward, gradient accumulation)
+//   accumulate  out += x                 (residual streams, gradient accumulation)
 //   scale       x *= factor
 //   sum_of_squares(x)  -> sum x^2 in double
 //   sums_of_squares(xs) -> each tensor's sum x^2 in double (gradient norms); on a GPU one

@@ -157,8 +157,10 @@ void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& 
            "linear_backward_through_gelu: dpre ", shape_str(dpre.shape()), " = gelu'(pre ",
            shape_str(pre_activation.shape()), ") * (dy ", shape_str(dy.shape()), " @ w ",
            shape_str(w.shape()), ") (dy [rows, n], w [n, k], pre and dpre [rows, k])");
-  TN_CHECK(dpre.numel() == 0 || dpre.raw_data() != pre_activation.raw_data(),
-           "linear_backward_through_gelu: dpre and pre_activation must be different tensors");
+  TN_CHECK(dpre.numel() == 0 ||
+               (dpre.raw_data() != pre_activation.raw_data() && dpre.raw_data() != dy.raw_data()),
+           "linear_backward_through_gelu: dpre must be a tensor of its own, not "
+           "pre_activation's or dy's memory");
 #if TN_HAVE_CUDA
   if (!dy.device().is_cpu() && dy.dtype() == DType::BF16 &&
       cuda::gelu_epilogues_agree(dpre.size(1), dy.size(1)) &&

@@ -16,9 +16,9 @@
 // [rows, n] instead of two); in BF16 with GELU, bias and GELU both do (GELU_AUX_BIAS: the GEMM
 // writes pre_activation and out, and GELU is taken of the F32 sum before it is rounded). The
 // GELU epilogue is used only where cuda::gelu_epilogues_agree(n, k), a run-time check per GEMM
-// shape that cuBLASLt's GELU is ours (cuBLASLt does not document which GELU it computes). Where cuBLASLt
-// offers no algorithm for an epilogue (or a pointer is not 16-byte aligned, or n is not a
-// multiple of 8 for GELU) the unfused kernels run instead, chosen at run time.
+// shape that cuBLASLt's GELU is ours (cuBLASLt does not document which GELU it computes).
+// Where cuBLASLt offers no algorithm for an epilogue (or a pointer is not 16-byte aligned, or
+// n is not a multiple of 8 for GELU) the unfused kernels run instead, chosen at run time.
 //
 // The backward is the caller's (layers/linear.cpp): gelu_backward on pre_activation, then
 //   dx = dy W, and linear_backward_weights below: dW += dy^T x, db += sum_rows dy;

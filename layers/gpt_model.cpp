@@ -1,5 +1,7 @@
 #include "layers/gpt_model.h"
 
+#include "kernels/elementwise.h"
+
 namespace ternion {
 
 GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChunk chunk)
@@ -98,7 +100,9 @@ void GptModel::initialize(std::uint64_t seed) {
 }
 
 void GptModel::zero_grad() {
-  for (Parameter* p : parameters_) p->grad.zero();
+  std::vector<Tensor> grads;
+  for (Parameter* p : parameters_) grads.push_back(p->grad);
+  zero_many(grads);
 }
 
 double forward_flops_per_token(const ModelConfig& c) {

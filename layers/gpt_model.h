@@ -56,9 +56,10 @@ class GptModel {
 
   // One chunk. forward: `input` is tokens [B, T] (with the embedding) or the previous chunk's
   // hidden states; returns this chunk's hidden states, or with the head an undefined tensor
-  // and the per-token losses in *losses (on the device: layers/lm_head.h). backward: `grad_output` is the gradient of the returned
-  // hidden states (unused with the head, which starts from `loss_weight`); returns the
-  // gradient of `input` (undefined with the embedding).
+  // and the per-token losses in *losses (on the device: layers/lm_head.h). backward:
+  // `grad_output` is the gradient of the returned hidden states (unused with the head, which
+  // starts from `loss_weight`); returns the gradient of `input` (undefined with the
+  // embedding).
   Tensor forward_chunk(const Tensor& input, const Tensor& targets, ActivationContext& ctx,
                        Tensor* losses);
   Tensor backward_chunk(const Tensor& grad_output, float loss_weight, ActivationContext& ctx);

@@ -88,8 +88,16 @@ OutputGelu Linear::output_gelu(const ActivationContext& ctx) {
 
 Tensor Linear::backward_impl(const Tensor& grad, ActivationContext& ctx,
                              bool grad_is_pre_activation, const OutputGelu& input_gelu) {
-  const Saved saved = ctx.take<Saved>(this);
   Tensor dz = grad.view({-1, out_features()});  // the gradient of x W^T + b
+  // The previous layer's pre-activation, checked before any gradient accumulates.
+  Tensor input_pre;
+  if (input_gelu.pre_activation != nullptr) {
+    input_pre = input_gelu.pre_activation->view({-1, in_features()});
+    TN_CHECK(input_pre.size(0) == dz.size(0) && input_pre.dtype() == dz.dtype(), name(),
+             ": the input's pre-activation ", input_gelu.pre_activation->str(),
+             " does not match the gradient ", grad.str());
+  }
+  const Saved saved = ctx.take<Saved>(this);
   if (activation_ == LinearActivation::gelu && !grad_is_pre_activation) {
     Tensor dpre = Tensor::empty(dz.shape(), dz.dtype(), dz.device());  // grad is the caller's
     gelu_backward(dpre, saved.pre_activation, dz);
@@ -97,9 +105,8 @@ Tensor Linear::backward_impl(const Tensor& grad, ActivationContext& ctx,
   }
   linear_backward_weights(weight_.grad, has_bias_ ? &bias_.grad : nullptr, dz, saved.input);
   Tensor dx = Tensor::empty({dz.size(0), in_features()}, dz.dtype(), dz.device());
-  if (input_gelu.pre_activation != nullptr) {
-    const Tensor pre = input_gelu.pre_activation->view({-1, in_features()});
-    linear_backward_through_gelu(dx, dz, weight_.compute_value(), pre);
+  if (input_pre.defined()) {
+    linear_backward_through_gelu(dx, dz, weight_.compute_value(), input_pre);
   } else {
     matmul(dx, dz, weight_.compute_value(), false, false);
   }
@@ -172,6 +179,12 @@ Tensor RowParallelLinear::forward_impl(const Tensor& input, ActivationContext& c
   // With one tensor rank the local layer is the whole layer, bias included: its GEMM adds
   // the residual too.
   if (residual != nullptr && !tp_.active()) return local_.forward(input, ctx, *residual);
+  if (residual != nullptr) {  // checked before anything is computed or communicated
+    Shape output = with_last(input.shape(), local_.out_features());
+    if (tp_.sequence_parallel && output.size() >= 2) output[1] /= tp_.size();
+    TN_CHECK(residual->shape() == output, name(), ": residual ", residual->str(),
+             " for an output of ", shape_str(output));
+  }
   Tensor y = local_.forward(input, ctx);
   if (tp_.sequence_parallel) {
     y = reduce_scatter_to_sequence_region(y, tp_);
@@ -182,11 +195,7 @@ Tensor RowParallelLinear::forward_impl(const Tensor& input, ActivationContext& c
     Tensor rows = y.view({-1, y.size(-1)});
     bias_add_forward(rows, bias_.compute_value());
   }
-  if (residual != nullptr) {
-    TN_CHECK(residual->shape() == y.shape(), name(), ": residual ", residual->str(),
-             " for output ", y.str());
-    accumulate(y, *residual);  // y is ours: the reduction's result
-  }
+  if (residual != nullptr) accumulate(y, *residual);  // y is ours: the reduction's result
   return y;
 }
 

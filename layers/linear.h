@@ -23,8 +23,9 @@
 // input gradient on through that GELU, `backward(grad, ctx, gelu_layer.output_gelu(ctx))`,
 // which gives the GELU layer's pre-activation gradient; the GELU layer then continues with
 // `backward_pre_activation`. On CUDA in bf16 that is one GEMM with cuBLASLt's DGELU epilogue
-// (kernels/linear.h: linear_backward_through_gelu). On CUDA every layer's bias gradient rides
-// on its weight-gradient GEMM (linear_backward_weights).
+// where the run-time GELU check agrees (kernels/linear.h: linear_backward_through_gelu). On
+// CUDA a layer's bias gradient rides on its weight-gradient GEMM (linear_backward_weights),
+// except the replicated bias of a row-parallel layer under tensor parallelism.
 #pragma once
 
 #include "kernels/linear.h"

@@ -70,12 +70,13 @@ Tensor LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
 }
 
 Tensor LanguageModelHead::backward(float loss_weight, ActivationContext& ctx) {
+  const std::optional<float> forward_weight = ctx.peek<Saved>(this).gradient_weight;
+  TN_CHECK(!forward_weight || *forward_weight == loss_weight, name_,
+           ": backward with loss weight ", loss_weight, " after a forward that used ",
+           forward_weight.value_or(0.0f));
   Saved saved = ctx.take<Saved>(this);
   Tensor& dlogits = saved.logits;  // overwritten in place, unless the forward already did
-  if (saved.gradient_weight) {
-    TN_CHECK(*saved.gradient_weight == loss_weight, name_, ": backward with loss weight ",
-             loss_weight, " after a forward that used ", *saved.gradient_weight);
-  } else {
+  if (!saved.gradient_weight) {
     cross_entropy_backward(dlogits, saved.logits, saved.lse, saved.targets, loss_weight,
                            vocab_size_, kIgnoreIndex, wte_.shard_offset);
   }

@@ -9,8 +9,8 @@
 // forward returns each token's loss (F32 [N], on the device; 0 for an ignored target), left
 // there so that the host need not wait for the device until it reads them (`summed_loss`);
 // backward takes the weight of each token's loss (1 / tokens in the global batch, for a mean)
-// and returns dx. The logits are
-// turned into their gradient in place, so the head holds one [N, V] buffer, not two.
+// and returns dx. The logits are turned into their gradient in place, so the head holds one
+// [N, V] buffer, not two.
 //
 // Tensor parallel: each rank holds its vocabulary rows of wte and so its [N, V / tp] slice of
 // the logits, which are never gathered. The cross-entropy is vocab-parallel (Megatron-LM): the

@@ -29,7 +29,8 @@ Tensor Mlp::backward(const Tensor& grad_output, ActivationContext& ctx) {
   // The down projection's input gradient goes on through the up projection's GELU in the same
   // op (one GEMM with cuBLASLt's DGELU epilogue on CUDA in bf16); the up projection continues
   // from its pre-activation's gradient.
-  const Tensor dpre = proj_.backward(dropout_.backward(grad_output, ctx), ctx, fc_.output_gelu(ctx));
+  const Tensor dproj = dropout_.backward(grad_output, ctx);
+  const Tensor dpre = proj_.backward(dproj, ctx, fc_.output_gelu(ctx));
   return fc_.backward_pre_activation(dpre, ctx);
 }
 

@@ -356,8 +356,10 @@ gemm_bench() {
 # The linear layer's forward with the bias epilogue against the unfused kernels.
 linear_bench() {
   "$build/bench/bench_linear" | tee "$work/bench_linear.txt"
-  local rc=$?
-  note "$(grep -cw 'fused' "$work/bench_linear.txt") cases took the bias epilogue, $(grep -c 'bias+gelu' "$work/bench_linear.txt") bias and GELU, $(grep -cw 'fallback' "$work/bench_linear.txt") fell back; see bench_linear.txt"
+  local rc=${PIPESTATUS[0]}
+  # A case's path is the word before its relative difference (a number like 1.23e-03).
+  count_path() { grep -cE " $1 +[0-9.]+e[-+]" "$work/bench_linear.txt"; }
+  note "$(count_path fused) cases took the bias epilogue, $(count_path 'bias\+gelu') bias and GELU, $(count_path fallback) fell back; see bench_linear.txt"
   return "$rc"
 }
 

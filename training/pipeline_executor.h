@@ -52,6 +52,8 @@ class PipelineExecutor {
   // One training step: forward and backward of every micro-batch; parameter gradients
   // accumulate. `info` is the step's MicroBatchInfo template (step, seed, and the sample
   // offset of this rank's first sequence); micro-batch m starts m micro-batches further.
+  // info.loss_weight, where set, must be `loss_weight` (the head then computes its gradient in
+  // the forward).
   PipelineStepResult train(const std::vector<PipelineAction>& actions,
                            const std::vector<TokenBatch>& batches, const MicroBatchInfo& info,
                            float loss_weight);

@@ -350,8 +350,8 @@ std::size_t occupancy_cap_bytes(i64 row_bytes) {
   TN_CUDA_CHECK(cudaGetDevice(&device));
   const double l2 = device_attribute(cudaDevAttrL2CacheSize, device);
   const double sms = device_attribute(cudaDevAttrMultiProcessorCount, device);
-  const auto per_sm =
-      static_cast<std::size_t>(device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  const auto per_sm = static_cast<std::size_t>(
+      device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
   const auto per_block_max =
       static_cast<std::size_t>(device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   const i64 blocks = static_cast<i64>(kL2Share * l2 / (sms * static_cast<double>(row_bytes)));

@@ -35,7 +35,8 @@ void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, boo
 bool matmul_bias(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias);
 // The same with the bias optional and a residual [rows, n] (out's dtype, contiguous, not out)
 // added by the GEMM as its C matrix (beta = 1): out = x @ w^T (+ bias) + residual, rounded
-// once. Returns false as matmul_bias does (a residual alone needs no epilogue).
+// once. Returns false as matmul_bias does, also with a residual alone (no bias) where
+// cuBLASLt refuses the GEMM with a separate C or k = 0: the caller adds the residual then.
 bool matmul_bias_residual(Tensor& out, const Tensor& x, const Tensor& w, const Tensor* bias,
                           const Tensor* residual);
 

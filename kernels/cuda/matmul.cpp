@@ -161,7 +161,8 @@ class MatmulDesc {
   }
   // The epilogue and its operands (see EpilogueOperands).
   void set_epilogue(const EpilogueOperands& operands) {
-    const std::uint32_t epilogue = cublas_epilogue(operands.epilogue);  // the attribute is a uint32_t
+    // The attribute is a uint32_t.
+    const std::uint32_t epilogue = cublas_epilogue(operands.epilogue);
     TN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                    sizeof epilogue));
     if (operands.bias != nullptr) {

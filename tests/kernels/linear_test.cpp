@@ -225,7 +225,12 @@ TEST(LinearBackwardThroughGelu, MisuseNamesTheProblem) {
   expect_error("dpre aliasing pre_activation", [&] {
     Tensor alias = pre;
     linear_backward_through_gelu(alias, dy, w, pre);
-  }, "different tensors");
+  }, "a tensor of its own");
+  expect_error("dpre aliasing dy", [&] {
+    const Tensor square_dy = Tensor::zeros({4, 5}), square_w = Tensor::zeros({5, 5});
+    Tensor alias = square_dy;
+    linear_backward_through_gelu(alias, square_dy, square_w, pre);
+  }, "a tensor of its own");
   expect_error("mixed dtypes", [&] {
     linear_backward_through_gelu(dpre, dy, to_bf16(w), pre);
   }, "dy's dtype");
