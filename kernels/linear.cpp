@@ -1,5 +1,6 @@
 #include "kernels/linear.h"
 
+#include <atomic>
 #include <utility>
 
 #include "framework/features.h"
@@ -73,6 +74,42 @@ void affine_unfused(Tensor& affine, const Tensor& x, const Tensor& w, const Tens
 
 }  // namespace
 
+namespace {
+std::atomic<GeluEpilogue> g_gelu_epilogue{GeluEpilogue::check};
+
+#if TN_HAVE_CUDA
+// Whether the GELU epilogues may run for this GEMM shape (features out, inner in).
+bool gelu_epilogue_allowed(std::int64_t features, std::int64_t inner) {
+  switch (gelu_epilogue()) {
+    case GeluEpilogue::off:
+      return false;
+    case GeluEpilogue::on:
+      (void)cuda::gelu_epilogues_agree(features, inner);  // logs the deviation, once per shape
+      return true;
+    case GeluEpilogue::check:
+      return cuda::gelu_epilogues_agree(features, inner);
+  }
+  return false;
+}
+#endif
+}  // namespace
+
+void set_gelu_epilogue(GeluEpilogue policy) { g_gelu_epilogue.store(policy); }
+GeluEpilogue gelu_epilogue() { return g_gelu_epilogue.load(); }
+
+bool parse_gelu_epilogue(std::string_view text, GeluEpilogue& policy) {
+  if (text == "check") {
+    policy = GeluEpilogue::check;
+  } else if (text == "on") {
+    policy = GeluEpilogue::on;
+  } else if (text == "off") {
+    policy = GeluEpilogue::off;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 const char* linear_activation_name(LinearActivation activation) {
   switch (activation) {
     case LinearActivation::none:
@@ -95,7 +132,7 @@ void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const 
 #if TN_HAVE_CUDA
     // One GEMM adding bias and residual, where cuBLASLt has one for this problem.
     if (residual != nullptr && cuda::matmul_bias_residual(out, x, w, bias, residual)) return;
-    if (gelu && x.dtype() == DType::BF16 && cuda::gelu_epilogues_agree(w.size(0), x.size(1)) &&
+    if (gelu && x.dtype() == DType::BF16 && gelu_epilogue_allowed(w.size(0), x.size(1)) &&
         cuda::matmul_bias_gelu(out, affine, x, w, bias))
       return;
     // One GEMM with the bias epilogue where cuBLASLt has one for this problem, else two passes.
@@ -163,7 +200,7 @@ void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& 
            "pre_activation's or dy's memory");
 #if TN_HAVE_CUDA
   if (!dy.device().is_cpu() && dy.dtype() == DType::BF16 &&
-      cuda::gelu_epilogues_agree(dpre.size(1), dy.size(1)) &&
+      gelu_epilogue_allowed(dpre.size(1), dy.size(1)) &&
       cuda::matmul_dgelu(dpre, dy, w, pre_activation))
     return;
 #endif

@@ -15,8 +15,9 @@
 // one by one gives. CUDA: the bias rides on the GEMM as cuBLASLt's bias epilogue (one pass over
 // [rows, n] instead of two); in BF16 with GELU, bias and GELU both do (GELU_AUX_BIAS: the GEMM
 // writes pre_activation and out, and GELU is taken of the F32 sum before it is rounded). The
-// GELU epilogue is used only where cuda::gelu_epilogues_agree(n, k), a run-time check per GEMM
-// shape that cuBLASLt's GELU is ours (cuBLASLt does not document which GELU it computes).
+// GELU epilogue is used as gelu_epilogue() says: by default only where
+// cuda::gelu_epilogues_agree(n, k), a run-time check per GEMM shape that cuBLASLt's GELU is
+// ours (cuBLASLt does not document which GELU it computes).
 // Where cuBLASLt offers no algorithm for an epilogue (or a pointer is not 16-byte aligned, or
 // n is not a multiple of 8 for GELU) the unfused kernels run instead, chosen at run time.
 //
@@ -26,6 +27,8 @@
 // that GELU in the same op, linear_backward_through_gelu below.
 #pragma once
 
+#include <string_view>
+
 #include "framework/tensor.h"
 
 namespace ternion {
@@ -33,6 +36,17 @@ namespace ternion {
 enum class LinearActivation { none, gelu };
 
 const char* linear_activation_name(LinearActivation activation);
+
+// Whether the CUDA linear ops may use cuBLASLt's GELU epilogues (bf16 only; a setting of the
+// process, made once by the trainer from training.gelu_epilogue, as the attention kernel is):
+//   check  where the run-time check finds cuBLASLt's GELU to be ours (the default)
+//   on     wherever cuBLASLt offers them; the check still runs and logs how far they are
+//   off    never: our GELU kernels
+enum class GeluEpilogue { check, on, off };
+void set_gelu_epilogue(GeluEpilogue policy);
+GeluEpilogue gelu_epilogue();
+// "check" | "on" | "off"; false for anything else.
+bool parse_gelu_epilogue(std::string_view text, GeluEpilogue& policy);
 
 void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const Tensor& w,
                     const Tensor* bias, LinearActivation activation,
@@ -53,8 +67,8 @@ void linear_backward_weights(Tensor& dw, Tensor* dbias, const Tensor& dy, const 
 // dy, w, pre_activation, dpre: contiguous, one dtype (F32 or BF16), one device; dpre is
 // overwritten. (The GELU layer's bias gradient is its own: linear_backward_weights on dpre.)
 // CPU: matmul, then gelu_backward in place, bit for bit those ops. CUDA: in BF16 where
-// cuda::gelu_epilogues_agree(), one GEMM with cuBLASLt's DGELU epilogue (gelu' applied to the
-// F32 product before rounding); else as the CPU.
+// gelu_epilogue() allows (as linear_forward), one GEMM with cuBLASLt's DGELU epilogue (gelu'
+// applied to the F32 product before rounding); else as the CPU.
 void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& w,
                                   const Tensor& pre_activation);
 

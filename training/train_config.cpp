@@ -1,6 +1,7 @@
 #include "training/train_config.h"
 
 #include "kernels/attention.h"
+#include "kernels/linear.h"
 #include "layers/parameter_count.h"
 
 #include <algorithm>
@@ -43,6 +44,10 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (attention == AttentionKernel::cudnn && t.precision != "bf16")
     config_fail(doc, kSection, "attention",
                 "cuDNN's fused attention runs bf16 only: it needs training.precision: bf16");
+  GeluEpilogue gelu_epilogue = GeluEpilogue::check;
+  if (!parse_gelu_epilogue(t.gelu_epilogue, gelu_epilogue))
+    config_fail(doc, kSection, "gelu_epilogue",
+                "must be check, on or off, got '" + t.gelu_epilogue + "'");
   if (t.eval_interval > 0 && c.data.val.empty())
     config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
   if (c.data.train.empty())

@@ -33,6 +33,7 @@ struct TrainingConfig {
   std::string device = "cpu";     // cpu | cuda (one GPU per rank, from the node-local rank)
   std::string precision = "fp32";  // fp32 | bf16 (bf16 compute, f32 master weights and state)
   std::string attention = "auto";  // auto | cudnn | cublas: the CUDA attention kernel
+  std::string gelu_epilogue = "check";  // check | on | off: cuBLASLt's GELU in bf16 MLP GEMMs
 
   template <class V>
   void visit(V& v) {
@@ -53,6 +54,9 @@ struct TrainingConfig {
     v("attention", attention,
       "CUDA attention kernel: auto (cuDNN's fused flash attention where it runs: bf16 on a "
       "build with cudnn-frontend; else cublas), cudnn (or fail), cublas (batched GEMMs)");
+    v("gelu_epilogue", gelu_epilogue,
+      "cuBLASLt's GELU epilogues in bf16 MLP GEMMs: check (where a run-time check finds them "
+      "to be GPT-2's GELU to bf16 rounding), on (wherever offered), off (our GELU kernels)");
   }
 };
 

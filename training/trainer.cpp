@@ -17,6 +17,7 @@
 #include "kernels/attention.h"
 #include "kernels/convert.h"
 #include "kernels/elementwise.h"
+#include "kernels/linear.h"
 #include "optimizers/grad_clip.h"
 #include "layers/kv_cache_decoder.h"
 #include "layers/parameter_count.h"
@@ -117,6 +118,11 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
               "training.attention: must be auto, cudnn or cublas, got '",
               config.training.attention, "'");
   set_attention_kernel(attention);
+  GeluEpilogue gelu_epilogue = GeluEpilogue::check;
+  TN_CHECK_AS(ConfigError, parse_gelu_epilogue(config.training.gelu_epilogue, gelu_epilogue),
+              "training.gelu_epilogue: must be check, on or off, got '",
+              config.training.gelu_epilogue, "'");
+  set_gelu_epilogue(gelu_epilogue);
   if (groups != nullptr) {
     const std::vector<std::vector<int>> spanning =
         tensor_groups_spanning_nodes(groups->layout(), groups->node_of_rank());

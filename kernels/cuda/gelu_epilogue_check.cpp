@@ -143,10 +143,11 @@ bool gelu_epilogues_agree(std::int64_t features, std::int64_t inner) {
   verdicts.emplace(key, verdict.agree);
   const std::string line =
       detail::concat("cuBLASLt GELU epilogues for ", features, " features from ", inner,
-                     " inputs: ", verdict.agree ? "used" : "not used (our GELU kernels run)",
+                     " inputs: ", verdict.agree ? "agree with" : "differ from",
+                     " GPT-2's GELU (training.gelu_epilogue: check uses them only if they agree)",
                      "; ", verdict.detail);
-  // Every rank says so where they are not used: a rank that differs would be invisible on
-  // rank 0's log alone.
+  // Every rank says so where they differ: a rank that differs would be invisible on rank 0's
+  // log alone.
   if (verdict.agree) {
     log_info(line);
   } else {

@@ -13,6 +13,9 @@
 
 #include "gpu_test_util.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/bias_add.h"
+#include "kernels/gelu.h"
+#include "kernels/matmul.h"
 #include "kernels/linear.h"
 #include "layers/linear.h"
 #include "layers/mixed_precision.h"
@@ -283,6 +286,39 @@ TEST(GpuLinear, FusedGeluGemmsMatchTheCpuOps) {
   Tensor out = Tensor::empty({4, 12}, DType::BF16, gpu()), pre = out.clone();
   EXPECT_FALSE(cuda::matmul_bias_gelu(out, pre, to_gpu(random_tensor({4, 16}, 26), DType::BF16),
                                       to_gpu(random_tensor({12, 16}, 27), DType::BF16), nullptr));
+#endif
+}
+
+// training.gelu_epilogue's policy picks the path: off gives our GELU kernel's bits (the
+// separate ops), on gives cuBLASLt's epilogue's bits, whatever the check said.
+TEST(GpuLinear, GeluEpiloguePolicyChoosesThePath) {
+  TN_REQUIRE_GPU();
+#if TN_HAVE_CUDA
+  const std::int64_t rows = 48, k = 64, n = 128;
+  const Tensor x = to_gpu(random_tensor({rows, k}, 81), DType::BF16);
+  const Tensor w = to_gpu(random_tensor({n, k}, 82), DType::BF16);
+  const Tensor bias = to_gpu(random_tensor({n}, 83), DType::BF16);
+  auto forward = [&](GeluEpilogue policy) {
+    set_gelu_epilogue(policy);
+    Tensor out = Tensor::empty({rows, n}, DType::BF16, gpu()), pre = out.clone();
+    linear_forward(out, &pre, x, w, &bias, LinearActivation::gelu);
+    set_gelu_epilogue(GeluEpilogue::check);
+    return to_host_floats(out);
+  };
+  Tensor separate = Tensor::empty({rows, n}, DType::BF16, gpu()), pre = separate.clone();
+  if (!cuda::matmul_bias(pre, x, w, bias)) {
+    matmul(pre, x, w, false, true);
+    bias_add_forward(pre, bias);
+  }
+  gelu_forward(separate, pre);
+  expect_bitwise_equal("gelu_epilogue off", forward(GeluEpilogue::off), to_host_floats(separate));
+  Tensor fused = Tensor::empty({rows, n}, DType::BF16, gpu()), fused_pre = fused.clone();
+  if (cuda::matmul_bias_gelu(fused, fused_pre, x, w, &bias)) {
+    expect_bitwise_equal("gelu_epilogue on", forward(GeluEpilogue::on), to_host_floats(fused));
+  } else {
+    std::cout << "cuBLASLt offers no GELU epilogue at " << n << " x " << k << ": on = off\n";
+    expect_bitwise_equal("gelu_epilogue on", forward(GeluEpilogue::on), to_host_floats(separate));
+  }
 #endif
 }
 

@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "kernels/linear.h"
+
 namespace ternion {
 namespace {
 
@@ -88,6 +90,19 @@ TEST(TrainConfig, AttentionKernelChoices) {
     EXPECT_NE(msg.find("training.attention"), std::string::npos) << msg;
     EXPECT_NE(msg.find(want), std::string::npos) << msg;
   }
+}
+
+// training.gelu_epilogue: check, on or off.
+TEST(TrainConfig, GeluEpilogueChoices) {
+  for (const char* name : {"check", "on", "off"})
+    EXPECT_EQ(error_of(kValid, {std::string("training.gelu_epilogue=") + name}), "") << name;
+  const std::string msg = error_of(kValid, {"training.gelu_epilogue=fast"});
+  EXPECT_NE(msg.find("training.gelu_epilogue"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("must be check, on or off, got 'fast'"), std::string::npos) << msg;
+  GeluEpilogue policy = GeluEpilogue::off;
+  ASSERT_TRUE(parse_gelu_epilogue("on", policy));
+  EXPECT_EQ(policy, GeluEpilogue::on);
+  EXPECT_FALSE(parse_gelu_epilogue("ON", policy));
 }
 
 TEST(TrainConfig, UnknownKeysAndWrongTypes) {
