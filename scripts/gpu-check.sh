@@ -482,6 +482,14 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "GPT-2 124M bf16, 1 GPU" 120 train_bench gpt2-124m "$repo/configs/gpu/gpt2-124m-bf16.yaml"
   step "GPT 1.3B bf16, 1 GPU" 150 train_bench gpt-1.3b "$repo/configs/gpu/gpt-1.3b-bf16.yaml"
   step "bench_kernels (bf16, 16 x 1024)" 60 kernels_bench
+  # Where the GELU check kept cuBLASLt's GELU epilogues out, GPT-2 again with them on (last,
+  # so it only spends what is left): what training.gelu_epilogue: on would gain end to end.
+  if grep -q 'GELU epilogues for 3072 features from 768 inputs: differ' \
+       "$work/bench-gpt2-124m/train.log" 2>/dev/null; then
+    step "GPT-2 124M bf16, gelu_epilogue on" 60 train_bench gpt2-124m-gelu-on \
+      "$repo/configs/gpu/gpt2-124m-bf16.yaml" --set training.gelu_epilogue=on \
+      --set training.steps=15 --set optimizer.warmup_steps=5
+  fi
 elif [ -z "$until_step" ]; then
   record "everything after the build" "NOT RUN" 0 "the build did not succeed"
 fi
