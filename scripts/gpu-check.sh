@@ -488,7 +488,7 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
        "$work/bench-gpt2-124m/train.log" 2>/dev/null; then
     step "GPT-2 124M bf16, gelu_epilogue on" 60 train_bench gpt2-124m-gelu-on \
       "$repo/configs/gpu/gpt2-124m-bf16.yaml" --set training.gelu_epilogue=on \
-      --set training.steps=15 --set optimizer.warmup_steps=5
+      --set training.steps=8 --set optimizer.warmup_steps=2
   fi
 elif [ -z "$until_step" ]; then
   record "everything after the build" "NOT RUN" 0 "the build did not succeed"
@@ -523,18 +523,18 @@ summary=$out/summary.md
     grep -E '^(peak|step GEMMs|square)' "$work/bench_gemm.txt"
     echo '```'
   fi
-  # The fusions: whether cuBLASLt's GELU passed the check (the training runs' logs) or an
+  # The fusions: the attention path, whether cuBLASLt's GELU passed the check (the training runs' logs) or an
   # epilogue was refused, its epilogues timed alone, and bench_kernels' fused/separate pairs.
-  epilogues=$( { grep -hE 'cuBLASLt (GELU epilogues for|refused)' "$work"/bench-*/train.log \
-                   2>/dev/null | sort -u
+  epilogues=$( { grep -hE 'cuBLASLt (GELU epilogues for|refused)|attention: (cuDNN fused|the cuBLAS path)' \
+                   "$work"/bench-*/train.log 2>/dev/null | sort -u
                  grep -E '^(cuBLASLt GELU epilogues at|  forward  GELU|  backward DGELU)' \
                    "$work/bench_linear.txt" 2>/dev/null
                  grep -E '^(fc \+ bias|proj dx through|proj \+ residual|fc dW, db|cross_entropy forward)' \
                    "$work/bench_kernels.txt" 2>/dev/null; } )
   if [ -n "$epilogues" ]; then
     echo
-    echo "Fusions (the GELU check's verdict in training; cuBLASLt's GELU epilogues timed alone"
-    echo "by bench_linear; bench_kernels' fused/separate pairs, bf16):"
+    echo "Fusions (in training, the attention path and the GELU check's verdict; cuBLASLt's"
+    echo "GELU epilogues timed alone by bench_linear; bench_kernels' fused/separate pairs, bf16):"
     echo
     echo '```'
     echo "$epilogues"

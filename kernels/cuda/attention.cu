@@ -27,11 +27,15 @@
 
 #include <cmath>
 #include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
 #include <type_traits>
 
 #include "framework/bfloat16.h"
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_runtime.h"
+#include "framework/logging.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/element_access.cuh"
@@ -399,6 +403,16 @@ void backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const Tensor&
   rows_from_heads<Elem>(dqkv, dheads, d);
 }
 
+// Says once per reason that `auto` chose the cuBLAS path: its f32 T x T scores cost far more
+// memory traffic than cuDNN's flash attention, so a run that lost cuDNN should say so.
+void log_fallback_once(const std::string& why_not) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(why_not).second)
+    log_info("attention: the cuBLAS path (training.attention: auto), as ", why_not);
+}
+
 // cuDNN's fused SDPA for this call? `cublas` never; `cudnn` always (or an error saying why it
 // cannot); `automatic` when cuDNN supports this pass of the problem and its `operands` are
 // aligned for it. Forward and backward normally agree; where they do not (a backward cuDNN
@@ -411,6 +425,7 @@ bool use_cudnn(const Tensor& qkv, std::int64_t n_head, AttentionKernel kernel,
   TN_CHECK(why_not.empty() || kernel != AttentionKernel::cudnn,
            "attention: cuDNN's fused attention was asked for (training.attention: cudnn) but ",
            why_not);
+  if (!why_not.empty()) log_fallback_once(why_not);
   return why_not.empty();
 }
 
