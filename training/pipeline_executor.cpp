@@ -29,6 +29,27 @@ std::pair<int, int> PipelineExecutor::previous_of(int chunk) const {
   return stage_ > 0 ? std::pair{stage_ - 1, chunk} : std::pair{stages_ - 1, chunk - 1};
 }
 
+// NCCL connects two ranks on their first point-to-point operation and needs both to ask for
+// mirrored connections then: a group {send to 1, recv from 1} on one rank against {recv from
+// 0} on the other fails (two ranks) or hangs (more), and that is how a schedule starts (stage
+// 0 sends before it receives). PyTorch likewise asks the first batched send/recv of a group
+// to involve every rank. So before its first message each stage swaps one element with its
+// neighbours, around the ring (the interleaved schedule's last stage sends to the first)
+// forward, then backward: every pair then has both directions connected. Every pipeline
+// rank enters here at the same point of the run (the start of train, evaluate or logits);
+// the swaps complete before any data moves, so tag 0 cannot be confused with a data message.
+void PipelineExecutor::connect_neighbours() {
+  if (connected_) return;
+  connected_ = true;
+  if (stages_ == 1) return;
+  const int next = (stage_ + 1) % stages_, previous = (stage_ + stages_ - 1) % stages_;
+  for (const auto& [to, from] : {std::pair{next, previous}, std::pair{previous, next}}) {
+    Tensor out = Tensor::zeros({1}, activation_dtype_, device_);
+    Tensor in = Tensor::empty({1}, activation_dtype_, device_);
+    pipeline_.exchange({{P2POp::Kind::Send, out, to, 0}, {P2POp::Kind::Recv, in, from, 0}});
+  }
+}
+
 int PipelineExecutor::tag(int kind, int micro_batch, int receiving_chunk) const {
   // Unique per (kind, micro-batch, receiving chunk) between two ranks; below the 32767 every
   // MPI guarantees (TrainConfig refuses micro-batch x chunk counts that would pass it).
@@ -50,6 +71,7 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
   TN_CHECK(!info.loss_weight || *info.loss_weight == loss_weight,
            "pipeline train: the micro-batches' loss weight ", *info.loss_weight,
            " is not the backward's ", loss_weight);
+  connect_neighbours();
   PipelineStepResult result;
   std::map<Key, std::unique_ptr<ActivationContext>> contexts;
   std::map<Key, Tensor> inputs, outputs, grad_outputs, grad_inputs;
@@ -124,6 +146,7 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
 }
 
 double PipelineExecutor::evaluate(const std::vector<TokenBatch>& batches) {
+  connect_neighbours();
   double loss_sum = 0.0;
   for (std::size_t m = 0; m < batches.size(); ++m) {
     // Virtual stage by virtual stage; each rank runs its chunks' turns.
@@ -150,6 +173,7 @@ double PipelineExecutor::evaluate(const std::vector<TokenBatch>& batches) {
 }
 
 Tensor PipelineExecutor::logits(const Tensor& tokens) {
+  connect_neighbours();
   Tensor result;
   for (std::size_t c = 0; c < chunks_.size(); ++c) {
     const int chunk = static_cast<int>(c);

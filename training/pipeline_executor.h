@@ -69,6 +69,8 @@ class PipelineExecutor {
   std::pair<int, int> next_of(int chunk) const;
   std::pair<int, int> previous_of(int chunk) const;
   int tag(int kind, int micro_batch, int receiving_chunk) const;
+  // Once, before the first message: connects each neighbour pair both ways (NCCL needs it).
+  void connect_neighbours();
   Tensor receive(int kind, int micro_batch, int chunk, int from_rank, const Tensor& tokens);
 
   std::vector<GptModel*> chunks_;
@@ -79,6 +81,7 @@ class PipelineExecutor {
   std::int64_t sequence_parts_;
   int stages_;
   int stage_;
+  bool connected_ = false;
 };
 
 }  // namespace ternion

@@ -240,7 +240,9 @@ struct PendingOp {
 // release the mutex between looks. The watchdog's ncclCommGetAsyncError is how NCCL's
 // non-blocking mode asks to be polled meanwhile ("If any NCCL function returns ncclInProgress,
 // users must query the communicator state until it becomes ncclSuccess": NCCL docs, nccl4py
-// Communicator.get_async_error; in NCCL's src/init.cc it is an atomic load).
+// Communicator.get_async_error). It is not a plain read: in non-blocking mode each group's
+// launch runs on a thread NCCL starts, and ncclCommGetAsyncError joins and frees that thread
+// once it has finished, so it too must be called under the mutex, as it is.
 //
 // ncclCommAbort runs without the mutex, on a handle first taken out of `comm` under it: no call
 // of ours is on the communicator then, and none can start (they find the failure recorded and
