@@ -7,7 +7,9 @@
 //   gelu'(x) = s + x s (1 - s) 2 u'(x),   u'(x) = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 // takes 1 - s as e s, which stays accurate where s rounds to 1 (the float 1 - s would lose
 // every digit there). e is clamped at exp(80) so that it stays finite and e s never is inf * 0;
-// at that point s < 2e-35 and gelu, gelu' are zero to float precision anyway.
+// at that point s < 2e-35 and gelu, gelu' are zero to float precision anyway (and 1 + e stays
+// inside fast_divide's range). On a GPU fast_exp and fast_divide are the special-function
+// unit's, a few ulps (kernels/vector_math.h), so that the kernels stay memory-bound.
 #pragma once
 
 #include "framework/features.h"
@@ -30,14 +32,14 @@ TN_HOST_DEVICE inline T exp_minus_two_u(T x) {
 
 template <class T>
 TN_HOST_DEVICE inline T gelu_value(T x) {
-  return x / (static_cast<T>(1) + gelu_detail::exp_minus_two_u(x));
+  return fast_divide(x, static_cast<T>(1) + gelu_detail::exp_minus_two_u(x));
 }
 
 template <class T>
 TN_HOST_DEVICE inline T gelu_derivative(T x) {
   using namespace gelu_detail;
   const T e = exp_minus_two_u(x);
-  const T s = static_cast<T>(1) / (static_cast<T>(1) + e);
+  const T s = fast_divide(static_cast<T>(1), static_cast<T>(1) + e);
   const T two_du = kTwoSqrt2OverPi<T> * (static_cast<T>(1) + static_cast<T>(3) * kCubic<T> * x * x);
   return s + x * s * (e * s) * two_du;
 }

@@ -13,8 +13,13 @@
 //   row_max, row_sum_exp, target_logit, finish: the pieces, each as the CPU's
 //
 // dtypes: logits / dlogits F32 or BF16 (one dtype); everything per row F32; targets I32. All
-// math is F32, with fast_exp (kernels/vector_math.h) wherever the CPU uses it, so the results
-// agree with the CPU's to float rounding (the sums run in a different order).
+// math is F32, with fast_exp (kernels/vector_math.h) wherever the CPU uses it; on the GPU that
+// is the special-function unit's exponential, about 1e-6 relative, so the results agree with
+// the CPU's to about that (the sums also run in a different order). Per logit the kernels
+// spend a few instructions (the forward: a max, a subtraction, the exponential and an add;
+// the gradient: selects instead of branches): at 50k columns a row, 800M logits a GPT-2
+// micro-batch, the loops must stay below the memory time, which Cephes' exponential alone
+// would not.
 //
 // One difference from the CPU: a target that is neither ignore_index nor in [0, vocab_size) is
 // a DataError there, found by scanning the targets on the host. Here that would cost a device
@@ -129,32 +134,45 @@ __device__ MaxSumExp block_merge(MaxSumExp value, MaxSumExp* scratch) {
   return total;
 }
 
-// Adds x to a thread's running normaliser: one exponential, the rescale when the max grows
-// taking the place of x's own.
-__device__ inline void absorb(MaxSumExp& mine, float x) {
-  if (x > mine.max) {  // a NaN never is: it poisons the sum below, and the row's lse
-    mine.sum = mine.sum * fast_exp(mine.max - x) + 1.0f;
-    mine.max = x;
-  } else if (x != -INFINITY) {  // exp(-inf) adds nothing, even while the max is -inf
-    mine.sum += fast_exp(x - mine.max);
+// Adds N values to a thread's running normaliser: their max first, one rescale of the sum
+// when it grows (rare after a thread's first columns), then one exponential each, with no
+// branch per element. The shift stays 0 while the max is -inf (every value so far -inf or
+// NaN), where x - max would make exp(-inf - -inf) = NaN of an empty row's -inf columns.
+template <int N>
+__device__ inline void absorb(MaxSumExp& mine, const float (&x)[N]) {
+  float max = x[0];
+#pragma unroll
+  for (int k = 1; k < N; ++k) max = fmaxf(max, x[k]);  // a NaN never wins: it poisons the sum
+  if (max > mine.max) {
+    mine.sum *= fast_exp(mine.max - max);  // 0 while mine.max is -inf
+    mine.max = max;
   }
+  const float shift = mine.max == -INFINITY ? 0.0f : mine.max;
+  float sum = fast_exp(x[0] - shift);
+#pragma unroll
+  for (int k = 1; k < N; ++k) sum += fast_exp(x[k] - shift);
+  mine.sum += sum;
 }
 
 // The log-sum-exp of a row's real columns [0, vocab_size), returned to every thread of the
-// block. One exponential per element: a thread's max rarely grows after its first few
-// columns. N columns at a time (16-byte loads with N = kVecWidth, where padded_vocab and the
-// pointer allow) up to the last multiple of N below vocab_size, then one at a time.
+// block. N columns at a time (16-byte loads with N = kVecWidth, where padded_vocab and the
+// pointer allow) up to the last multiple of N below vocab_size, then one at a time. Column
+// indices are 32-bit (the launchers check the row length).
 template <int N, class Elem>
-__device__ float row_log_sum_exp(const Elem* row, i64 vocab_size, MaxSumExp* scratch) {
+__device__ float row_log_sum_exp(const Elem* row, int vocab_size, MaxSumExp* scratch) {
   MaxSumExp mine{-INFINITY, 0.0f};
-  const i64 vector_end = vocab_size / N * N;
-  for (i64 v = static_cast<i64>(threadIdx.x) * N; v < vector_end; v += kRowThreads * N) {
+  const int vector_end = vocab_size / N * N;
+  for (int v = static_cast<int>(threadIdx.x) * N; v < vector_end; v += kRowThreads * N) {
     const auto xv = detail::load_vec<N>(row + v);
+    float x[N];
 #pragma unroll
-    for (int k = 0; k < N; ++k) absorb(mine, to_float(xv.v[k]));
+    for (int k = 0; k < N; ++k) x[k] = to_float(xv.v[k]);
+    absorb(mine, x);
   }
-  for (i64 v = vector_end + threadIdx.x; v < vocab_size; v += kRowThreads)
-    absorb(mine, to_float(row[v]));
+  for (int v = vector_end + static_cast<int>(threadIdx.x); v < vocab_size; v += kRowThreads) {
+    const float x[1] = {to_float(row[v])};
+    absorb(mine, x);
+  }
   const MaxSumExp row_total = block_merge(mine, scratch);
   return row_total.max + logf(row_total.sum);
 }
@@ -172,30 +190,31 @@ __device__ void write_loss(float* losses, float* lse, i64 r, const Elem* row, fl
 }
 
 // The gradient of row r over this shard's columns (contract at the top of the file); drow may
-// alias row: each element is read, then written, by the same thread. N columns at a time.
+// alias row: each element is read, then written, by the same thread. N columns at a time, the
+// per-element conditions as selects on 32-bit column indices.
 template <int N, class Elem>
 __device__ void write_row_gradient(Elem* drow, const Elem* row, float row_lse, std::int32_t t,
-                                   float dloss, i64 local_vocab, i64 vocab_start, i64 vocab_size,
+                                   float dloss, int local_vocab, i64 vocab_start, i64 vocab_size,
                                    std::int32_t ignore_index) {
   const bool ignored = t == ignore_index;
   const bool valid = target_valid(t, ignore_index, vocab_size);
   // The target's local column, or -1 where it lies in another shard (or the row is ignored).
-  const i64 target_column =
-      !ignored && t >= vocab_start && t < vocab_start + local_vocab ? t - vocab_start : -1;
-  const i64 n_real = real_columns(local_vocab, vocab_start, vocab_size);
-  for (i64 v0 = static_cast<i64>(threadIdx.x) * N; v0 < local_vocab; v0 += kRowThreads * N) {
+  const int target_column = !ignored && t >= vocab_start && t < vocab_start + local_vocab
+                                ? static_cast<int>(t - vocab_start)
+                                : -1;
+  // Columns [0, n_live) get exp(x - lse) * dloss: none of an ignored row, no padding column.
+  const int n_live =
+      ignored ? 0 : static_cast<int>(real_columns(local_vocab, vocab_start, vocab_size));
+  for (int v0 = static_cast<int>(threadIdx.x) * N; v0 < local_vocab; v0 += kRowThreads * N) {
     const auto xv = detail::load_vec<N>(row + v0);
     detail::Vec<Elem, N> dv;
 #pragma unroll
     for (int k = 0; k < N; ++k) {
-      const i64 v = v0 + k;
-      float grad = 0.0f;
-      if (!ignored && v < n_real) {
-        // Rounded product, then the subtraction: the CPU's two steps, not one fused
-        // multiply-add.
-        grad = __fmul_rn(fast_exp(to_float(xv.v[k]) - row_lse), dloss);
-        if (v == target_column) grad -= dloss;
-      }
+      const int v = v0 + k;
+      // Rounded product, then the subtraction: the CPU's two steps, not one fused
+      // multiply-add.
+      float grad = v < n_live ? __fmul_rn(fast_exp(to_float(xv.v[k]) - row_lse), dloss) : 0.0f;
+      grad = v == target_column ? grad - dloss : grad;
       dv.v[k] = from_float<Elem>(valid ? grad : NAN);
     }
     detail::store_vec<N>(drow + v0, dv);
@@ -210,7 +229,7 @@ __global__ void cross_entropy_forward_kernel(float* losses, float* lse, const El
   __shared__ MaxSumExp scratch[kRowWarps];
   const i64 r = blockIdx.x;
   const Elem* row = logits + r * padded_vocab;
-  const float row_lse = row_log_sum_exp<N>(row, vocab_size, scratch);
+  const float row_lse = row_log_sum_exp<N>(row, static_cast<int>(vocab_size), scratch);
   if (threadIdx.x == 0)
     write_loss(losses, lse, r, row, row_lse, targets[r], vocab_size, ignore_index);
 }
@@ -222,7 +241,8 @@ __global__ void cross_entropy_backward_kernel(Elem* dlogits, const Elem* logits,
                                               std::int32_t ignore_index) {
   const i64 r = blockIdx.x;
   write_row_gradient<N>(dlogits + r * local_vocab, logits + r * local_vocab, lse[r], targets[r],
-                        dloss, local_vocab, vocab_start, vocab_size, ignore_index);
+                        dloss, static_cast<int>(local_vocab), vocab_start, vocab_size,
+                        ignore_index);
 }
 
 // Both, one row per block: the gradient pass reads the row right after the forward's pass, so
@@ -239,11 +259,12 @@ __global__ void cross_entropy_forward_backward_kernel(float* losses, float* lse,
   const i64 r = blockIdx.x;
   const Elem* row = logits + r * padded_vocab;
   const std::int32_t t = targets[r];
-  const float row_lse = row_log_sum_exp<N>(row, vocab_size, scratch);
+  const float row_lse = row_log_sum_exp<N>(row, static_cast<int>(vocab_size), scratch);
   if (threadIdx.x == 0) write_loss(losses, lse, r, row, row_lse, t, vocab_size, ignore_index);
   __syncthreads();
-  write_row_gradient<N>(dlogits + r * padded_vocab, row, row_lse, t, dloss, padded_vocab,
-                        /*vocab_start=*/0, vocab_size, ignore_index);
+  write_row_gradient<N>(dlogits + r * padded_vocab, row, row_lse, t, dloss,
+                        static_cast<int>(padded_vocab), /*vocab_start=*/0, vocab_size,
+                        ignore_index);
 }
 
 template <class Elem>
@@ -292,8 +313,13 @@ __global__ void cross_entropy_finish_kernel(float* losses, float* lse, const flo
   losses[r] = targets[r] == ignore_index ? 0.0f : row_lse - target_logit[r];
 }
 
-unsigned row_grid(i64 rows) {
+// One block per row of `logits`; the row kernels index columns in 32 bits, with room for a
+// thread's last step past the end.
+unsigned row_grid(const Tensor& logits) {
+  const i64 rows = logits.size(0), columns = logits.size(1);
   TN_CHECK(rows <= 0x7FFFFFFF, "cross_entropy (cuda): ", rows, " rows exceed the grid");
+  TN_CHECK(columns <= 0x7FFFFFFF - kRowThreads * detail::kVecWidth, "cross_entropy (cuda): ",
+           columns, " columns a row exceed 32-bit indexing");
   return static_cast<unsigned>(rows);
 }
 
@@ -309,7 +335,7 @@ void forward(Tensor& losses, Tensor& lse, const Tensor& logits, const Tensor& ta
   const int width = detail::vector_width(logits.size(1), logits.data<Elem>());
   detail::with_vector_width(width, [&](auto n) {
     cross_entropy_forward_kernel<decltype(n)::value, Elem>
-        <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+        <<<row_grid(logits), kRowThreads, 0, compute_stream()>>>(
             losses.data<float>(), lse.data<float>(), logits.data<Elem>(),
             targets.data<std::int32_t>(), logits.size(1), vocab_size, ignore_index);
     TN_CUDA_CHECK_LAUNCH();
@@ -323,7 +349,7 @@ void backward(Tensor& dlogits, const Tensor& logits, const Tensor& lse, const Te
       detail::vector_width(logits.size(1), logits.data<Elem>(), dlogits.data<Elem>());
   detail::with_vector_width(width, [&](auto n) {
     cross_entropy_backward_kernel<decltype(n)::value, Elem>
-        <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+        <<<row_grid(logits), kRowThreads, 0, compute_stream()>>>(
             dlogits.data<Elem>(), logits.data<Elem>(), lse.data<float>(),
             targets.data<std::int32_t>(), dloss, logits.size(1), vocab_start, vocab_size,
             ignore_index);
@@ -383,7 +409,7 @@ void forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits, const Tensor
       TN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(cap)));
     }
-    kernel<<<row_grid(logits.size(0)), kRowThreads, cap, compute_stream()>>>(
+    kernel<<<row_grid(logits), kRowThreads, cap, compute_stream()>>>(
         losses.data<float>(), lse.data<float>(), dlogits.data<Elem>(), logits.data<Elem>(),
         targets.data<std::int32_t>(), dloss, logits.size(1), vocab_size, ignore_index);
     TN_CUDA_CHECK_LAUNCH();
@@ -394,7 +420,7 @@ template <class Elem>
 void row_max(Tensor& out, const Tensor& logits, i64 vocab_start, i64 vocab_size) {
   const i64 n_real = real_columns(logits.size(1), vocab_start, vocab_size);
   cross_entropy_row_max_kernel<Elem>
-      <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+      <<<row_grid(logits), kRowThreads, 0, compute_stream()>>>(
           out.data<float>(), logits.data<Elem>(), logits.size(1), n_real);
   TN_CUDA_CHECK_LAUNCH();
 }
@@ -404,7 +430,7 @@ void row_sum_exp(Tensor& out, const Tensor& logits, const Tensor& global_max, i6
                  i64 vocab_size) {
   const i64 n_real = real_columns(logits.size(1), vocab_start, vocab_size);
   cross_entropy_row_sum_exp_kernel<Elem>
-      <<<row_grid(logits.size(0)), kRowThreads, 0, compute_stream()>>>(
+      <<<row_grid(logits), kRowThreads, 0, compute_stream()>>>(
           out.data<float>(), logits.data<Elem>(), global_max.data<float>(), logits.size(1),
           n_real);
   TN_CUDA_CHECK_LAUNCH();
