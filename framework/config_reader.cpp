@@ -2,7 +2,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <vector>
 
 namespace ternion {
 
@@ -12,32 +15,54 @@ std::string line_of(const std::string& source, const YAML::Node& node) {
   if (mark.is_null()) return source;
   return source + ":" + std::to_string(mark.line + 1);
 }
+
+// yaml-cpp keeps every entry of a map, a repeated key too, and lookups find the first: a
+// repeated section or key would silently lose one of its values.
+void check_unique_keys(const std::string& source, const YAML::Node& map, const char* what) {
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    const auto [first, inserted] = seen.emplace(key, entry.first.Mark());
+    TN_CHECK_AS(ConfigError, inserted, line_of(source, entry.first), ": ", what, " '", key,
+                "' appears twice (first at line ", first->second.line + 1, ")");
+  }
+}
+
 }  // namespace
 
 ConfigDocument ConfigDocument::parse(const std::string& text, const std::string& source_name) {
   ConfigDocument doc;
   doc.source_name_ = source_name;
+  std::vector<YAML::Node> documents;
   try {
-    doc.root_ = YAML::Load(text);
+    documents = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     TN_THROW(ConfigError, source_name, ":", e.mark.line + 1, ":", e.mark.column + 1,
              ": invalid YAML: ", e.msg);
   }
+  TN_CHECK_AS(ConfigError, documents.size() <= 1, line_of(source_name, documents.back()),
+              ": a second YAML document (after '---'): a config is one document");
+  if (!documents.empty()) doc.root_ = documents.front();
   if (!doc.root_ || doc.root_.IsNull()) {
     doc.root_ = YAML::Node(YAML::NodeType::Map);  // an empty file is an all-defaults config
   }
   TN_CHECK_AS(ConfigError, doc.root_.IsMap(), line_of(source_name, doc.root_),
               ": a config must be a map of sections (model:, training:, ...)");
+  check_unique_keys(source_name, doc.root_, "section");
   for (const auto& entry : doc.root_) {
     const std::string name = entry.first.Scalar();
     TN_CHECK_AS(ConfigError, entry.second.IsMap() || entry.second.IsNull(),
                 line_of(source_name, entry.first), ": section '", name,
                 "' must be a map of key: value lines");
+    if (entry.second.IsMap()) check_unique_keys(source_name, entry.second, "key");
   }
   return doc;
 }
 
 ConfigDocument ConfigDocument::load_file(const std::string& path) {
+  std::error_code error;
+  TN_CHECK_AS(ConfigError, !std::filesystem::is_directory(path, error), "config file '", path,
+              "' is a directory");
   std::ifstream in(path, std::ios::binary);
   TN_CHECK_AS(ConfigError, in.good(), "cannot read config file '", path,
               "': ", std::strerror(errno));

@@ -14,6 +14,8 @@
 // command line (`--set model.n_layer=4`) are YAML scalars placed over the file's values.
 #pragma once
 
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -65,6 +67,15 @@ template <> inline const char* config_type_name<std::int64_t>() { return "an int
 template <> inline const char* config_type_name<double>() { return "a number"; }
 template <> inline const char* config_type_name<bool>() { return "true or false"; }
 template <> inline const char* config_type_name<std::string>() { return "a string"; }
+
+// An optional sign and decimal digits, within int64 (leading zeros are decimal too).
+inline bool parse_decimal(const std::string& text, std::int64_t& value) {
+  const char* first = text.data();
+  const char* last = first + text.size();
+  if (first != last && *first == '+') ++first;  // from_chars takes '-' only
+  const auto [end, error] = std::from_chars(first, last, value);
+  return error == std::errc() && end == last && first != last;
+}
 }  // namespace detail
 
 // Reads one section's fields from a document.
@@ -95,9 +106,20 @@ class ConfigReader {
     } else {
       T parsed{};
       // A quoted scalar ("3") is a string, whatever it spells: refuse it for typed fields.
-      if (node.Tag() == "!" || !YAML::convert<T>::decode(node, parsed))
+      bool ok = node.Tag() != "!";
+      if constexpr (std::is_same_v<T, std::int64_t>) {
+        // Decimal, as YAML 1.2 reads it: yaml-cpp would take 010 as octal 8 and 0x10 as 16.
+        ok = ok && detail::parse_decimal(node.Scalar(), parsed);
+      } else {
+        ok = ok && YAML::convert<T>::decode(node, parsed);
+      }
+      if (!ok)
         config_fail(doc_, section_, key, std::string("expected ") + detail::config_type_name<T>() +
                                              ", got '" + node.Scalar() + "'");
+      if constexpr (std::is_same_v<T, double>) {
+        if (!std::isfinite(parsed))
+          config_fail(doc_, section_, key, "must be a finite number, got '" + node.Scalar() + "'");
+      }
       field = parsed;
     }
   }

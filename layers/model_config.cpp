@@ -8,8 +8,14 @@ namespace ternion {
 
 void ModelConfig::validate(const ConfigDocument& doc) const {
   const char* kSection = "model";
+  // Token ids are int32 and the kernels index a row's columns, a head's positions and a
+  // layer's features in 32 bits: every size stays below 2^31.
+  constexpr std::int64_t kMaxSize = (std::int64_t{1} << 31) - 1;
   auto positive = [&](const char* key, std::int64_t value) {
     if (value < 1) config_fail(doc, kSection, key, "must be at least 1, got " + std::to_string(value));
+    if (value > kMaxSize)
+      config_fail(doc, kSection, key,
+                  "must be below 2^31, got " + std::to_string(value));
   };
   positive("vocab_size", vocab_size);
   positive("vocab_pad_multiple", vocab_pad_multiple);
@@ -18,6 +24,26 @@ void ModelConfig::validate(const ConfigDocument& doc) const {
   positive("n_head", n_head);
   positive("d_model", d_model);
   if (d_ff < 0) config_fail(doc, kSection, "d_ff", "must not be negative (0 = 4 * d_model)");
+  if (d_ff > kMaxSize || 4 * d_model > kMaxSize)
+    config_fail(doc, kSection, d_ff > kMaxSize ? "d_ff" : "d_model",
+                "the MLP's width must be below 2^31, got " + std::to_string(ff_width()));
+  const std::int64_t padded = (vocab_size + vocab_pad_multiple - 1) / vocab_pad_multiple;
+  if (padded > kMaxSize / vocab_pad_multiple)
+    config_fail(doc, kSection, "vocab_pad_multiple",
+                "padding the vocabulary of " + std::to_string(vocab_size) + " to a multiple of " +
+                    std::to_string(vocab_pad_multiple) + " passes 2^31");
+  // Each size fits, but their products must too: a bound on the whole model, in doubles.
+  const double width = static_cast<double>(d_model);
+  const double parameters =
+      static_cast<double>(n_layer) * (4 * width * width + 2 * width * static_cast<double>(ff_width())) +
+      static_cast<double>(padded * vocab_pad_multiple + seq_len) * width;
+  if (parameters > 1e13)
+    config_fail(doc, kSection, "d_model",
+                std::to_string(n_layer) + " layers of width " + std::to_string(d_model) +
+                    " (MLP " + std::to_string(ff_width()) + ") and a vocabulary of " +
+                    std::to_string(vocab_size) + " make about " +
+                    std::to_string(static_cast<long long>(parameters / 1e9)) +
+                    " billion parameters, beyond any run this framework can hold");
   if (d_model % n_head != 0)
     config_fail(doc, kSection, "n_head",
                 "n_head (" + std::to_string(n_head) + ") does not divide model.d_model (" +

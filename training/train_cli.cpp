@@ -194,6 +194,22 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
   if (s.options.print_layout) {
     ParallelConfig parallel;
     read_config_section(s.doc, "parallel", parallel);
+    // Launchers start this many ranks: the whole config is checked first, for the world the
+    // layout makes (one data rank where parallel.data is 0, to be derived), so that a layout
+    // mpirun cannot start, or a config that would fail on every rank, stops here.
+    constexpr std::int64_t kMaxLayoutSize = std::int64_t{1} << 24;  // ranks: bounds the product
+    for (const auto& [key, size] : {std::pair{"tensor", parallel.tensor},
+                                    std::pair{"pipeline", parallel.pipeline},
+                                    std::pair{"data", parallel.data}})
+      if (size > kMaxLayoutSize)
+        config_fail(s.doc, "parallel", key, "must be at most 2^24, got " + std::to_string(size));
+    const std::int64_t world = std::max<std::int64_t>(parallel.tensor, 1) *
+                               std::max<std::int64_t>(parallel.pipeline, 1) *
+                               std::max<std::int64_t>(parallel.data, 1);
+    TrainConfig::from_document(s.doc, {}, world > kMaxLayoutSize ? 1 : world);
+    if (world > kMaxLayoutSize)
+      config_fail(s.doc, "parallel", "tensor",
+                  "tensor x pipeline x data = " + std::to_string(world) + " ranks: at most 2^24");
     if (world_rank == 0)
       std::cout << "tensor " << parallel.tensor << " pipeline " << parallel.pipeline << " data "
                 << parallel.data << '\n';

@@ -106,6 +106,43 @@ TEST(ConfigReader, BrokenYamlNamesLine) {
 TEST(ConfigReader, MissingFileIsAConfigError) {
   std::string msg = config_error([] { ConfigDocument::load_file("/nonexistent/x.yaml"); });
   EXPECT_NE(msg.find("/nonexistent/x.yaml"), std::string::npos) << msg;
+  msg = config_error([] { ConfigDocument::load_file("/tmp"); });
+  EXPECT_NE(msg.find("'/tmp' is a directory"), std::string::npos) << msg;
+}
+
+// yaml-cpp keeps repeated keys and answers lookups with the first: each would lose a value.
+TEST(ConfigReader, RepeatedKeysSectionsAndDocumentsAreRefused) {
+  std::string msg = config_error([] { read("sec:\n  count: 4\n  count: 3\n"); });
+  EXPECT_NE(msg.find("test.yaml:3: key 'count' appears twice (first at line 2)"),
+            std::string::npos) << msg;
+  msg = config_error([] { read("sec:\n  count: 4\nsec:\n  rate: 1\n"); });
+  EXPECT_NE(msg.find("test.yaml:3: section 'sec' appears twice (first at line 1)"),
+            std::string::npos) << msg;
+  msg = config_error([] { read("sec:\n  count: 4\n---\nsec:\n  count: 5\n"); });
+  EXPECT_NE(msg.find("a second YAML document"), std::string::npos) << msg;
+  EXPECT_EQ(read("---\nsec:\n  count: 4\n").count, 4);  // one document, marked, is fine
+}
+
+TEST(ConfigReader, IntegersAreDecimalAndInRange) {
+  EXPECT_EQ(read("sec:\n  count: 010\n").count, 10);  // YAML 1.2: not octal 8
+  EXPECT_EQ(read("sec:\n  count: +12\n").count, 12);
+  EXPECT_EQ(read("sec:\n  count: -12\n").count, -12);
+  EXPECT_EQ(read("", {"sec.count=0009"}).count, 9);
+  EXPECT_NE(config_error([] { read("sec:\n  count: 0x10\n"); }).find("expected an integer"),
+            std::string::npos);
+  EXPECT_NE(config_error([] { read("sec:\n  count: 99999999999999999999\n"); }), "");
+  EXPECT_NE(config_error([] { read("sec:\n  count: 1e6\n"); }), "");
+  EXPECT_NE(config_error([] { read("sec:\n  count: +\n"); }), "");
+}
+
+TEST(ConfigReader, NumbersAreFinite) {
+  for (const char* value : {".inf", "-.inf", ".nan", ".NaN", "1e400"}) {
+    const std::string msg = config_error([&] { read("", {std::string("sec.rate=") + value}); });
+    EXPECT_NE(msg.find("sec.rate"), std::string::npos) << value << ": " << msg;
+  }
+  EXPECT_NE(config_error([] { read("sec:\n  rate: .inf\n"); }).find("must be a finite number"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(read("sec:\n  rate: 1e300\n").rate, 1e300);
 }
 
 TEST(ConfigReader, FailNamesWhereTheValueCameFrom) {

@@ -94,9 +94,23 @@ set_tests_properties(parallel_mpi.ternion_run_dry_run PROPERTIES
 add_test(NAME parallel_mpi.print_layout
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_exit.sh 0 "^tensor 2 pipeline 1 data 4$"
                  $<TARGET_FILE:ternion-train> --config ${parallel_configs}/tp2_dp2.yaml
-                 --set parallel.data=4 --print-layout)
+                 --set parallel.data=4 --set training.global_batch_size=8 --print-layout)
 set_tests_properties(parallel_mpi.print_layout PROPERTIES LABELS "parallel;cli"
                      ENVIRONMENT "OMP_NUM_THREADS=1")
+# --print-layout checks the whole config for the world its layout makes, so that launchers
+# never start a job of impossible size (ternion-run once asked mpirun for 4e11 ranks).
+foreach(case "99999999999;parallel.tensor: must be at most 2\\^24"
+             "0;parallel.tensor: must be at least 1"
+             "3;n_head \\(2\\) is not a multiple of parallel.tensor \\(3\\)")
+  list(GET case 0 tensor)
+  list(GET case 1 message)
+  add_test(NAME parallel_mpi.print_layout_refuses_tensor_${tensor}
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_exit.sh 1 "${message}"
+                   $<TARGET_FILE:ternion-train> --config ${parallel_configs}/tp2_dp2.yaml
+                   --set parallel.tensor=${tensor} --print-layout)
+  set_tests_properties(parallel_mpi.print_layout_refuses_tensor_${tensor} PROPERTIES
+                       LABELS "parallel;cli")
+endforeach()
 
 # Pipeline configurations the schedules cannot run are refused on every rank, once.
 parallel_mpi_cli_test(pipeline_more_stages_than_blocks 4 1

@@ -66,6 +66,18 @@ TEST(TrainConfig, ImpossibleValuesAreRefusedByKey) {
       {"parallel.tensor=2", "parallel.tensor"},
       {"parallel.micro_batch_size=0", "parallel.micro_batch_size"},
       {"model.block=mamba", "model.block"},
+      // Sizes the kernels cannot index, and models no machine holds (each used to crash).
+      {"model.d_ff=4611686018427387904", "model.d_ff"},
+      {"model.d_ff=9223372036854775807", "model.d_ff"},
+      {"model.vocab_size=9223372036854775807", "model.vocab_size"},
+      {"model.vocab_pad_multiple=9223372036854775807", "model.vocab_pad_multiple"},
+      {"model.d_model=1073741824", "model.d_model"},
+      {"model.d_model=1048576", "billion parameters"},  // 26 trillion of them
+      {"optimizer.lr=.inf", "optimizer.lr"},
+      {"optimizer.eps=.inf", "optimizer.eps"},
+      {"model.init_std=.nan", "model.init_std"},
+      // A prompt byte the model has no token for ('h' of the default "The " is 104).
+      {"model.vocab_size=100", "training.sample_prompt"},
   };
   for (const auto& [override_text, key] : cases) {
     std::string msg = error_of(kValid, {override_text});
