@@ -1,8 +1,9 @@
 // Byte-level tokenizer: token = byte value, vocabulary 256.
 //
 // Needs no vocabulary file and round-trips any byte string exactly, so a freshly built
-// checkout can train on any text. Decoding is lossy only for ids a byte model never emits
-// from its own vocabulary: ids outside [0, 256) decode as '?'.
+// checkout can train on any text. Ids outside [0, 256), which a byte model never emits but a
+// model trained on other tokens (GPT-2's, say) does, decode as "<id>": this framework has no
+// BPE decoder (export the model to Hugging Face's format for one).
 #pragma once
 
 #include <cstdint>
@@ -17,5 +18,8 @@ inline constexpr std::int64_t kByteVocabSize = 256;
 
 std::vector<std::uint16_t> encode_bytes(std::string_view text);
 std::string decode_bytes(std::span<const std::int32_t> tokens);
+// Why `prompt` cannot be a model's input as bytes: "" when every byte is below vocab_size,
+// else the first byte that is not (a model of fewer than 256 tokens has no token for it).
+std::string prompt_problem(std::string_view prompt, std::int64_t vocab_size);
 
 }  // namespace ternion

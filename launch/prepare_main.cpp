@@ -50,7 +50,8 @@ constexpr const char* kHelp =
     "  --builtin           prepare the built-in generated pseudo-English corpus instead; also\n"
     "                      writes DIR/corpus.txt and DIR/words.txt (its words, one a line)\n"
     "  --output DIR        where to write (created if missing)\n"
-    "  --bytes N           size of the built-in corpus in bytes (default 1048576)\n"
+    "  --bytes N           size of the built-in corpus: whole paragraphs up to at least N\n"
+    "                      bytes (default 1048576)\n"
     "  --val-fraction F    the last F of the text becomes val.bin, F in [0, 0.5] (default 0.1);\n"
     "                      0 writes no val.bin\n"
     "  --help              print this and exit\n";

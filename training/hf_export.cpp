@@ -167,6 +167,14 @@ std::map<std::string, Tensor> from_hf_gpt2(
     TN_THROW(CheckpointError, "cannot import GPT-2 weights into block type '", config.block, "'");
   const std::int64_t c = config.d_model, f = config.ff_width(), hs = config.head_size();
   std::map<std::string, Tensor> theirs(hf.begin(), hf.end());
+  // GPT2LMHeadModel's files name the weights "transformer.wte.weight", ...; GPT2Model's
+  // (OpenAI's released model.safetensors among them) "wte.weight": read both.
+  if (!theirs.count("transformer.wte.weight") && theirs.count("wte.weight")) {
+    std::map<std::string, Tensor> prefixed;
+    for (auto& [name, tensor] : theirs)
+      prefixed.emplace(name == "lm_head.weight" ? name : "transformer." + name, tensor);
+    theirs = std::move(prefixed);
+  }
   auto take = [&](const std::string& name, const Shape& shape) {
     const auto it = theirs.find(name);
     TN_CHECK_AS(CheckpointError, it != theirs.end(), "GPT-2 weights have no '", name, "'");

@@ -1,5 +1,6 @@
 #include "training/train_config.h"
 
+#include "data/byte_tokenizer.h"
 #include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "layers/parameter_count.h"
@@ -30,6 +31,10 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (!(t.sample_temperature > 0))
     config_fail(doc, kSection, "sample_temperature", "must be positive");
   if (t.sample_top_k < 0) config_fail(doc, kSection, "sample_top_k", "must not be negative");
+  if (t.sample_tokens > 0) {
+    const std::string problem = prompt_problem(t.sample_prompt, c.model.vocab_size);
+    if (!problem.empty()) config_fail(doc, kSection, "sample_prompt", problem);
+  }
   if (t.device != "cpu" && t.device != "cuda")
     config_fail(doc, kSection, "device", "must be cpu or cuda, got '" + t.device + "'");
   if (t.precision != "fp32" && t.precision != "bf16")

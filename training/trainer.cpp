@@ -495,11 +495,13 @@ std::string Trainer::generate(const SampleOptions& options) {
 
 namespace {
 
-// The prompt's tokens below the vocabulary size (a token 0 when none is left).
+// The prompt's bytes as tokens (token 0 for an empty prompt). A byte the vocabulary has no
+// token for is refused: dropping it would sample from a prompt other than the one printed.
 std::vector<std::int32_t> prompt_tokens(const ModelConfig& mc, const SampleOptions& options) {
+  const std::string problem = prompt_problem(options.prompt, mc.vocab_size);
+  TN_CHECK_AS(UsageError, problem.empty(), problem);
   std::vector<std::int32_t> tokens;
-  for (std::uint16_t token : encode_bytes(options.prompt))
-    if (token < mc.vocab_size) tokens.push_back(token);
+  for (std::uint16_t token : encode_bytes(options.prompt)) tokens.push_back(token);
   if (tokens.empty()) tokens.push_back(0);
   return tokens;
 }

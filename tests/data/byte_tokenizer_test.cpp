@@ -23,11 +23,22 @@ TEST(ByteTokenizer, RoundTripsEveryByte) {
   EXPECT_EQ(kByteVocabSize, 256);
 }
 
-TEST(ByteTokenizer, OutOfVocabularyDecodesAsQuestionMark) {
-  std::vector<std::int32_t> ids = {'a', 256, 'b', -1, 1000, 'c'};
-  EXPECT_EQ(decode_bytes(ids), "a?b??c");
+TEST(ByteTokenizer, IdsOutsideTheBytesDecodeAsTheirNumber) {
+  std::vector<std::int32_t> ids = {'a', 256, 'b', -1, 50256, 'c'};
+  EXPECT_EQ(decode_bytes(ids), "a<256>b<-1><50256>c");
   EXPECT_EQ(decode_bytes({}), "");
   EXPECT_TRUE(encode_bytes("").empty());
+}
+
+TEST(ByteTokenizer, PromptBytesOutsideTheVocabularyAreNamed) {
+  EXPECT_EQ(prompt_problem("The cat", 256), "");
+  EXPECT_EQ(prompt_problem("The cat", 123), "");  // 'T'..'t' are below 123
+  EXPECT_EQ(prompt_problem("", 1), "");
+  const std::string problem = prompt_problem("ab\xC3\xBF", 123);
+  EXPECT_NE(problem.find("0xC3"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("offset 2"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("vocabulary of 123"), std::string::npos) << problem;
+  EXPECT_NE(prompt_problem("z{", 123), "");  // '{' is 123 itself
 }
 
 }  // namespace

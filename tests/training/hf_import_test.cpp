@@ -49,6 +49,32 @@ TEST(HfImport, AnExportedModelStartsANewRunWhereItWas) {
   EXPECT_EQ(started.evaluate(), trained.evaluate());
 }
 
+// OpenAI's released GPT-2 files (GPT2Model's) name the weights without "transformer.".
+TEST(HfImport, WeightsNamedWithoutTheTransformerPrefixLoadToo) {
+  ScratchDir dir("hf-import-unprefixed");
+  prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
+  TrainConfig c = small(dir);
+  Trainer trained(c);
+  trained.train_step(1);
+  std::map<std::string, Tensor> params;
+  for (const Parameter* p : trained.model().parameters()) params[p->name] = p->value;
+  std::vector<std::pair<std::string, Tensor>> unprefixed;
+  const std::string prefix = "transformer.";
+  for (auto& [name, tensor] : to_hf_gpt2(c.model, params)) {
+    ASSERT_EQ(name.rfind(prefix, 0), 0u) << name;
+    unprefixed.emplace_back(name.substr(prefix.size()), tensor);
+  }
+  const std::string hf_dir = dir.file("hf");
+  std::filesystem::create_directories(hf_dir);
+  write_safetensors(hf_dir + "/model.safetensors", unprefixed);
+
+  TrainConfig resumed = c;
+  resumed.model.init_from = hf_dir;
+  Trainer started(resumed);
+  for (const Parameter* p : started.model().parameters())
+    EXPECT_EQ(p->value.to_vector(), params.at(p->name).to_vector()) << p->name;
+}
+
 TEST(HfImport, MismatchedWeightsAreRefusedNamingTheTensor) {
   ScratchDir dir("hf-import-bad");
   prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
