@@ -38,6 +38,7 @@ TN_DEFINE_ERROR(UsageError);       // bad command line
 TN_DEFINE_ERROR(CheckpointError);  // missing, corrupt or incompatible checkpoints
 TN_DEFINE_ERROR(CommError);        // communicator failures
 TN_DEFINE_ERROR(CudaError);        // CUDA, cuBLAS, cuDNN, NCCL failures
+TN_DEFINE_ERROR(TrainingError);    // a run that cannot go on (it diverged)
 #undef TN_DEFINE_ERROR
 
 class InternalError : public Error {

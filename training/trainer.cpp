@@ -47,6 +47,10 @@ double all_reduce_double(Communicator& group, double value) {
   return static_cast<double>(parts.data<float>()[0]) + parts.data<float>()[1];
 }
 
+// Trainer::run stops with a TrainingError after this many steps in a row skipped for
+// non-finite gradients.
+constexpr std::int64_t kMaxSkippedStepsInARow = 10;
+
 // Set by SIGTERM / SIGINT during Trainer::run: save and stop after the current step.
 std::atomic<bool> g_stop_requested{false};
 // A second signal gets the default action (the process ends), for a run that hangs.
@@ -423,6 +427,7 @@ StepMetrics Trainer::run() {
                                /*append=*/resumed_step_ > 0);
   StepMetrics last;
   double peak_activation_mb = 0.0;
+  std::int64_t skipped_in_a_row = 0;
   const auto start = Clock::now();
   const StopSignals signals;
   for (std::int64_t step = first_step; step <= t.steps; ++step) {
@@ -449,6 +454,15 @@ StepMetrics Trainer::run() {
     }
     last = m;
     peak_activation_mb = std::max(peak_activation_mb, m.activation_mb);
+    // A skipped step keeps the weights, so a passing spike costs one step; a run whose
+    // gradients stay non-finite has diverged (or never could train: an absurd learning rate),
+    // and would otherwise spend its allocation skipping and exit as if it had trained. Every
+    // rank sees the same global norm, so all stop at the same step.
+    skipped_in_a_row = m.skipped ? skipped_in_a_row + 1 : 0;
+    TN_CHECK_AS(TrainingError, skipped_in_a_row < kMaxSkippedStepsInARow, "steps ",
+                step - skipped_in_a_row + 1, " to ", step,
+                " all had non-finite gradients (none was applied): the run has diverged; "
+                "resume from an earlier checkpoint with a lower optimizer.lr, or check the data");
     // Every rank stops together: a signal to any of them is a signal to all.
     double stop = g_stop_requested ? 1.0 : 0.0;
     if (groups_ != nullptr) {

@@ -163,6 +163,25 @@ TEST(Trainer, NonFiniteGradientsSkipTheUpdate) {
   EXPECT_NE(metrics_json(m).find("\"skipped\": true"), std::string::npos);
 }
 
+// Gradients that stay non-finite (a NaN weight that no skipped update can mend) stop the run
+// after 10 skipped steps in a row, with the steps named, instead of skipping to the end.
+TEST(Trainer, ARunThatKeepsSkippingStops) {
+  ScratchDir dir("nan-run");
+  testing_support::prepare_builtin(dir, 50000);
+  TrainConfig c = small_run(dir, 30);
+  c.training.eval_interval = 0;
+  Trainer trainer(c);
+  std::vector<Parameter*> params = trainer.model().parameters();
+  params[params.size() - 2]->value.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  try {
+    trainer.run();
+    FAIL() << "the run went on";
+  } catch (const TrainingError& e) {
+    EXPECT_NE(std::string(e.what()).find("steps 1 to 10 all had non-finite gradients"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST(Trainer, DurationFormat) {
   EXPECT_EQ(format_duration(0), "0:00");
   EXPECT_EQ(format_duration(125), "2:05");
