@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/crc32.h"
 #include "framework/device_runtime.h"
 #include "framework/logging.h"
 #include "kernels/threads.h"
@@ -167,6 +168,32 @@ std::optional<int> agree_on_failure(Communicator& world, const std::optional<Fai
   // exits with a non-zero status.
   world.barrier();
   return status;
+}
+
+// Ranks that resolved different configs (an MPMD job, a file edited while the job started)
+// would part ways in some later collective and hang there: every rank compares a checksum of
+// its resolved config with rank 0's first. Returns the exit status where any differs.
+std::optional<int> agree_on_config(Communicator& world, const TrainConfig& config) {
+  const std::string text = config_yaml(config);
+  const std::uint32_t sum = crc32(text.data(), text.size());
+  // F32 collectives carry integers exactly below 2^24: the checksum goes in two halves.
+  const Tensor mine = Tensor::from_vector(
+      {static_cast<float>(sum >> 16), static_cast<float>(sum & 0xFFFFu)}, {2});
+  Tensor all = Tensor::empty({2 * world.size()});
+  world.all_gather(all, mine);
+  const float* sums = all.data<float>();
+  std::vector<int> differing;
+  for (int r = 1; r < world.size(); ++r)
+    if (sums[2 * r] != sums[0] || sums[2 * r + 1] != sums[1]) differing.push_back(r);
+  if (differing.empty()) return std::nullopt;
+  if (world.rank() == 0)
+    std::fprintf(stderr,
+                 "ternion-train: error: ranks %s resolved a config other than rank 0's (%s "
+                 "and its --set arguments): every rank must run the same config\n",
+                 rank_list_str(differing).c_str(), config.source.c_str());
+  std::fflush(stderr);
+  world.barrier();  // the message is out before any rank exits
+  return 1;
 }
 
 // ---- the runs -----------------------------------------------------------------------------
@@ -373,6 +400,8 @@ int run(Communicator& world, int argc, char** argv) {
   if (const std::optional<int> status = agree_on_failure(world, read)) return *status;
   if (setup.finished) return 0;
   const TrainConfig& config = *setup.config;
+  if (world.size() > 1)
+    if (const std::optional<int> status = agree_on_config(world, config)) return *status;
   if (config.training.threads > 0) set_num_threads(static_cast<int>(config.training.threads));
   if (world.size() == 1) {
     if (setup.options.dry_run) {

@@ -78,6 +78,19 @@ parallel_mpi_cli_test(training_refuses_bad_zero_stage 2 1
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set parallel.zero_stage=3)
 # A bad command line: status 2 on every rank, the usage hint once.
+# Ranks that resolved different configs (an MPMD job) stop before any collective can hang.
+add_test(NAME parallel_mpi.ranks_with_different_configs
+         COMMAND ${parallel_expect} 1
+                 --once "ranks \\[1\\] resolved a config other than rank 0.s"
+                 -- ${parallel_mpirun} -np 1 $<TARGET_FILE:ternion-train>
+                 --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+                 --dry-run
+                 : -np 1 $<TARGET_FILE:ternion-train>
+                 --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+                 --set checkpoint.save_dir=${CMAKE_CURRENT_BINARY_DIR}/runs/mpmd --dry-run)
+set_tests_properties(parallel_mpi.ranks_with_different_configs PROPERTIES
+                     FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
+                     ENVIRONMENT "${parallel_mpi_env}")
 parallel_mpi_cli_test(bad_argument 2 2
   --once "unknown argument '--frobnicate'"
   -- --config ${parallel_configs}/tp2_dp2.yaml --frobnicate)
