@@ -68,7 +68,9 @@ struct LoggingConfig {
 
   template <class V>
   void visit(V& v) {
-    v("metrics_file", metrics_file, "JSONL file with one object per step (empty = none)");
+    v("metrics_file", metrics_file,
+      "JSONL file with one object per step (empty = none); a resumed run keeps its lines up to "
+      "the checkpoint's step");
     v("log_interval", log_interval, "print a log line every N steps");
     v("trace_file", trace_file, "Chrome-trace JSON of one pipeline step's timeline (empty = none)");
     v("trace_step", trace_step, "the step logging.trace_file records (0 = the last step)");

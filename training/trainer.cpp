@@ -420,7 +420,7 @@ StepMetrics Trainer::run() {
     return StepMetrics{};
   }
   MetricsWriter metrics_writer(writes_output() ? config_.logging.metrics_file : "",
-                               /*append=*/resumed_step_ > 0);
+                               resumed_step_);
   StepMetrics last;
   double peak_activation_mb = 0.0;
   const auto start = Clock::now();
