@@ -106,6 +106,34 @@ Shape shape_of(const YAML::Node& node) {
 
 }  // namespace
 
+void check_save_dir_writable(const TrainConfig& config, int rank) {
+  const std::string& save_dir = config.checkpoint.save_dir;
+  if (save_dir.empty()) return;
+  auto refuse = [&](const std::string& why) {
+    TN_THROW(ConfigError, config.source.empty() ? "" : config.source + ": ",
+             "checkpoint.save_dir: ", why);
+  };
+  std::error_code ec;
+  fs::create_directories(save_dir, ec);
+  if (ec) refuse("cannot create directory '" + save_dir + "': " + ec.message());
+  if (!fs::is_directory(save_dir, ec)) refuse("'" + save_dir + "' is not a directory");
+  // A name of this rank and process alone: ranks probing one shared directory at once must
+  // not remove one another's file.
+  const std::string probe = (fs::path(save_dir) / (".write-probe." + rank_name(rank, "") + "." +
+                                                   std::to_string(::getpid())))
+                                .string();
+  std::FILE* file = std::fopen(probe.c_str(), "wb");
+  if (file == nullptr)
+    refuse("cannot write in '" + save_dir + "': " + std::strerror(errno));
+  const bool written = std::fputs("probe\n", file) >= 0;
+  const bool closed = std::fclose(file) == 0;
+  const int write_errno = errno;
+  fs::remove(probe, ec);
+  if (!written || !closed)
+    refuse("cannot write in '" + save_dir + "': " + std::strerror(write_errno));
+  if (ec) refuse("cannot remove '" + probe + "' (a write probe): " + ec.message());
+}
+
 void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_t keep,
                      const std::vector<ShardedTensor>& mine, const std::string& config_yaml,
                      const ModelConfig& model, Communicator* world) {

@@ -42,6 +42,12 @@ struct ShardedTensor {
   std::int64_t begin = 0, end = 0;
 };
 
+// Checks at setup that this rank can write checkpoints into config.checkpoint.save_dir (when
+// set): creates it, as a save would, and writes and removes a probe file. A ConfigError naming
+// checkpoint.save_dir otherwise, so that a run does not train for hours to fail at its first
+// save. Local: every rank that writes calls it, and the ranks agree on the outcome.
+void check_save_dir_writable(const TrainConfig& config, int rank);
+
 // Collective over `world` (null: this rank alone). CheckpointError on I/O failure, on every
 // rank, with the incomplete directory removed.
 void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_t keep,

@@ -113,6 +113,8 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
       train_sampler_(train_shard_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
       chunks_() {
+  // Every rank writes its part of each checkpoint: each checks now, not after training.
+  check_save_dir_writable(config, groups != nullptr ? groups->world().rank() : 0);
   AttentionKernel attention = AttentionKernel::automatic;
   TN_CHECK_AS(ConfigError, parse_attention_kernel(config.training.attention, attention),
               "training.attention: must be auto, cudnn or cublas, got '",

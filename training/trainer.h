@@ -46,11 +46,12 @@ struct SampleOptions {
 
 class Trainer {
  public:
-  // Opens the data (DataError on bad files), builds and initialises the model (or loads
-  // checkpoint.load: CheckpointError for a bad one). With
-  // `groups`, the model is sharded over their tensor-parallel group (every rank of it runs
-  // the same steps on the same data) and split into pipeline stages over their pipeline
-  // group, `parallel.virtual_stages` chunks per rank, run by the configured schedule.
+  // Opens the data (DataError on bad files), checks that checkpoint.save_dir can be written
+  // (ConfigError), builds and initialises the model (or loads checkpoint.load: CheckpointError
+  // for a bad one). With `groups`, the model is sharded over their tensor-parallel group
+  // (every rank of it runs the same steps on the same data) and split into pipeline stages
+  // over their pipeline group, `parallel.virtual_stages` chunks per rank, run by the
+  // configured schedule.
   explicit Trainer(const TrainConfig& config, const ProcessGroups* groups = nullptr);
   Trainer(const Trainer&) = delete;  // the samplers point into the shards held here
   Trainer& operator=(const Trainer&) = delete;
