@@ -10,20 +10,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "framework/crc32.h"
 #include "framework/safetensors.h"
+#include "training/checkpoint_index.h"
 
 namespace ternion {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr const char* kFormat = "ternion-checkpoint-1";
 
 std::string step_name(std::int64_t step) {
   char name[32];
@@ -35,20 +31,6 @@ std::string rank_name(int rank, const char* extension) {
   char name[32];
   std::snprintf(name, sizeof name, "rank_%05d%s", rank, extension);
   return name;
-}
-
-std::string json_shape(const Shape& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-// The model sizes a checkpoint must agree on.
-std::vector<std::pair<std::string, std::int64_t>> model_shape(const ModelConfig& m) {
-  return {{"vocab_size", m.vocab_size}, {"vocab_pad_multiple", m.vocab_pad_multiple},
-          {"seq_len", m.seq_len},       {"n_layer", m.n_layer},
-          {"n_head", m.n_head},         {"d_model", m.d_model},
-          {"d_ff", m.ff_width()}};
 }
 
 // A file written completely and flushed to disk, or a CheckpointError.
@@ -91,18 +73,11 @@ std::int64_t global_index(const Shape& local, const Shape& global_strides, std::
   return global;
 }
 
-struct Piece {
-  std::string tensor, file, key;
-  Shape global_shape, local_shape;
-  std::int64_t shard_dim = -1, shard_offset = 0, begin = 0, end = 0;
-  std::uint32_t crc = 0;
+// A piece and the safetensors file that holds its data.
+struct LocatedPiece {
+  CheckpointPiece piece;
+  std::string file;
 };
-
-Shape shape_of(const YAML::Node& node) {
-  Shape shape;
-  for (const auto& extent : node) shape.push_back(extent.as<std::int64_t>());
-  return shape;
-}
 
 }  // namespace
 
@@ -156,24 +131,20 @@ void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_
   // This rank's pieces.
   try {
     std::vector<std::pair<std::string, Tensor>> tensors;
-    std::ostringstream index;
-    index << "{\"rank\": " << rank << ", \"pieces\": [";
+    std::vector<CheckpointPiece> pieces;
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const ShardedTensor& t = mine[i];
       const Tensor data = t.data.contiguous().to(Device::cpu());  // written from the host
       const std::string key = "p" + std::to_string(i);
       tensors.emplace_back(key, data);
-      index << (i ? ",\n  " : "\n  ") << "{\"tensor\": \"" << t.name << "\", \"key\": \"" << key
-            << "\", \"global_shape\": " << json_shape(t.param->global_shape)
-            << ", \"local_shape\": " << json_shape(t.param->value.shape())
-            << ", \"shard_dim\": " << t.param->shard_dim << ", \"shard_offset\": "
-            << t.param->shard_offset << ", \"begin\": " << t.begin << ", \"end\": " << t.end
-            << ", \"crc32\": " << crc32(data.raw_data(), data.nbytes()) << "}";
+      pieces.push_back({t.name, key, t.param->global_shape, t.param->value.shape(),
+                        t.param->shard_dim, t.param->shard_offset, t.begin, t.end,
+                        crc32(data.raw_data(), data.nbytes())});
     }
-    index << "\n]}\n";
     write_safetensors((fs::path(tmp_dir) / rank_name(rank, ".safetensors")).string(), tensors,
-                      {{"format", kFormat}});
-    write_text_file((fs::path(tmp_dir) / rank_name(rank, ".json")).string(), index.str());
+                      {{"format", kCheckpointFormat}});
+    write_text_file((fs::path(tmp_dir) / rank_name(rank, ".json")).string(),
+                    rank_index_json(rank, pieces));
   } catch (const Error& e) {
     error = e.what();
   }
@@ -190,15 +161,12 @@ void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_
   // Rank 0 completes it: the description, the rename, `latest`, and the old ones pruned.
   if (rank == 0) {
     try {
-      std::ostringstream meta;
-      meta << "{\"format\": \"" << kFormat << "\", \"step\": " << step << ", \"ranks\": " << ranks
-           << ", \"model\": {";
-      const auto shape = model_shape(model);
-      for (std::size_t i = 0; i < shape.size(); ++i)
-        meta << (i ? ", " : "") << "\"" << shape[i].first << "\": " << shape[i].second;
-      meta << "}}\n";
+      CheckpointMeta meta;
+      meta.step = step;
+      meta.ranks = ranks;
+      meta.model = checkpoint_model_sizes(model);
       write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml);
-      write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), meta.str());
+      write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), checkpoint_meta_json(meta));
       fsync_directory(tmp_dir);
       // Saving a step that exists already (after resuming from an older one): the old copy
       // is moved aside, not deleted, until the new one and `latest` are in place.
@@ -246,47 +214,26 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
   const std::string meta_path = (fs::path(dir) / "checkpoint.json").string();
   TN_CHECK_AS(CheckpointError, fs::exists(meta_path), "'", dir,
               "' is not a complete checkpoint (no checkpoint.json)");
-  YAML::Node meta;
-  try {
-    meta = YAML::LoadFile(meta_path);
-  } catch (const YAML::Exception& e) {
-    TN_THROW(CheckpointError, "'", meta_path, "' is corrupt: ", e.what());
+  const CheckpointMeta meta = read_checkpoint_meta(meta_path);
+  for (const auto& [key, value] : checkpoint_model_sizes(model)) {
+    const auto saved = std::find_if(meta.model.begin(), meta.model.end(),
+                                    [&](const auto& size) { return size.first == key; });
+    TN_CHECK_AS(CheckpointError, saved != meta.model.end(), "checkpoint file '", meta_path,
+                "': field 'model.", key, "' is missing");
+    TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
+                "' was saved with model.", key, " = ", saved->second, "; this run has ", value);
   }
-  TN_CHECK_AS(CheckpointError, meta["format"] && meta["format"].as<std::string>() == kFormat,
-              "'", meta_path, "' is not a ", kFormat, " file");
-  for (const auto& [key, value] : model_shape(model)) {
-    const std::int64_t saved = meta["model"][key] ? meta["model"][key].as<std::int64_t>() : -1;
-    TN_CHECK_AS(CheckpointError, saved == value, "checkpoint '", dir, "' was saved with model.",
-                key, " = ", saved, "; this run has ", value);
-  }
-  const std::int64_t step = meta["step"].as<std::int64_t>();
-  const int ranks = meta["ranks"].as<int>();
 
   // Every piece of every tensor, from every rank's index.
-  std::map<std::string, std::vector<Piece>> pieces;
-  for (int r = 0; r < ranks; ++r) {
+  std::map<std::string, std::vector<LocatedPiece>> pieces;
+  for (int r = 0; r < meta.ranks; ++r) {
     const std::string index_path = (fs::path(dir) / rank_name(r, ".json")).string();
     TN_CHECK_AS(CheckpointError, fs::exists(index_path), "checkpoint '", dir, "' is missing '",
                 rank_name(r, ".json"), "'");
-    YAML::Node index;
-    try {
-      index = YAML::LoadFile(index_path);
-      for (const auto& p : index["pieces"]) {
-        Piece piece;
-        piece.tensor = p["tensor"].as<std::string>();
-        piece.file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
-        piece.key = p["key"].as<std::string>();
-        piece.global_shape = shape_of(p["global_shape"]);
-        piece.local_shape = shape_of(p["local_shape"]);
-        piece.shard_dim = p["shard_dim"].as<std::int64_t>();
-        piece.shard_offset = p["shard_offset"].as<std::int64_t>();
-        piece.begin = p["begin"].as<std::int64_t>();
-        piece.end = p["end"].as<std::int64_t>();
-        piece.crc = p["crc32"].as<std::uint32_t>();
-        pieces[piece.tensor].push_back(piece);
-      }
-    } catch (const YAML::Exception& e) {
-      TN_THROW(CheckpointError, "'", index_path, "' is corrupt: ", e.what());
+    const std::string file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
+    for (CheckpointPiece& piece : read_rank_index(index_path)) {
+      const std::string tensor = piece.tensor;
+      pieces[tensor].push_back({std::move(piece), file});
     }
   }
 
@@ -299,18 +246,20 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
     const Shape strides = contiguous_strides(global_shape);
     std::vector<float> whole(static_cast<std::size_t>(shape_numel(global_shape)));
     std::vector<char> covered(whole.size(), 0);
-    for (const Piece& piece : found->second) {
+    for (const auto& [piece, path] : found->second) {
+      // read_rank_index checked that the piece lies within its global shape, so its elements'
+      // indices are within `whole` once that shape is this model's.
       TN_CHECK_AS(CheckpointError, piece.global_shape == global_shape, "checkpoint '", dir,
                   "': tensor '", target.name, "' is ", shape_str(piece.global_shape),
                   ", this model's is ", shape_str(global_shape));
-      auto file = files.find(piece.file);
-      if (file == files.end()) file = files.emplace(piece.file, SafetensorsFile::open(piece.file)).first;
+      auto file = files.find(path);
+      if (file == files.end()) file = files.emplace(path, SafetensorsFile::open(path)).first;
       const Tensor data = file->second.read(piece.key);
       TN_CHECK_AS(CheckpointError,
                   data.dtype() == DType::F32 && data.numel() == piece.end - piece.begin &&
                       crc32(data.raw_data(), data.nbytes()) == piece.crc,
                   "checkpoint '", dir, "': piece ", piece.key, " of tensor '", target.name,
-                  "' in '", piece.file, "' fails its checksum");
+                  "' in '", path, "' fails its checksum");
       const float* values = data.data<float>();
       for (std::int64_t i = piece.begin; i < piece.end; ++i) {
         const auto g = static_cast<std::size_t>(
@@ -333,7 +282,7 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
       out[i - target.begin] = whole[g];
     }
   }
-  return step;
+  return meta.step;
 }
 
 std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, TrainConfig* config) {
