@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "framework/crc32.h"
 #include "framework/safetensors.h"
@@ -109,9 +110,9 @@ void check_save_dir_writable(const TrainConfig& config, int rank) {
   if (ec) refuse("cannot remove '" + probe + "' (a write probe): " + ec.message());
 }
 
-void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_t keep,
-                     const std::vector<ShardedTensor>& mine, const std::string& config_yaml,
-                     const ModelConfig& model, Communicator* world) {
+void save_checkpoint(const TrainConfig& config, std::int64_t step,
+                     const std::vector<ShardedTensor>& mine, Communicator* world) {
+  const std::string& save_dir = config.checkpoint.save_dir;
   const int rank = world != nullptr ? world->rank() : 0;
   const int ranks = world != nullptr ? world->size() : 1;
   const std::string final_dir = (fs::path(save_dir) / step_name(step)).string();
@@ -164,8 +165,9 @@ void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_
       CheckpointMeta meta;
       meta.step = step;
       meta.ranks = ranks;
-      meta.model = checkpoint_model_sizes(model);
-      write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml);
+      meta.model = checkpoint_model_sizes(config.model);
+      meta.optimizer = config.optimizer.type;
+      write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml(config));
       write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), checkpoint_meta_json(meta));
       fsync_directory(tmp_dir);
       // Saving a step that exists already (after resuming from an older one): the old copy
@@ -186,7 +188,7 @@ void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_
           steps.push_back(name);
       }
       std::sort(steps.begin(), steps.end());
-      for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < steps.size(); ++i)
+      for (std::size_t i = 0; i + static_cast<std::size_t>(config.checkpoint.keep) < steps.size(); ++i)
         fs::remove_all(fs::path(save_dir) / steps[i]);
     } catch (const std::exception& e) {
       error = e.what();
@@ -210,6 +212,7 @@ std::string resolve_checkpoint(const std::string& load, const std::string& save_
 }
 
 std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
+                             const std::string& optimizer_type,
                              std::vector<ShardedTensor>& targets) {
   const std::string meta_path = (fs::path(dir) / "checkpoint.json").string();
   TN_CHECK_AS(CheckpointError, fs::exists(meta_path), "'", dir,
@@ -223,15 +226,24 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
     TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
                 "' was saved with model.", key, " = ", saved->second, "; this run has ", value);
   }
+  // Optimizer state does not carry over from one optimizer to another (AdamW's moments are
+  // not SGD's momentum).
+  TN_CHECK_AS(CheckpointError,
+              optimizer_type.empty() || meta.optimizer.empty() || meta.optimizer == optimizer_type,
+              "checkpoint '", dir, "' was saved with optimizer.type = ", meta.optimizer,
+              "; this run has ", optimizer_type, ", whose state it does not hold");
 
   // Every piece of every tensor, from every rank's index.
   std::map<std::string, std::vector<LocatedPiece>> pieces;
+  std::set<std::string> optimizer_kinds;  // "m", "v" of "optim/m/<name>", ...
   for (int r = 0; r < meta.ranks; ++r) {
     const std::string index_path = (fs::path(dir) / rank_name(r, ".json")).string();
     TN_CHECK_AS(CheckpointError, fs::exists(index_path), "checkpoint '", dir, "' is missing '",
                 rank_name(r, ".json"), "'");
     const std::string file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
     for (CheckpointPiece& piece : read_rank_index(index_path)) {
+      if (piece.tensor.rfind("optim/", 0) == 0)
+        optimizer_kinds.insert(piece.tensor.substr(6, piece.tensor.find('/', 6) - 6));
       const std::string tensor = piece.tensor;
       pieces[tensor].push_back({std::move(piece), file});
     }
@@ -240,6 +252,17 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
   std::map<std::string, SafetensorsFile> files;
   for (ShardedTensor& target : targets) {
     const auto found = pieces.find(target.name);
+    if (found == pieces.end() && target.name.rfind("optim/", 0) == 0 && !optimizer_kinds.empty()) {
+      // A checkpoint that predates recording optimizer.type, of another optimizer.
+      const std::string kind = target.name.substr(6, target.name.find('/', 6) - 6);
+      if (optimizer_kinds.count(kind) == 0) {
+        std::string held;
+        for (const std::string& k : optimizer_kinds) held += (held.empty() ? "'" : ", '") + k + "'";
+        TN_THROW(CheckpointError, "checkpoint '", dir, "' holds optimizer state ", held,
+                 ", not '", kind, "': it was saved with another optimizer.type than this run's ",
+                 optimizer_type);
+      }
+    }
     TN_CHECK_AS(CheckpointError, found != pieces.end(), "checkpoint '", dir, "' has no tensor '",
                 target.name, "'");
     const Shape& global_shape = target.param->global_shape;
@@ -299,7 +322,7 @@ std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, Tr
   std::vector<ShardedTensor> targets;
   for (Parameter* p : model->parameters())
     targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
-  load_checkpoint(dir, config->model, targets);
+  load_checkpoint(dir, config->model, "", targets);
   for (std::size_t i = 0; i < targets.size(); ++i)
     model->parameters()[i]->value.view({-1}).copy_from(targets[i].data);
   return model;

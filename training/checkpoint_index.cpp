@@ -170,7 +170,8 @@ std::vector<std::pair<std::string, std::int64_t>> checkpoint_model_sizes(const M
 std::string checkpoint_meta_json(const CheckpointMeta& meta) {
   std::ostringstream out;
   out << "{\"format\": \"" << kCheckpointFormat << "\", \"step\": " << meta.step
-      << ", \"ranks\": " << meta.ranks << ", \"model\": {";
+      << ", \"ranks\": " << meta.ranks << ", \"optimizer\": \"" << meta.optimizer
+      << "\", \"model\": {";
   for (std::size_t i = 0; i < meta.model.size(); ++i)
     out << (i ? ", " : "") << "\"" << meta.model[i].first << "\": " << meta.model[i].second;
   out << "}}\n";
@@ -200,6 +201,7 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
   CheckpointMeta meta;
   meta.step = f.integer("step", 0, kMaxStep);
   meta.ranks = static_cast<int>(f.integer("ranks", 1, kMaxRanks));
+  if (f.has("optimizer")) meta.optimizer = f.string("optimizer");
   const FieldReader model(path, f.node("model"), "model.");
   const YAML::Node sizes = f.node("model");
   for (auto it = sizes.begin(); it != sizes.end(); ++it) {

@@ -638,8 +638,7 @@ void Trainer::save_checkpoint(std::int64_t step) {
     for (std::size_t j = 0; j < kinds.size(); ++j)
       mine.push_back({"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
   }
-  ::ternion::save_checkpoint(config_.checkpoint.save_dir, step, config_.checkpoint.keep, mine,
-                             config_yaml(config_), config_.model,
+  ::ternion::save_checkpoint(config_, step, mine,
                              groups_ != nullptr ? &groups_->world() : nullptr);
 }
 
@@ -651,7 +650,8 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
     for (const std::string& kind : kinds)
       targets.push_back({"optim/" + kind + "/" + segments_[i].param->name, segments_[i].param,
                          Tensor(), segments_[i].begin, segments_[i].end});
-  const std::int64_t step = ::ternion::load_checkpoint(dir, config_.model, targets);
+  const std::int64_t step =
+      ::ternion::load_checkpoint(dir, config_.model, config_.optimizer.type, targets);
   std::size_t t = 0;
   for (Parameter* p : parameters_) p->value.view({-1}).copy_from(targets[t++].data);
   for (std::size_t i = 0; i < segments_.size(); ++i) {

@@ -151,8 +151,11 @@ class CheckpointFiles : public ::testing::Test {
     step_ = dir_ + "/step_0000002";
   }
   std::string load_error(const std::string& dir) {
+    return load_error(dir, run_config(Layout{}, dir_));
+  }
+  std::string load_error(const std::string& dir, const TrainConfig& config) {
     try {
-      Trainer t(run_config(Layout{}, dir_));
+      Trainer t(config);
       t.load_checkpoint(dir);
     } catch (const CheckpointError& e) {
       return e.what();
@@ -299,6 +302,24 @@ TEST_F(CheckpointFiles, DamagedIndexesAreRefusedNamingTheFileAndField) {
     EXPECT_NE(msg.find(copy + "/" + d.message), std::string::npos)
         << "damage /" << d.pattern << "/ -> " << d.replacement << ": got '" << msg << "'";
   }
+}
+
+TEST_F(CheckpointFiles, AnotherOptimizersStateIsRefusedNamingBothTypes) {
+  TrainConfig sgd = run_config(Layout{}, dir_);
+  sgd.optimizer.type = "sgd";
+  std::string msg = load_error(step_, sgd);
+  EXPECT_NE(msg.find("was saved with optimizer.type = adamw; this run has sgd"), std::string::npos)
+      << msg;
+  // Checkpoints written before the type was recorded still load, and another optimizer's
+  // state is told apart by its kinds.
+  const std::string old = damaged_copy("before_optimizer_type", "checkpoint.json",
+                                       R"("optimizer": "adamw", )", "");
+  EXPECT_EQ(load_error(old), "");
+  msg = load_error(old, sgd);
+  EXPECT_NE(msg.find("holds optimizer state 'm', 'v', not 'momentum': it was saved with another "
+                     "optimizer.type than this run's sgd"),
+            std::string::npos)
+      << msg;
 }
 
 }  // namespace
