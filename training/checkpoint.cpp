@@ -13,6 +13,7 @@
 #include <set>
 
 #include "framework/crc32.h"
+#include "framework/logging.h"
 #include "framework/safetensors.h"
 #include "training/checkpoint_index.h"
 
@@ -26,6 +27,18 @@ std::string step_name(std::int64_t step) {
   char name[32];
   std::snprintf(name, sizeof name, "step_%07lld", static_cast<long long>(step));
   return name;
+}
+
+// The step of a complete checkpoint's directory name ("step_0000100"), or -1 for any other
+// name (step_N.tmp, step_N.old, files of the user's).
+std::int64_t step_of_name(const std::string& name) {
+  if (name.rfind("step_", 0) != 0 || name.size() == 5 || name.size() > 5 + 18) return -1;
+  std::int64_t step = 0;
+  for (std::size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
 }
 
 std::string rank_name(int rank, const char* extension) {
@@ -80,6 +93,41 @@ struct LocatedPiece {
   std::string file;
 };
 
+// The steps of the complete checkpoints in `save_dir`.
+std::vector<std::int64_t> checkpoint_steps(const std::string& save_dir) {
+  std::vector<std::int64_t> steps;
+  for (const auto& entry : fs::directory_iterator(save_dir)) {
+    const std::int64_t step = step_of_name(entry.path().filename().string());
+    if (step >= 0 && entry.is_directory()) steps.push_back(step);
+  }
+  return steps;
+}
+
+// "step_0000005, step_0000010" (the first and last few of a long list).
+std::string step_names(const std::vector<std::int64_t>& steps) {
+  std::string out;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps.size() > 6 && i == 3) {
+      out += ", ... (" + std::to_string(steps.size() - 5) + " more)";
+      i = steps.size() - 3;
+    }
+    out += (out.empty() ? "" : ", ") + step_name(steps[i]);
+  }
+  return out;
+}
+
+// Deletes what `retention` prunes after the save of `saved` (rank 0).
+void prune_checkpoints(const std::string& save_dir, std::int64_t saved,
+                       CheckpointRetention& retention) {
+  const CheckpointRetention::Decision decision =
+      retention.after_save(saved, checkpoint_steps(save_dir));
+  for (std::int64_t step : decision.remove) fs::remove_all(fs::path(save_dir) / step_name(step));
+  if (decision.report_newer)
+    log_info("ternion: checkpoint.save_dir '", save_dir, "' holds checkpoints of steps after ",
+             saved, " from another run (", step_names(decision.newer),
+             "): left in place; checkpoint.keep does not prune them");
+}
+
 }  // namespace
 
 void check_save_dir_writable(const TrainConfig& config, int rank) {
@@ -110,7 +158,7 @@ void check_save_dir_writable(const TrainConfig& config, int rank) {
   if (ec) refuse("cannot remove '" + probe + "' (a write probe): " + ec.message());
 }
 
-void save_checkpoint(const TrainConfig& config, std::int64_t step,
+void save_checkpoint(const TrainConfig& config, std::int64_t step, CheckpointRetention& retention,
                      const std::vector<ShardedTensor>& mine, Communicator* world) {
   const std::string& save_dir = config.checkpoint.save_dir;
   const int rank = world != nullptr ? world->rank() : 0;
@@ -181,15 +229,7 @@ void save_checkpoint(const TrainConfig& config, std::int64_t step,
       fs::rename(latest + ".tmp", latest);
       fsync_directory(save_dir);
       fs::remove_all(old_dir);
-      std::vector<std::string> steps;
-      for (const auto& entry : fs::directory_iterator(save_dir)) {
-        const std::string name = entry.path().filename().string();
-        if (entry.is_directory() && name.rfind("step_", 0) == 0 && name.find('.') == std::string::npos)
-          steps.push_back(name);
-      }
-      std::sort(steps.begin(), steps.end());
-      for (std::size_t i = 0; i + static_cast<std::size_t>(config.checkpoint.keep) < steps.size(); ++i)
-        fs::remove_all(fs::path(save_dir) / steps[i]);
+      prune_checkpoints(save_dir, step, retention);
     } catch (const std::exception& e) {
       error = e.what();
     }

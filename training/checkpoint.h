@@ -17,7 +17,8 @@
 //
 // Saving is atomic: everything goes to step_N.tmp/, is fsynced, and is renamed to step_N/ only
 // when every rank has finished; `latest` is updated (temporary name, then rename) after that,
-// so a save that dies half-way leaves the previous checkpoint and `latest` intact.
+// so a save that dies half-way leaves the previous checkpoint and `latest` intact. Then older
+// checkpoints are pruned to checkpoint.keep (training/checkpoint_retention.h says which).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@
 #include "framework/parameter.h"
 #include "layers/gpt_model.h"
 #include "layers/model_config.h"
+#include "training/checkpoint_retention.h"
 #include "training/train_config.h"
 #include "parallel/comm/communicator.h"
 
@@ -48,10 +50,10 @@ struct ShardedTensor {
 // save. Local: every rank that writes calls it, and the ranks agree on the outcome.
 void check_save_dir_writable(const TrainConfig& config, int rank);
 
-// Saves the state after `step` into config.checkpoint.save_dir, then deletes the oldest
-// checkpoints beyond checkpoint.keep. Collective over `world` (null: this rank alone).
+// Saves the state after `step` into config.checkpoint.save_dir, then deletes what `retention`
+// prunes (training/checkpoint_retention.h). Collective over `world` (null: this rank alone).
 // CheckpointError on I/O failure, on every rank, with the incomplete directory removed.
-void save_checkpoint(const TrainConfig& config, std::int64_t step,
+void save_checkpoint(const TrainConfig& config, std::int64_t step, CheckpointRetention& retention,
                      const std::vector<ShardedTensor>& mine, Communicator* world);
 
 // The checkpoint directory `load` names: a directory, or "latest" in `save_dir`.

@@ -112,7 +112,8 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
                            open_data_file("data.val", config.data.val, config.model))),
       train_sampler_(train_shard_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
-      chunks_() {
+      chunks_(),
+      checkpoint_retention_(config.checkpoint.keep) {
   // Every rank writes its part of each checkpoint: each checks now, not after training.
   check_save_dir_writable(config, groups != nullptr ? groups->world().rank() : 0);
   AttentionKernel attention = AttentionKernel::automatic;
@@ -638,7 +639,7 @@ void Trainer::save_checkpoint(std::int64_t step) {
     for (std::size_t j = 0; j < kinds.size(); ++j)
       mine.push_back({"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
   }
-  ::ternion::save_checkpoint(config_, step, mine,
+  ::ternion::save_checkpoint(config_, step, checkpoint_retention_, mine,
                              groups_ != nullptr ? &groups_->world() : nullptr);
 }
 

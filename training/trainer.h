@@ -30,6 +30,7 @@
 #include "optimizers/optimizer.h"
 #include "parallel/gradient_reducer.h"
 #include "parallel/process_groups.h"
+#include "training/checkpoint_retention.h"
 #include "training/metrics_writer.h"
 #include "training/pipeline_executor.h"
 #include "training/train_config.h"
@@ -117,6 +118,7 @@ class Trainer {
   std::int64_t last_micro_batch_ = 0;
   std::string resumed_from_;        // checkpoint.load resolved
   std::int64_t resumed_step_ = 0;   // the loaded checkpoint's step (0: a fresh run)
+  CheckpointRetention checkpoint_retention_;  // what this run's saves prune
   bool stopped_by_signal_ = false;
   std::vector<PipelineAction> schedule_;
   PipelineStepResult last_pipeline_step_;

@@ -322,5 +322,54 @@ TEST_F(CheckpointFiles, AnotherOptimizersStateIsRefusedNamingBothTypes) {
       << msg;
 }
 
+// Another run left checkpoints of later steps (5, 10) in the save_dir. A fresh run with keep 2
+// keeps its own two saves, `latest` names the newest, and the later steps stay.
+TEST_F(CheckpointFiles, AFreshRunKeepsItsOwnSavesAndLeavesLaterSteps) {
+  trainer_->save_checkpoint(5);
+  trainer_->save_checkpoint(10);
+  TrainConfig c = run_config(Layout{}, dir_);
+  c.checkpoint.keep = 2;
+  Trainer fresh(c);
+  fresh.save_checkpoint(3);
+  fresh.save_checkpoint(4);
+  EXPECT_FALSE(fs::exists(dir_ + "/step_0000002"));
+  for (const char* kept : {"/step_0000003", "/step_0000004", "/step_0000005", "/step_0000010"})
+    EXPECT_TRUE(fs::exists(dir_ + kept)) << kept;
+  EXPECT_EQ(latest_name(), "step_0000004");
+  EXPECT_EQ(load_error(resolve_checkpoint("latest", dir_)), "");
+}
+
+// Resumed from step 5 with keep 1: the new save replaces the loaded one; step 10 (the abandoned
+// trajectory's) stays.
+TEST_F(CheckpointFiles, AResumedRunKeepsItsSaveOverAnAbandonedLaterStep) {
+  trainer_->save_checkpoint(5);
+  trainer_->save_checkpoint(10);
+  TrainConfig c = run_config(Layout{}, dir_);
+  c.checkpoint.keep = 1;
+  Trainer resumed(c);
+  EXPECT_EQ(resumed.load_checkpoint(dir_ + "/step_0000005"), 5);
+  resumed.train_step(6);
+  resumed.save_checkpoint(6);
+  for (const char* gone : {"/step_0000002", "/step_0000005"})
+    EXPECT_FALSE(fs::exists(dir_ + gone)) << gone;
+  for (const char* kept : {"/step_0000006", "/step_0000010"})
+    EXPECT_TRUE(fs::exists(dir_ + kept)) << kept;
+  EXPECT_EQ(latest_name(), "step_0000006");
+  EXPECT_EQ(load_error(resolve_checkpoint("latest", dir_)), "");
+}
+
+// Directory names are compared by their steps: step_10000000 (eight digits) is newer than
+// step_9999999, though it sorts before it as text.
+TEST_F(CheckpointFiles, PruningComparesStepsAsNumbers) {
+  TrainConfig c = run_config(Layout{}, dir_);
+  c.checkpoint.keep = 1;
+  Trainer t(c);
+  t.save_checkpoint(9999999);
+  t.save_checkpoint(10000000);
+  EXPECT_FALSE(fs::exists(dir_ + "/step_9999999"));
+  EXPECT_TRUE(fs::exists(dir_ + "/step_10000000"));
+  EXPECT_EQ(latest_name(), "step_10000000");
+}
+
 }  // namespace
 }  // namespace ternion
