@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
-
-#include <yaml-cpp/yaml.h>
+#include <set>
 
 #include "framework/crc32.h"
+#include "framework/logging.h"
 #include "framework/safetensors.h"
+#include "training/checkpoint_index.h"
 
 namespace ternion {
 
@@ -23,32 +23,28 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kFormat = "ternion-checkpoint-1";
-
 std::string step_name(std::int64_t step) {
   char name[32];
   std::snprintf(name, sizeof name, "step_%07lld", static_cast<long long>(step));
   return name;
 }
 
+// The step of a complete checkpoint's directory name ("step_0000100"), or -1 for any other
+// name (step_N.tmp, step_N.old, files of the user's).
+std::int64_t step_of_name(const std::string& name) {
+  if (name.rfind("step_", 0) != 0 || name.size() == 5 || name.size() > 5 + 18) return -1;
+  std::int64_t step = 0;
+  for (std::size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
 std::string rank_name(int rank, const char* extension) {
   char name[32];
   std::snprintf(name, sizeof name, "rank_%05d%s", rank, extension);
   return name;
-}
-
-std::string json_shape(const Shape& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-// The model sizes a checkpoint must agree on.
-std::vector<std::pair<std::string, std::int64_t>> model_shape(const ModelConfig& m) {
-  return {{"vocab_size", m.vocab_size}, {"vocab_pad_multiple", m.vocab_pad_multiple},
-          {"seq_len", m.seq_len},       {"n_layer", m.n_layer},
-          {"n_head", m.n_head},         {"d_model", m.d_model},
-          {"d_ff", m.ff_width()}};
 }
 
 // A file written completely and flushed to disk, or a CheckpointError.
@@ -91,24 +87,80 @@ std::int64_t global_index(const Shape& local, const Shape& global_strides, std::
   return global;
 }
 
-struct Piece {
-  std::string tensor, file, key;
-  Shape global_shape, local_shape;
-  std::int64_t shard_dim = -1, shard_offset = 0, begin = 0, end = 0;
-  std::uint32_t crc = 0;
+// A piece and the safetensors file that holds its data.
+struct LocatedPiece {
+  CheckpointPiece piece;
+  std::string file;
 };
 
-Shape shape_of(const YAML::Node& node) {
-  Shape shape;
-  for (const auto& extent : node) shape.push_back(extent.as<std::int64_t>());
-  return shape;
+// The steps of the complete checkpoints in `save_dir`.
+std::vector<std::int64_t> checkpoint_steps(const std::string& save_dir) {
+  std::vector<std::int64_t> steps;
+  for (const auto& entry : fs::directory_iterator(save_dir)) {
+    const std::int64_t step = step_of_name(entry.path().filename().string());
+    if (step >= 0 && entry.is_directory()) steps.push_back(step);
+  }
+  return steps;
+}
+
+// "step_0000005, step_0000010" (the first and last few of a long list).
+std::string step_names(const std::vector<std::int64_t>& steps) {
+  std::string out;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps.size() > 6 && i == 3) {
+      out += ", ... (" + std::to_string(steps.size() - 5) + " more)";
+      i = steps.size() - 3;
+    }
+    out += (out.empty() ? "" : ", ") + step_name(steps[i]);
+  }
+  return out;
+}
+
+// Deletes what `retention` prunes after the save of `saved` (rank 0).
+void prune_checkpoints(const std::string& save_dir, std::int64_t saved,
+                       CheckpointRetention& retention) {
+  const CheckpointRetention::Decision decision =
+      retention.after_save(saved, checkpoint_steps(save_dir));
+  for (std::int64_t step : decision.remove) fs::remove_all(fs::path(save_dir) / step_name(step));
+  if (decision.report_newer)
+    log_info("ternion: checkpoint.save_dir '", save_dir, "' holds checkpoints of steps after ",
+             saved, " from another run (", step_names(decision.newer),
+             "): left in place; checkpoint.keep does not prune them");
 }
 
 }  // namespace
 
-void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_t keep,
-                     const std::vector<ShardedTensor>& mine, const std::string& config_yaml,
-                     const ModelConfig& model, Communicator* world) {
+void check_save_dir_writable(const TrainConfig& config, int rank) {
+  const std::string& save_dir = config.checkpoint.save_dir;
+  if (save_dir.empty()) return;
+  auto refuse = [&](const std::string& why) {
+    TN_THROW(ConfigError, config.source.empty() ? "" : config.source + ": ",
+             "checkpoint.save_dir: ", why);
+  };
+  std::error_code ec;
+  fs::create_directories(save_dir, ec);
+  if (ec) refuse("cannot create directory '" + save_dir + "': " + ec.message());
+  if (!fs::is_directory(save_dir, ec)) refuse("'" + save_dir + "' is not a directory");
+  // A name of this rank and process alone: ranks probing one shared directory at once must
+  // not remove one another's file.
+  const std::string probe = (fs::path(save_dir) / (".write-probe." + rank_name(rank, "") + "." +
+                                                   std::to_string(::getpid())))
+                                .string();
+  std::FILE* file = std::fopen(probe.c_str(), "wb");
+  if (file == nullptr)
+    refuse("cannot write in '" + save_dir + "': " + std::strerror(errno));
+  const bool written = std::fputs("probe\n", file) >= 0;
+  const bool closed = std::fclose(file) == 0;
+  const int write_errno = errno;
+  fs::remove(probe, ec);
+  if (!written || !closed)
+    refuse("cannot write in '" + save_dir + "': " + std::strerror(write_errno));
+  if (ec) refuse("cannot remove '" + probe + "' (a write probe): " + ec.message());
+}
+
+void save_checkpoint(const TrainConfig& config, std::int64_t step, CheckpointRetention& retention,
+                     const std::vector<ShardedTensor>& mine, Communicator* world) {
+  const std::string& save_dir = config.checkpoint.save_dir;
   const int rank = world != nullptr ? world->rank() : 0;
   const int ranks = world != nullptr ? world->size() : 1;
   const std::string final_dir = (fs::path(save_dir) / step_name(step)).string();
@@ -128,24 +180,20 @@ void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_
   // This rank's pieces.
   try {
     std::vector<std::pair<std::string, Tensor>> tensors;
-    std::ostringstream index;
-    index << "{\"rank\": " << rank << ", \"pieces\": [";
+    std::vector<CheckpointPiece> pieces;
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const ShardedTensor& t = mine[i];
       const Tensor data = t.data.contiguous().to(Device::cpu());  // written from the host
       const std::string key = "p" + std::to_string(i);
       tensors.emplace_back(key, data);
-      index << (i ? ",\n  " : "\n  ") << "{\"tensor\": \"" << t.name << "\", \"key\": \"" << key
-            << "\", \"global_shape\": " << json_shape(t.param->global_shape)
-            << ", \"local_shape\": " << json_shape(t.param->value.shape())
-            << ", \"shard_dim\": " << t.param->shard_dim << ", \"shard_offset\": "
-            << t.param->shard_offset << ", \"begin\": " << t.begin << ", \"end\": " << t.end
-            << ", \"crc32\": " << crc32(data.raw_data(), data.nbytes()) << "}";
+      pieces.push_back({t.name, key, t.param->global_shape, t.param->value.shape(),
+                        t.param->shard_dim, t.param->shard_offset, t.begin, t.end,
+                        crc32(data.raw_data(), data.nbytes())});
     }
-    index << "\n]}\n";
     write_safetensors((fs::path(tmp_dir) / rank_name(rank, ".safetensors")).string(), tensors,
-                      {{"format", kFormat}});
-    write_text_file((fs::path(tmp_dir) / rank_name(rank, ".json")).string(), index.str());
+                      {{"format", kCheckpointFormat}});
+    write_text_file((fs::path(tmp_dir) / rank_name(rank, ".json")).string(),
+                    rank_index_json(rank, pieces));
   } catch (const Error& e) {
     error = e.what();
   }
@@ -162,15 +210,13 @@ void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_
   // Rank 0 completes it: the description, the rename, `latest`, and the old ones pruned.
   if (rank == 0) {
     try {
-      std::ostringstream meta;
-      meta << "{\"format\": \"" << kFormat << "\", \"step\": " << step << ", \"ranks\": " << ranks
-           << ", \"model\": {";
-      const auto shape = model_shape(model);
-      for (std::size_t i = 0; i < shape.size(); ++i)
-        meta << (i ? ", " : "") << "\"" << shape[i].first << "\": " << shape[i].second;
-      meta << "}}\n";
-      write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml);
-      write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), meta.str());
+      CheckpointMeta meta;
+      meta.step = step;
+      meta.ranks = ranks;
+      meta.model = checkpoint_model_sizes(config.model);
+      meta.optimizer = config.optimizer.type;
+      write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml(config));
+      write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), checkpoint_meta_json(meta));
       fsync_directory(tmp_dir);
       // Saving a step that exists already (after resuming from an older one): the old copy
       // is moved aside, not deleted, until the new one and `latest` are in place.
@@ -183,15 +229,7 @@ void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_
       fs::rename(latest + ".tmp", latest);
       fsync_directory(save_dir);
       fs::remove_all(old_dir);
-      std::vector<std::string> steps;
-      for (const auto& entry : fs::directory_iterator(save_dir)) {
-        const std::string name = entry.path().filename().string();
-        if (entry.is_directory() && name.rfind("step_", 0) == 0 && name.find('.') == std::string::npos)
-          steps.push_back(name);
-      }
-      std::sort(steps.begin(), steps.end());
-      for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < steps.size(); ++i)
-        fs::remove_all(fs::path(save_dir) / steps[i]);
+      prune_checkpoints(save_dir, step, retention);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -214,75 +252,77 @@ std::string resolve_checkpoint(const std::string& load, const std::string& save_
 }
 
 std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
+                             const std::string& optimizer_type,
                              std::vector<ShardedTensor>& targets) {
   const std::string meta_path = (fs::path(dir) / "checkpoint.json").string();
   TN_CHECK_AS(CheckpointError, fs::exists(meta_path), "'", dir,
               "' is not a complete checkpoint (no checkpoint.json)");
-  YAML::Node meta;
-  try {
-    meta = YAML::LoadFile(meta_path);
-  } catch (const YAML::Exception& e) {
-    TN_THROW(CheckpointError, "'", meta_path, "' is corrupt: ", e.what());
+  const CheckpointMeta meta = read_checkpoint_meta(meta_path);
+  for (const auto& [key, value] : checkpoint_model_sizes(model)) {
+    const auto saved = std::find_if(meta.model.begin(), meta.model.end(),
+                                    [&](const auto& size) { return size.first == key; });
+    TN_CHECK_AS(CheckpointError, saved != meta.model.end(), "checkpoint file '", meta_path,
+                "': field 'model.", key, "' is missing");
+    TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
+                "' was saved with model.", key, " = ", saved->second, "; this run has ", value);
   }
-  TN_CHECK_AS(CheckpointError, meta["format"] && meta["format"].as<std::string>() == kFormat,
-              "'", meta_path, "' is not a ", kFormat, " file");
-  for (const auto& [key, value] : model_shape(model)) {
-    const std::int64_t saved = meta["model"][key] ? meta["model"][key].as<std::int64_t>() : -1;
-    TN_CHECK_AS(CheckpointError, saved == value, "checkpoint '", dir, "' was saved with model.",
-                key, " = ", saved, "; this run has ", value);
-  }
-  const std::int64_t step = meta["step"].as<std::int64_t>();
-  const int ranks = meta["ranks"].as<int>();
+  // Optimizer state does not carry over from one optimizer to another (AdamW's moments are
+  // not SGD's momentum).
+  TN_CHECK_AS(CheckpointError,
+              optimizer_type.empty() || meta.optimizer.empty() || meta.optimizer == optimizer_type,
+              "checkpoint '", dir, "' was saved with optimizer.type = ", meta.optimizer,
+              "; this run has ", optimizer_type, ", whose state it does not hold");
 
   // Every piece of every tensor, from every rank's index.
-  std::map<std::string, std::vector<Piece>> pieces;
-  for (int r = 0; r < ranks; ++r) {
+  std::map<std::string, std::vector<LocatedPiece>> pieces;
+  std::set<std::string> optimizer_kinds;  // "m", "v" of "optim/m/<name>", ...
+  for (int r = 0; r < meta.ranks; ++r) {
     const std::string index_path = (fs::path(dir) / rank_name(r, ".json")).string();
     TN_CHECK_AS(CheckpointError, fs::exists(index_path), "checkpoint '", dir, "' is missing '",
                 rank_name(r, ".json"), "'");
-    YAML::Node index;
-    try {
-      index = YAML::LoadFile(index_path);
-      for (const auto& p : index["pieces"]) {
-        Piece piece;
-        piece.tensor = p["tensor"].as<std::string>();
-        piece.file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
-        piece.key = p["key"].as<std::string>();
-        piece.global_shape = shape_of(p["global_shape"]);
-        piece.local_shape = shape_of(p["local_shape"]);
-        piece.shard_dim = p["shard_dim"].as<std::int64_t>();
-        piece.shard_offset = p["shard_offset"].as<std::int64_t>();
-        piece.begin = p["begin"].as<std::int64_t>();
-        piece.end = p["end"].as<std::int64_t>();
-        piece.crc = p["crc32"].as<std::uint32_t>();
-        pieces[piece.tensor].push_back(piece);
-      }
-    } catch (const YAML::Exception& e) {
-      TN_THROW(CheckpointError, "'", index_path, "' is corrupt: ", e.what());
+    const std::string file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
+    for (CheckpointPiece& piece : read_rank_index(index_path)) {
+      if (piece.tensor.rfind("optim/", 0) == 0)
+        optimizer_kinds.insert(piece.tensor.substr(6, piece.tensor.find('/', 6) - 6));
+      const std::string tensor = piece.tensor;
+      pieces[tensor].push_back({std::move(piece), file});
     }
   }
 
   std::map<std::string, SafetensorsFile> files;
   for (ShardedTensor& target : targets) {
     const auto found = pieces.find(target.name);
+    if (found == pieces.end() && target.name.rfind("optim/", 0) == 0 && !optimizer_kinds.empty()) {
+      // A checkpoint that predates recording optimizer.type, of another optimizer.
+      const std::string kind = target.name.substr(6, target.name.find('/', 6) - 6);
+      if (optimizer_kinds.count(kind) == 0) {
+        std::string held;
+        for (const std::string& k : optimizer_kinds) held += (held.empty() ? "'" : ", '") + k + "'";
+        TN_THROW(CheckpointError, "checkpoint '", dir, "' holds optimizer state ", held,
+                 ", not '", kind, "': it was saved with another optimizer.type than this run's ",
+                 optimizer_type);
+      }
+    }
     TN_CHECK_AS(CheckpointError, found != pieces.end(), "checkpoint '", dir, "' has no tensor '",
                 target.name, "'");
     const Shape& global_shape = target.param->global_shape;
     const Shape strides = contiguous_strides(global_shape);
     std::vector<float> whole(static_cast<std::size_t>(shape_numel(global_shape)));
     std::vector<char> covered(whole.size(), 0);
-    for (const Piece& piece : found->second) {
+    for (const auto& [piece, path] : found->second) {
+      // read_rank_index checked that the piece lies within its global shape, so its elements'
+      // indices are within `whole` once that shape is this model's.
       TN_CHECK_AS(CheckpointError, piece.global_shape == global_shape, "checkpoint '", dir,
                   "': tensor '", target.name, "' is ", shape_str(piece.global_shape),
                   ", this model's is ", shape_str(global_shape));
-      auto file = files.find(piece.file);
-      if (file == files.end()) file = files.emplace(piece.file, SafetensorsFile::open(piece.file)).first;
+      auto file = files.find(path);
+      if (file == files.end()) file = files.emplace(path, SafetensorsFile::open(path)).first;
       const Tensor data = file->second.read(piece.key);
       TN_CHECK_AS(CheckpointError,
                   data.dtype() == DType::F32 && data.numel() == piece.end - piece.begin &&
                       crc32(data.raw_data(), data.nbytes()) == piece.crc,
                   "checkpoint '", dir, "': piece ", piece.key, " of tensor '", target.name,
-                  "' in '", piece.file, "' fails its checksum");
+                  "' in '", path, "' fails its checksum");
       const float* values = data.data<float>();
       for (std::int64_t i = piece.begin; i < piece.end; ++i) {
         const auto g = static_cast<std::size_t>(
@@ -305,7 +345,7 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
       out[i - target.begin] = whole[g];
     }
   }
-  return step;
+  return meta.step;
 }
 
 std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, TrainConfig* config) {
@@ -322,7 +362,7 @@ std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, Tr
   std::vector<ShardedTensor> targets;
   for (Parameter* p : model->parameters())
     targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
-  load_checkpoint(dir, config->model, targets);
+  load_checkpoint(dir, config->model, "", targets);
   for (std::size_t i = 0; i < targets.size(); ++i)
     model->parameters()[i]->value.view({-1}).copy_from(targets[i].data);
   return model;

@@ -4,7 +4,7 @@
 //   save_dir/step_0000100/
 //     rank_00003.safetensors   this rank's pieces (standard safetensors: JSON header + raw data)
 //     rank_00003.json          what each piece is: tensor, global shape, which slice, CRC-32
-//     checkpoint.json          step, model shape, layout and file count (written last)
+//     checkpoint.json          step, model shape, optimizer type and file count (written last)
 //     config.yaml              the run's configuration
 //   save_dir/latest            "step_0000100", replaced only once a checkpoint is complete
 //
@@ -17,7 +17,8 @@
 //
 // Saving is atomic: everything goes to step_N.tmp/, is fsynced, and is renamed to step_N/ only
 // when every rank has finished; `latest` is updated (temporary name, then rename) after that,
-// so a save that dies half-way leaves the previous checkpoint and `latest` intact.
+// so a save that dies half-way leaves the previous checkpoint and `latest` intact. Then older
+// checkpoints are pruned to checkpoint.keep (training/checkpoint_retention.h says which).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@
 #include "framework/parameter.h"
 #include "layers/gpt_model.h"
 #include "layers/model_config.h"
+#include "training/checkpoint_retention.h"
 #include "training/train_config.h"
 #include "parallel/comm/communicator.h"
 
@@ -42,19 +44,27 @@ struct ShardedTensor {
   std::int64_t begin = 0, end = 0;
 };
 
-// Collective over `world` (null: this rank alone). CheckpointError on I/O failure, on every
-// rank, with the incomplete directory removed.
-void save_checkpoint(const std::string& save_dir, std::int64_t step, std::int64_t keep,
-                     const std::vector<ShardedTensor>& mine, const std::string& config_yaml,
-                     const ModelConfig& model, Communicator* world);
+// Checks at setup that this rank can write checkpoints into config.checkpoint.save_dir (when
+// set): creates it, as a save would, and writes and removes a probe file. A ConfigError naming
+// checkpoint.save_dir otherwise, so that a run does not train for hours to fail at its first
+// save. Local: every rank that writes calls it, and the ranks agree on the outcome.
+void check_save_dir_writable(const TrainConfig& config, int rank);
+
+// Saves the state after `step` into config.checkpoint.save_dir, then deletes what `retention`
+// prunes (training/checkpoint_retention.h). Collective over `world` (null: this rank alone).
+// CheckpointError on I/O failure, on every rank, with the incomplete directory removed.
+void save_checkpoint(const TrainConfig& config, std::int64_t step, CheckpointRetention& retention,
+                     const std::vector<ShardedTensor>& mine, Communicator* world);
 
 // The checkpoint directory `load` names: a directory, or "latest" in `save_dir`.
 std::string resolve_checkpoint(const std::string& load, const std::string& save_dir);
 
 // Fills every target from the checkpoint in `dir`; returns its step. CheckpointError naming the
-// file or tensor for a missing or corrupt checkpoint, a checksum mismatch, or a model of
-// another shape.
+// file, field or tensor for a missing or corrupt checkpoint (training/checkpoint_index.h), a
+// checksum mismatch, a model of another shape, or optimizer state of another optimizer.type
+// than `optimizer_type` (empty: the targets are the model's alone).
 std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
+                             const std::string& optimizer_type,
                              std::vector<ShardedTensor>& targets);
 
 // The whole model of a checkpoint (`path`: a checkpoint directory, or a save_dir with a

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/logging.h"
 
 namespace ternion {
 
@@ -40,17 +42,67 @@ std::string metrics_json(const StepMetrics& m) {
   return s + "}";
 }
 
-MetricsWriter::MetricsWriter(std::string path, bool append) : path_(std::move(path)) {
+namespace {
+
+// The step of a metrics line ('{"step": 12, ...}'), or -1 for a line that is not one whole
+// record (the last line of a run killed while writing it).
+std::int64_t step_of_line(const std::string& line) {
+  const std::string prefix = "{\"step\": ";
+  if (line.rfind(prefix, 0) != 0 || line.back() != '}') return -1;
+  std::int64_t step = 0;
+  std::size_t i = prefix.size();
+  if (i >= line.size() || line[i] < '0' || line[i] > '9') return -1;
+  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
+    if (step > (std::int64_t{1} << 58)) return -1;
+    step = step * 10 + (line[i] - '0');
+  }
+  return i < line.size() && line[i] == ',' ? step : -1;
+}
+
+}  // namespace
+
+MetricsWriter::MetricsWriter(std::string path, std::int64_t resumed_step) : path_(std::move(path)) {
   if (path_.empty()) return;
-  std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+  namespace fs = std::filesystem;
+  fs::path parent = fs::path(path_).parent_path();
   std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (!parent.empty()) fs::create_directories(parent, ec);
   partial_path_ = path_ + ".partial";
   const char* mode = "w";
-  if (append && std::filesystem::exists(path_) &&
-      std::filesystem::copy_file(path_, partial_path_,
-                                 std::filesystem::copy_options::overwrite_existing, ec))
-    mode = "a";
+  if (resumed_step > 0) {
+    const std::string source = fs::exists(partial_path_) ? partial_path_
+                               : fs::exists(path_)       ? path_
+                                                         : std::string();
+    if (!source.empty()) {
+      std::ifstream in(source);
+      TN_CHECK_AS(DataError, in.good(), "logging.metrics_file: cannot read '", source, "'");
+      std::string kept;
+      std::int64_t dropped = 0;
+      for (std::string line; std::getline(in, line);) {
+        if (line.empty()) continue;
+        const std::int64_t step = step_of_line(line);
+        if (step >= 0 && step <= resumed_step) kept += line + "\n";
+        else ++dropped;
+      }
+      TN_CHECK_AS(DataError, !in.bad(), "logging.metrics_file: cannot read '", source, "'");
+      // Written aside and renamed over FILE.partial: a crash now loses none of its lines.
+      const std::string rewritten = partial_path_ + ".tmp";
+      std::FILE* out = std::fopen(rewritten.c_str(), "w");
+      TN_CHECK_AS(ConfigError, out != nullptr, "logging.metrics_file: cannot write '", rewritten,
+                  "': ", std::strerror(errno));
+      const bool written = std::fwrite(kept.data(), 1, kept.size(), out) == kept.size();
+      const bool closed = std::fclose(out) == 0;
+      TN_CHECK_AS(DataError, written && closed, "logging.metrics_file: cannot write '", rewritten,
+                  "': ", std::strerror(errno));
+      fs::rename(rewritten, partial_path_, ec);
+      TN_CHECK_AS(DataError, !ec, "logging.metrics_file: cannot rename '", rewritten, "' to '",
+                  partial_path_, "': ", ec.message());
+      if (dropped > 0)
+        log_info("ternion: logging.metrics_file: kept the lines of steps up to ", resumed_step,
+                 " from '", source, "', dropped ", dropped, " of later steps or cut short");
+      mode = "a";
+    }
+  }
   file_ = std::fopen(partial_path_.c_str(), mode);
   TN_CHECK_AS(ConfigError, file_ != nullptr, "logging.metrics_file: cannot write '",
               partial_path_, "': ", std::strerror(errno));

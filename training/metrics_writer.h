@@ -3,8 +3,15 @@
 // Written to FILE.partial while the run goes (flushed every line, so it can be followed),
 // and renamed onto FILE when the run ends: a previous run's FILE is never clobbered by a run
 // that dies half-way.
+//
+// A run resumed from the checkpoint of step s continues the record of the run it resumes:
+// FILE.partial starts with that run's lines of steps 1..s, from FILE.partial when there is one
+// (the last run that wrote it died: its lines are the newest, and FILE, if any, is older than
+// them) or else from FILE. Lines of steps after s belong to the abandoned rest of that run and
+// are dropped, so that no step appears twice; so is a line cut short by a crash.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -37,9 +44,9 @@ struct StepMetrics {
 
 class MetricsWriter {
  public:
-  // Empty path: writes nothing. `append`: a resumed run continues FILE's lines (they are
-  // copied into FILE.partial first).
-  explicit MetricsWriter(std::string path, bool append = false);
+  // Empty path: writes nothing. `resumed_step` > 0: a run resumed after that step, which
+  // keeps the earlier run's lines up to it (above).
+  explicit MetricsWriter(std::string path, std::int64_t resumed_step = 0);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;

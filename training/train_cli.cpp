@@ -15,6 +15,7 @@
 #include "parallel/comm/comm_backend.h"
 #include "parallel/comm/mpi_runtime.h"
 #include "parallel/process_groups.h"
+#include "training/checkpoint.h"
 #include "training/trainer.h"
 
 // Several ranks run this same program on the same arguments and config (under mpirun, see
@@ -361,6 +362,7 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
   const std::optional<Failure> local = capture([&] {
     open_data_file("data.train", config.data.train, config.model);
     if (!config.data.val.empty()) open_data_file("data.val", config.data.val, config.model);
+    check_save_dir_writable(config, world.rank());
     layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);
     for (int r = 0; r < world.size(); ++r)

@@ -68,7 +68,9 @@ struct LoggingConfig {
 
   template <class V>
   void visit(V& v) {
-    v("metrics_file", metrics_file, "JSONL file with one object per step (empty = none)");
+    v("metrics_file", metrics_file,
+      "JSONL file with one object per step (empty = none); a resumed run keeps its lines up to "
+      "the checkpoint's step");
     v("log_interval", log_interval, "print a log line every N steps");
     v("trace_file", trace_file, "Chrome-trace JSON of one pipeline step's timeline (empty = none)");
     v("trace_step", trace_step, "the step logging.trace_file records (0 = the last step)");
@@ -78,14 +80,16 @@ struct LoggingConfig {
 struct CheckpointConfig {
   std::string save_dir;            // empty = no checkpoints
   std::int64_t save_interval = 0;  // save every N steps (0 = only at the end and on SIGTERM)
-  std::int64_t keep = 3;           // the newest N checkpoints are kept
+  std::int64_t keep = 3;           // this run's newest N (training/checkpoint_retention.h)
   std::string load;                // a checkpoint directory, or "latest" (in save_dir)
 
   template <class V>
   void visit(V& v) {
     v("save_dir", save_dir, "directory of checkpoints (empty = none)");
     v("save_interval", save_interval, "save every N steps (0 = at the end and on SIGTERM only)");
-    v("keep", keep, "how many of the newest checkpoints to keep");
+    v("keep", keep,
+      "checkpoints kept: this run's newest saves (then the newest older ones); later steps "
+      "of another run are left");
     v("load", load, "resume from this checkpoint directory, or 'latest' in save_dir");
   }
 };

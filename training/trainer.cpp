@@ -116,7 +116,10 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
                            open_data_file("data.val", config.data.val, config.model))),
       train_sampler_(train_shard_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
-      chunks_() {
+      chunks_(),
+      checkpoint_retention_(config.checkpoint.keep) {
+  // Every rank writes its part of each checkpoint: each checks now, not after training.
+  check_save_dir_writable(config, groups != nullptr ? groups->world().rank() : 0);
   AttentionKernel attention = AttentionKernel::automatic;
   TN_CHECK_AS(ConfigError, parse_attention_kernel(config.training.attention, attention),
               "training.attention: must be auto, cudnn or cublas, got '",
@@ -424,7 +427,7 @@ StepMetrics Trainer::run() {
     return StepMetrics{};
   }
   MetricsWriter metrics_writer(writes_output() ? config_.logging.metrics_file : "",
-                               /*append=*/resumed_step_ > 0);
+                               resumed_step_);
   StepMetrics last;
   double peak_activation_mb = 0.0;
   std::int64_t skipped_in_a_row = 0;
@@ -652,8 +655,7 @@ void Trainer::save_checkpoint(std::int64_t step) {
     for (std::size_t j = 0; j < kinds.size(); ++j)
       mine.push_back({"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
   }
-  ::ternion::save_checkpoint(config_.checkpoint.save_dir, step, config_.checkpoint.keep, mine,
-                             config_yaml(config_), config_.model,
+  ::ternion::save_checkpoint(config_, step, checkpoint_retention_, mine,
                              groups_ != nullptr ? &groups_->world() : nullptr);
 }
 
@@ -665,7 +667,8 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
     for (const std::string& kind : kinds)
       targets.push_back({"optim/" + kind + "/" + segments_[i].param->name, segments_[i].param,
                          Tensor(), segments_[i].begin, segments_[i].end});
-  const std::int64_t step = ::ternion::load_checkpoint(dir, config_.model, targets);
+  const std::int64_t step =
+      ::ternion::load_checkpoint(dir, config_.model, config_.optimizer.type, targets);
   std::size_t t = 0;
   for (Parameter* p : parameters_) p->value.view({-1}).copy_from(targets[t++].data);
   for (std::size_t i = 0; i < segments_.size(); ++i) {

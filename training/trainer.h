@@ -30,6 +30,7 @@
 #include "optimizers/optimizer.h"
 #include "parallel/gradient_reducer.h"
 #include "parallel/process_groups.h"
+#include "training/checkpoint_retention.h"
 #include "training/metrics_writer.h"
 #include "training/pipeline_executor.h"
 #include "training/train_config.h"
@@ -46,11 +47,12 @@ struct SampleOptions {
 
 class Trainer {
  public:
-  // Opens the data (DataError on bad files), builds and initialises the model (or loads
-  // checkpoint.load: CheckpointError for a bad one). With
-  // `groups`, the model is sharded over their tensor-parallel group (every rank of it runs
-  // the same steps on the same data) and split into pipeline stages over their pipeline
-  // group, `parallel.virtual_stages` chunks per rank, run by the configured schedule.
+  // Opens the data (DataError on bad files), checks that checkpoint.save_dir can be written
+  // (ConfigError), builds and initialises the model (or loads checkpoint.load: CheckpointError
+  // for a bad one). With `groups`, the model is sharded over their tensor-parallel group
+  // (every rank of it runs the same steps on the same data) and split into pipeline stages
+  // over their pipeline group, `parallel.virtual_stages` chunks per rank, run by the
+  // configured schedule.
   explicit Trainer(const TrainConfig& config, const ProcessGroups* groups = nullptr);
   Trainer(const Trainer&) = delete;  // the samplers point into the shards held here
   Trainer& operator=(const Trainer&) = delete;
@@ -116,6 +118,7 @@ class Trainer {
   std::int64_t last_micro_batch_ = 0;
   std::string resumed_from_;        // checkpoint.load resolved
   std::int64_t resumed_step_ = 0;   // the loaded checkpoint's step (0: a fresh run)
+  CheckpointRetention checkpoint_retention_;  // what this run's saves prune
   bool stopped_by_signal_ = false;
   std::vector<PipelineAction> schedule_;
   PipelineStepResult last_pipeline_step_;

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <unistd.h>
 
 #include "data/builtin_corpus.h"
@@ -149,13 +151,38 @@ class CheckpointFiles : public ::testing::Test {
     step_ = dir_ + "/step_0000002";
   }
   std::string load_error(const std::string& dir) {
+    return load_error(dir, run_config(Layout{}, dir_));
+  }
+  std::string load_error(const std::string& dir, const TrainConfig& config) {
     try {
-      Trainer t(run_config(Layout{}, dir_));
+      Trainer t(config);
       t.load_checkpoint(dir);
     } catch (const CheckpointError& e) {
       return e.what();
     }
     return "";
+  }
+  // A copy of the fixture's checkpoint, named `name`, with the first match of `pattern` in its
+  // `file` replaced by `replacement` (ECMAScript regex and format).
+  std::string damaged_copy(const std::string& name, const std::string& file,
+                           const std::string& pattern, const std::string& replacement) {
+    const std::string copy = dir_ + "/" + name;
+    fs::remove_all(copy);
+    fs::copy(step_, copy);
+    const std::string path = copy + "/" + file;
+    std::stringstream text;
+    text << std::ifstream(path).rdbuf();
+    const std::string edited = std::regex_replace(text.str(), std::regex(pattern), replacement,
+                                                  std::regex_constants::format_first_only);
+    EXPECT_NE(edited, text.str()) << "/" << pattern << "/ not found in " << path;
+    std::ofstream(path, std::ios::trunc) << edited;
+    return copy;
+  }
+  std::string latest_name() {
+    std::ifstream latest(dir_ + "/latest");
+    std::string name;
+    std::getline(latest, name);
+    return name;
   }
   std::string dir_, step_;
   std::unique_ptr<Trainer> trainer_;
@@ -164,10 +191,7 @@ class CheckpointFiles : public ::testing::Test {
 TEST_F(CheckpointFiles, LayoutOnDisk) {
   for (const char* f : {"checkpoint.json", "config.yaml", "rank_00000.json", "rank_00000.safetensors"})
     EXPECT_TRUE(fs::exists(step_ + "/" + f)) << f;
-  std::ifstream latest(dir_ + "/latest");
-  std::string name;
-  std::getline(latest, name);
-  EXPECT_EQ(name, "step_0000002");
+  EXPECT_EQ(latest_name(), "step_0000002");
   EXPECT_EQ(load_error(step_), "");
 }
 
@@ -224,6 +248,127 @@ TEST_F(CheckpointFiles, OnlyTheNewestAreKept) {
   EXPECT_FALSE(fs::exists(dir_ + "/step_0000003"));
   for (const char* kept : {"/step_0000004", "/step_0000005", "/step_0000006"})
     EXPECT_TRUE(fs::exists(dir_ + kept)) << kept;
+}
+
+// Each damage is one edit of an index; the loader must refuse it with a CheckpointError that
+// names the file and the field, where it used to crash (a shard offset or an empty extent used
+// as an index, a missing or mistyped field) or to train from a negative step.
+TEST_F(CheckpointFiles, DamagedIndexesAreRefusedNamingTheFileAndField) {
+  struct Damage {
+    const char* file;
+    const char* pattern;
+    const char* replacement;
+    const char* message;
+  };
+  const Damage damages[] = {
+      {"rank_00000.json", R"("shard_dim": -1, "shard_offset": 0)",
+       R"("shard_dim": 0, "shard_offset": 100000)",
+       "rank_00000.json': field 'pieces[0].shard_offset' 100000 + local_shape[0] = 256 runs past "
+       "global_shape[0] = 256"},
+      {"rank_00000.json", R"("local_shape": \[\d+)", R"("local_shape": [0)",
+       "rank_00000.json': field 'pieces[0].local_shape[0]' must be at least 1, got 0"},
+      {"rank_00000.json", R"("local_shape": \[(\d+), \d+\])", R"("local_shape": [$1, 7])",
+       "rank_00000.json': field 'pieces[0].local_shape' [256, 7] differs from global_shape"},
+      {"rank_00000.json", R"("shard_dim": -1)", R"("shard_dim": 2)",
+       "rank_00000.json': field 'pieces[0].shard_dim' must be from -1 to 1, got 2"},
+      {"rank_00000.json", R"("end": \d+)", R"("end": 99999999)",
+       "rank_00000.json': field 'pieces[0].end' must be from 0 to 8192, got 99999999"},
+      {"rank_00000.json", R"("crc32": \d+)", R"("crc32": "abc")",
+       "rank_00000.json': field 'pieces[0].crc32' must be an integer, got 'abc'"},
+      {"rank_00000.json", R"("tensor": "[^"]*", )", "",
+       "rank_00000.json': field 'pieces[0].tensor' is missing"},
+      {"rank_00000.json", R"("pieces": \[)", R"("pieces": 5, "was": [)",
+       "rank_00000.json': field 'pieces' must be a list, got '5'"},
+      {"checkpoint.json", R"("step": \d+, )", "", "checkpoint.json': field 'step' is missing"},
+      {"checkpoint.json", R"("step": \d+)", R"("step": -3)",
+       "checkpoint.json': field 'step' must be non-negative, got -3"},
+      {"checkpoint.json", R"("step": \d+)", R"("step": 2.5)",
+       "checkpoint.json': field 'step' must be an integer, got '2.5'"},
+      {"checkpoint.json", R"("model": \{[^}]*\})", R"("model": 3)",
+       "checkpoint.json': field 'model' must be a JSON object, got '3'"},
+      {"checkpoint.json", R"("d_model": \d+)", R"("d_model": [32])",
+       "checkpoint.json': field 'model.d_model' must be an integer, got a list"},
+      {"checkpoint.json", R"("n_head": \d+, )", "",
+       "checkpoint.json': field 'model.n_head' is missing"},
+      {"checkpoint.json", R"("ranks": \d+)", R"("ranks": 0)",
+       "checkpoint.json': field 'ranks' must be from 1 to"},
+      {"checkpoint.json", R"(\}\}\s*$)", "}", "checkpoint.json' is not valid JSON"},
+  };
+  int i = 0;
+  for (const Damage& d : damages) {
+    const std::string copy =
+        damaged_copy("damaged_" + std::to_string(i++), d.file, d.pattern, d.replacement);
+    const std::string msg = load_error(copy);
+    EXPECT_NE(msg.find(copy + "/" + d.message), std::string::npos)
+        << "damage /" << d.pattern << "/ -> " << d.replacement << ": got '" << msg << "'";
+  }
+}
+
+TEST_F(CheckpointFiles, AnotherOptimizersStateIsRefusedNamingBothTypes) {
+  TrainConfig sgd = run_config(Layout{}, dir_);
+  sgd.optimizer.type = "sgd";
+  std::string msg = load_error(step_, sgd);
+  EXPECT_NE(msg.find("was saved with optimizer.type = adamw; this run has sgd"), std::string::npos)
+      << msg;
+  // Checkpoints written before the type was recorded still load, and another optimizer's
+  // state is told apart by its kinds.
+  const std::string old = damaged_copy("before_optimizer_type", "checkpoint.json",
+                                       R"("optimizer": "adamw", )", "");
+  EXPECT_EQ(load_error(old), "");
+  msg = load_error(old, sgd);
+  EXPECT_NE(msg.find("holds optimizer state 'm', 'v', not 'momentum': it was saved with another "
+                     "optimizer.type than this run's sgd"),
+            std::string::npos)
+      << msg;
+}
+
+// Another run left checkpoints of later steps (5, 10) in the save_dir. A fresh run with keep 2
+// keeps its own two saves, `latest` names the newest, and the later steps stay.
+TEST_F(CheckpointFiles, AFreshRunKeepsItsOwnSavesAndLeavesLaterSteps) {
+  trainer_->save_checkpoint(5);
+  trainer_->save_checkpoint(10);
+  TrainConfig c = run_config(Layout{}, dir_);
+  c.checkpoint.keep = 2;
+  Trainer fresh(c);
+  fresh.save_checkpoint(3);
+  fresh.save_checkpoint(4);
+  EXPECT_FALSE(fs::exists(dir_ + "/step_0000002"));
+  for (const char* kept : {"/step_0000003", "/step_0000004", "/step_0000005", "/step_0000010"})
+    EXPECT_TRUE(fs::exists(dir_ + kept)) << kept;
+  EXPECT_EQ(latest_name(), "step_0000004");
+  EXPECT_EQ(load_error(resolve_checkpoint("latest", dir_)), "");
+}
+
+// Resumed from step 5 with keep 1: the new save replaces the loaded one; step 10 (the abandoned
+// trajectory's) stays.
+TEST_F(CheckpointFiles, AResumedRunKeepsItsSaveOverAnAbandonedLaterStep) {
+  trainer_->save_checkpoint(5);
+  trainer_->save_checkpoint(10);
+  TrainConfig c = run_config(Layout{}, dir_);
+  c.checkpoint.keep = 1;
+  Trainer resumed(c);
+  EXPECT_EQ(resumed.load_checkpoint(dir_ + "/step_0000005"), 5);
+  resumed.train_step(6);
+  resumed.save_checkpoint(6);
+  for (const char* gone : {"/step_0000002", "/step_0000005"})
+    EXPECT_FALSE(fs::exists(dir_ + gone)) << gone;
+  for (const char* kept : {"/step_0000006", "/step_0000010"})
+    EXPECT_TRUE(fs::exists(dir_ + kept)) << kept;
+  EXPECT_EQ(latest_name(), "step_0000006");
+  EXPECT_EQ(load_error(resolve_checkpoint("latest", dir_)), "");
+}
+
+// Directory names are compared by their steps: step_10000000 (eight digits) is newer than
+// step_9999999, though it sorts before it as text.
+TEST_F(CheckpointFiles, PruningComparesStepsAsNumbers) {
+  TrainConfig c = run_config(Layout{}, dir_);
+  c.checkpoint.keep = 1;
+  Trainer t(c);
+  t.save_checkpoint(9999999);
+  t.save_checkpoint(10000000);
+  EXPECT_FALSE(fs::exists(dir_ + "/step_9999999"));
+  EXPECT_TRUE(fs::exists(dir_ + "/step_10000000"));
+  EXPECT_EQ(latest_name(), "step_10000000");
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 #    ternion-export writes GPT-2's names and layouts (checked by tests/cli/check_hf_export.py);
 # 3. starts a long run, sends it SIGTERM after step 3: it must save, say so, exit 0, and the
 #    checkpoint must resume;
-# 4. a run saving every step is SIGKILLed: `latest` still loads.
+# 4. a run saving every step is SIGKILLed: `latest` still loads, and the run resumed from it
+#    keeps the killed run's metrics up to its step (each step once).
 set -u
 mpirun=$1 train=$2 config=$3 data=$4 out=$5
 rm -rf "$out"
@@ -60,7 +61,7 @@ latest=$(cat "$out/term/latest") || fail "no latest after SIGTERM"
 # always names a complete checkpoint.
 "$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
   --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/kill" --set checkpoint.save_interval=1 \
-  > "$out/kill.log" 2>&1 &
+  --set "logging.metrics_file=$out/kill.jsonl" > "$out/kill.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do grep -qE "^step +5/" "$out/kill.log" && break; sleep 0.02; done
 kill -KILL "$pid"
@@ -68,5 +69,14 @@ wait "$pid" 2>/dev/null
 "$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
   --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/kill" --set checkpoint.load=latest \
   --dry-run > "$out/kill-load.log" 2>&1 || { cat "$out/kill-load.log"; fail "latest does not load after SIGKILL"; }
+[ -f "$out/kill.jsonl.partial" ] || fail "the killed run left no kill.jsonl.partial"
+kill_latest=$(cat "$out/kill/latest")
+last=$((10#${kill_latest#step_} + 2))
+"$train" --config "$config" --set "data.train=$data" --set training.steps=$last \
+  --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/kill" --set checkpoint.load=latest \
+  --set "logging.metrics_file=$out/kill.jsonl" > "$out/kill-resume.log" 2>&1 ||
+  { cat "$out/kill-resume.log"; fail "the run resumed after SIGKILL"; }
+[ "$(sed -E 's/^\{"step": ([0-9]+),.*/\1/' "$out/kill.jsonl")" = "$(seq 1 $last)" ] ||
+  { cat "$out/kill.jsonl"; fail "the resumed run's metrics are not steps 1..$last, each once"; }
 echo "resumed on another layout with the same losses; SIGTERM saved $latest; a killed save left"
-echo "the last good checkpoint loadable"
+echo "the last good checkpoint loadable, and the resumed run kept the killed run's metrics"

@@ -72,6 +72,16 @@ parallel_mpi_cli_test(dry_run_missing_data 4 1
   --once "missing.bin': cannot open"
   -- --config ${parallel_configs}/tp2_dp2.yaml
   --set data.train=${CMAKE_CURRENT_BINARY_DIR}/cli/missing.bin --dry-run)
+# A checkpoint directory no rank can make: refused by all at setup, once, in a dry run as in
+# training.
+parallel_mpi_cli_test(dry_run_save_dir_not_writable 4 1
+  --once "checkpoint.save_dir: cannot create directory '.*/good.yaml/ckpt': Not a directory"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set}
+  --set checkpoint.save_dir=${CMAKE_CURRENT_BINARY_DIR}/cli/good.yaml/ckpt --dry-run)
+parallel_mpi_cli_test(training_refuses_unwritable_save_dir 2 1
+  --once "checkpoint.save_dir: cannot create directory '.*/good.yaml/ckpt': Not a directory"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set checkpoint.save_dir=${CMAKE_CURRENT_BINARY_DIR}/cli/good.yaml/ckpt)
 # A data-parallel option out of range: refused on every rank, once, naming the key.
 parallel_mpi_cli_test(training_refuses_bad_zero_stage 2 1
   --once "--set parallel.zero_stage=3: parallel.zero_stage: must be 0 or 1, got 3"

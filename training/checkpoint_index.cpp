@@ -1,0 +1,223 @@
+#include "training/checkpoint_index.h"
+
+#include <limits>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "framework/error.h"
+
+namespace ternion {
+
+namespace {
+
+// Bounds that no real checkpoint reaches, so that products and sums of checked values cannot
+// overflow: 2^40 elements along a dimension, 2^50 in a tensor, at most 8 dimensions.
+constexpr std::int64_t kMaxExtent = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 50;
+constexpr std::size_t kMaxDims = 8;
+constexpr std::int64_t kMaxStep = std::int64_t{1} << 62;
+constexpr std::int64_t kMaxRanks = std::int64_t{1} << 24;
+
+std::string json_shape(const Shape& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// What a node holds, for messages.
+std::string describe(const YAML::Node& node) {
+  if (node.IsMap()) return "an object";
+  if (node.IsSequence()) return "a list";
+  if (node.IsNull()) return "null";
+  return "'" + node.Scalar() + "'";
+}
+
+// Reads the fields of one JSON object of one file; `where` prefixes the field names in
+// messages ("pieces[3]." for a piece).
+class FieldReader {
+ public:
+  FieldReader(const std::string& file, YAML::Node object, std::string where)
+      : file_(file), object_(std::move(object)), where_(std::move(where)) {
+    if (!object_.IsMap())
+      TN_THROW(CheckpointError, "checkpoint file '", file_, "': ",
+               where_.empty() ? "the file" : "field '" + where_.substr(0, where_.size() - 1) + "'",
+               " must be a JSON object, got ", describe(object_));
+  }
+
+  [[noreturn]] void refuse(const std::string& key, const std::string& why) const {
+    TN_THROW(CheckpointError, "checkpoint file '", file_, "': field '", where_, key, "' ", why);
+  }
+
+  bool has(const char* key) const { return static_cast<bool>(object_[key]); }
+
+  YAML::Node node(const char* key) const {
+    YAML::Node value = object_[key];
+    if (!value) refuse(key, "is missing");
+    return value;
+  }
+
+  std::string string(const char* key) const {
+    const YAML::Node value = node(key);
+    if (!value.IsScalar() || value.Scalar().empty())
+      refuse(key, "must be a non-empty string, got " + describe(value));
+    return value.Scalar();
+  }
+
+  std::int64_t integer(const char* key, std::int64_t min, std::int64_t max) const {
+    return integer_of(node(key), key, min, max);
+  }
+
+  std::int64_t integer_of(const YAML::Node& value, const std::string& key, std::int64_t min,
+                          std::int64_t max) const {
+    std::int64_t number = 0;
+    if (!value.IsScalar() || !YAML::convert<std::int64_t>::decode(value, number))
+      refuse(key, "must be an integer, got " + describe(value));
+    if (number < min || number > max) {
+      // The bounds no real checkpoint reaches are left out of the message.
+      const std::string range =
+          max < kMaxExtent ? "from " + std::to_string(min) + " to " + std::to_string(max)
+          : min == 0       ? "non-negative"
+                           : "at least " + std::to_string(min);
+      refuse(key, "must be " + range + ", got " + std::to_string(number));
+    }
+    return number;
+  }
+
+  // A list of 1 to kMaxDims extents, each at least 1, of at most kMaxElements in all.
+  Shape shape(const char* key) const {
+    const YAML::Node value = node(key);
+    if (!value.IsSequence() || value.size() == 0 || value.size() > kMaxDims)
+      refuse(key, "must be a list of 1 to " + std::to_string(kMaxDims) + " extents, got " +
+                      describe(value));
+    Shape shape;
+    std::int64_t elements = 1;
+    for (std::size_t d = 0; d < value.size(); ++d) {
+      const std::int64_t extent =
+          integer_of(value[d], std::string(key) + "[" + std::to_string(d) + "]", 1, kMaxExtent);
+      if (elements > kMaxElements / extent)
+        refuse(key, "has more than " + std::to_string(kMaxElements) + " elements");
+      elements *= extent;
+      shape.push_back(extent);
+    }
+    return shape;
+  }
+
+ private:
+  const std::string& file_;
+  YAML::Node object_;
+  std::string where_;
+};
+
+YAML::Node parse_file(const std::string& path) {
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    TN_THROW(CheckpointError, "cannot read checkpoint file '", path, "'");
+  } catch (const YAML::Exception& e) {
+    TN_THROW(CheckpointError, "checkpoint file '", path, "' is not valid JSON: ", e.what());
+  }
+}
+
+CheckpointPiece read_piece(const std::string& path, const YAML::Node& node, std::size_t i) {
+  const FieldReader f(path, node, "pieces[" + std::to_string(i) + "].");
+  CheckpointPiece p;
+  p.tensor = f.string("tensor");
+  p.key = f.string("key");
+  p.global_shape = f.shape("global_shape");
+  p.local_shape = f.shape("local_shape");
+  const auto dims = static_cast<std::int64_t>(p.global_shape.size());
+  if (static_cast<std::int64_t>(p.local_shape.size()) != dims)
+    f.refuse("local_shape", shape_str(p.local_shape) + " has another number of dimensions than " +
+                                "global_shape " + shape_str(p.global_shape));
+  p.shard_dim = f.integer("shard_dim", -1, dims - 1);
+  p.shard_offset = f.integer("shard_offset", 0, kMaxExtent);
+  // The shard must lie within the tensor: equal to it outside shard_dim, and along shard_dim
+  // [shard_offset, shard_offset + local extent) within the global extent.
+  for (std::int64_t d = 0; d < dims; ++d) {
+    const std::int64_t local = p.local_shape[d], global = p.global_shape[d];
+    if (d != p.shard_dim && local != global)
+      f.refuse("local_shape", shape_str(p.local_shape) + " differs from global_shape " +
+                                  shape_str(p.global_shape) + " in dimension " +
+                                  std::to_string(d) + ", which is not shard_dim " +
+                                  std::to_string(p.shard_dim));
+    if (d == p.shard_dim && p.shard_offset + local > global)
+      f.refuse("shard_offset", std::to_string(p.shard_offset) + " + local_shape[" +
+                                   std::to_string(d) + "] = " + std::to_string(local) +
+                                   " runs past global_shape[" + std::to_string(d) + "] = " +
+                                   std::to_string(global));
+  }
+  if (p.shard_dim < 0 && p.shard_offset != 0)
+    f.refuse("shard_offset", "must be 0 for an unsharded tensor (shard_dim -1), got " +
+                                 std::to_string(p.shard_offset));
+  const std::int64_t elements = shape_numel(p.local_shape);
+  p.begin = f.integer("begin", 0, elements);
+  p.end = f.integer("end", p.begin, elements);
+  p.crc = static_cast<std::uint32_t>(
+      f.integer("crc32", 0, std::numeric_limits<std::uint32_t>::max()));
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::int64_t>> checkpoint_model_sizes(const ModelConfig& m) {
+  return {{"vocab_size", m.vocab_size}, {"vocab_pad_multiple", m.vocab_pad_multiple},
+          {"seq_len", m.seq_len},       {"n_layer", m.n_layer},
+          {"n_head", m.n_head},         {"d_model", m.d_model},
+          {"d_ff", m.ff_width()}};
+}
+
+std::string checkpoint_meta_json(const CheckpointMeta& meta) {
+  std::ostringstream out;
+  out << "{\"format\": \"" << kCheckpointFormat << "\", \"step\": " << meta.step
+      << ", \"ranks\": " << meta.ranks << ", \"optimizer\": \"" << meta.optimizer
+      << "\", \"model\": {";
+  for (std::size_t i = 0; i < meta.model.size(); ++i)
+    out << (i ? ", " : "") << "\"" << meta.model[i].first << "\": " << meta.model[i].second;
+  out << "}}\n";
+  return out.str();
+}
+
+std::string rank_index_json(int rank, const std::vector<CheckpointPiece>& pieces) {
+  std::ostringstream out;
+  out << "{\"rank\": " << rank << ", \"pieces\": [";
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const CheckpointPiece& p = pieces[i];
+    out << (i ? ",\n  " : "\n  ") << "{\"tensor\": \"" << p.tensor << "\", \"key\": \"" << p.key
+        << "\", \"global_shape\": " << json_shape(p.global_shape)
+        << ", \"local_shape\": " << json_shape(p.local_shape) << ", \"shard_dim\": " << p.shard_dim
+        << ", \"shard_offset\": " << p.shard_offset << ", \"begin\": " << p.begin
+        << ", \"end\": " << p.end << ", \"crc32\": " << p.crc << "}";
+  }
+  out << "\n]}\n";
+  return out.str();
+}
+
+CheckpointMeta read_checkpoint_meta(const std::string& path) {
+  const FieldReader f(path, parse_file(path), "");
+  if (f.string("format") != kCheckpointFormat)
+    f.refuse("format",
+             "is not \"" + std::string(kCheckpointFormat) + "\": not a Ternion checkpoint");
+  CheckpointMeta meta;
+  meta.step = f.integer("step", 0, kMaxStep);
+  meta.ranks = static_cast<int>(f.integer("ranks", 1, kMaxRanks));
+  if (f.has("optimizer")) meta.optimizer = f.string("optimizer");
+  const FieldReader model(path, f.node("model"), "model.");
+  const YAML::Node sizes = f.node("model");
+  for (auto it = sizes.begin(); it != sizes.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    meta.model.emplace_back(key, model.integer_of(it->second, key, 0, kMaxExtent));
+  }
+  return meta;
+}
+
+std::vector<CheckpointPiece> read_rank_index(const std::string& path) {
+  const FieldReader f(path, parse_file(path), "");
+  const YAML::Node list = f.node("pieces");
+  if (!list.IsSequence()) f.refuse("pieces", "must be a list, got " + describe(list));
+  std::vector<CheckpointPiece> pieces;
+  for (std::size_t i = 0; i < list.size(); ++i) pieces.push_back(read_piece(path, list[i], i));
+  return pieces;
+}
+
+}  // namespace ternion
