@@ -116,12 +116,21 @@ std::string step_names(const std::vector<std::int64_t>& steps) {
   return out;
 }
 
-// Deletes what `retention` prunes after the save of `saved` (rank 0).
+// Deletes what `retention` prunes after the save of `saved` (rank 0). The new checkpoint is
+// complete by then, so a checkpoint that cannot be deleted is reported and left, not an error
+// of the save (the run goes on; the next save tries again).
 void prune_checkpoints(const std::string& save_dir, std::int64_t saved,
                        CheckpointRetention& retention) {
   const CheckpointRetention::Decision decision =
       retention.after_save(saved, checkpoint_steps(save_dir));
-  for (std::int64_t step : decision.remove) fs::remove_all(fs::path(save_dir) / step_name(step));
+  for (std::int64_t step : decision.remove) {
+    const fs::path old = fs::path(save_dir) / step_name(step);
+    std::error_code ec;
+    fs::remove_all(old, ec);
+    if (ec)
+      log_info("ternion: warning: could not delete the old checkpoint ", old.string(), " (",
+               ec.message(), "); checkpoint.keep leaves it");
+  }
   if (decision.report_newer)
     log_info("ternion: checkpoint.save_dir '", save_dir, "' holds checkpoints of steps after ",
              saved, " from another run (", step_names(decision.newer),
