@@ -3,7 +3,9 @@
 // varies.
 #pragma once
 
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <unistd.h>
 
 #include "data/builtin_corpus.h"
@@ -12,14 +14,25 @@
 
 namespace ternion::test {
 
+// A directory deleted when the process ends (by its owner), so that test runs leave nothing
+// in /tmp.
+struct RemovedAtExit {
+  std::string path;
+  bool owner = true;
+  ~RemovedAtExit() {
+    std::error_code ec;
+    if (owner) std::filesystem::remove_all(path, ec);
+  }
+};
+
 // train.bin / val.bin of a small built-in corpus in a directory of this process's own.
 inline const std::string& corpus_dir(const std::string& tag) {
-  static const std::string dir = [&] {
+  static const RemovedAtExit dir{[&] {
     const std::string d = "/tmp/ternion-" + tag + "-" + std::to_string(::getpid());
     prepare_text(builtin_corpus_text(60000), d, 0.1);
     return d;
-  }();
-  return dir;
+  }()};
+  return dir.path;
 }
 
 inline TrainConfig small_parallel_run(const std::string& data_dir) {

@@ -28,9 +28,9 @@ struct Layout {
   bool sequence_parallel = false;
 };
 
-// Shared by every rank (rank 0 makes it).
+// Shared by every rank (rank 0 makes it, and deletes it when the process ends).
 const std::string& scratch() {
-  static const std::string dir = [] {
+  static const test::RemovedAtExit dir{[] {
     Tensor id = Tensor::from_vector({static_cast<float>(::getpid() % 1000000)}, {1});
     testing_mpi::world().broadcast(id, 0);
     const std::string d = "/tmp/ternion-ckpt-test-" + std::to_string(static_cast<long>(id.data<float>()[0]));
@@ -40,8 +40,8 @@ const std::string& scratch() {
     }
     testing_mpi::world().barrier();
     return d;
-  }();
-  return dir;
+  }(), testing_mpi::world().rank() == 0};
+  return dir.path;
 }
 
 TrainConfig run_config(const Layout& l, const std::string& save_dir) {
