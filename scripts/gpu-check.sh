@@ -12,12 +12,13 @@
 #   3. ctest -L gpu: every CUDA op, model and training test against the CPU; a skipped test
 #      fails the check (here they must run);
 #   4. 20 fp32 training steps on the GPU against the same 20 on the CPU: the same losses;
-#   5. the parallel layouts on the one GPU over the MPI backend (several ranks share it)
+#   5. bench_gemm (the bf16 GEMM peak, measured now) and GPT-2 124M in bf16 on one GPU:
+#      tokens/s, MFU against that peak, peak memory (the issue's aim, early in the budget);
+#   6. the parallel layouts on the one GPU over the MPI backend (several ranks share it)
 #      against one GPU rank: tests/cli/compare_runs.sh on CI's layout config (pp_run.yaml),
 #      the same losses to 1e-5 and the same sample;
-#   6. benchmarks: bench_gemm (the bf16 GEMM peak, measured now), bench_linear, GPT-2 124M and
-#      a 1.3B model in bf16 on one GPU: tokens/s, MFU against that peak, peak memory; then
-#      bench_kernels: every op at GPT-2's micro-batch against a device copy's bandwidth.
+#   7. bench_linear, a 1.3B model in bf16 as in 5, then bench_kernels: every op at GPT-2's
+#      micro-batch against a device copy's bandwidth.
 # Every step has a timeout and the whole check a budget (TN_GPU_CHECK_BUDGET_S, default 450 s:
 # under 8 minutes); a failed step is recorded and the next one runs. Writes to $OUT (the device
 # tool's output folder) or else runs/gpu-check: summary.md (the table), gpu-check.log (every
@@ -469,6 +470,11 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "ctest -L gpu (none skipped)" 150 gpu_tests
   step "test data and configs" 30 bash -c 'write_small_config && write_layout_config && prepare_data'
   step "20 steps fp32: GPU = CPU" 90 gpu_vs_cpu
+  # The issue's aim next (the bf16 peak, then GPT-2 124M's MFU against it), so that a slow
+  # build or a failing layout cannot leave the first GPU run without it.
+  : > "$work/bench_rows.md"
+  step "bench_gemm" 90 gemm_bench
+  step "GPT-2 124M bf16, 1 GPU" 120 train_bench gpt2-124m "$repo/configs/gpu/gpt2-124m-bf16.yaml"
   step "layout tp2 (2 ranks, mpi)" 60 layout_vs_one_rank tp2 2 --set parallel.tensor=2
   step "layout pp2 (2 ranks, mpi)" 60 layout_vs_one_rank pp2 2 --set parallel.pipeline=2
   step "layout dp2 zero1 (2 ranks, mpi)" 60 layout_vs_one_rank dp2 2 --set parallel.data=2 \
@@ -476,10 +482,7 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "layout tp2 x pp2 x dp2 zero1 (8 ranks)" 90 layout_vs_one_rank tp2pp2dp2 8 \
     --set parallel.tensor=2 --set parallel.pipeline=2 --set parallel.data=2 \
     --set parallel.zero_stage=1
-  : > "$work/bench_rows.md"
-  step "bench_gemm" 90 gemm_bench
   step "bench_linear" 45 linear_bench
-  step "GPT-2 124M bf16, 1 GPU" 120 train_bench gpt2-124m "$repo/configs/gpu/gpt2-124m-bf16.yaml"
   step "GPT 1.3B bf16, 1 GPU" 150 train_bench gpt-1.3b "$repo/configs/gpu/gpt-1.3b-bf16.yaml"
   step "bench_kernels (bf16, 16 x 1024)" 60 kernels_bench
   # Where the GELU check kept cuBLASLt's GELU epilogues out, GPT-2 again with them on (last,
