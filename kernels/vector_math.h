@@ -6,10 +6,13 @@
 // guards it with a branch that calls sqrtf to set errno, and that branch alone keeps the
 // optimizer's loop over every parameter scalar (about 5x slower at 124M parameters).
 //
-// fast_exp(float): Cephes' expf. Range reduction x = n ln2 + r with |r| <= ln2/2, a degree-6
-// polynomial for e^r, and 2^n built from its exponent bits; every step is an add, multiply,
-// select, conversion or shift, all of which have vector forms. Relative error below 1e-7
-// (measured 8.4e-8); NaN propagates, below -87 it returns 0 and above 88 +inf.
+// fast_exp(float), on the CPU: Cephes' expf. Range reduction x = n ln2 + r with |r| <= ln2/2,
+// a degree-6 polynomial for e^r, and 2^n built from its exponent bits; every step is an add,
+// multiply, select, conversion or shift, all of which have vector forms. Relative error below
+// 1e-7 (measured 8.4e-8); NaN propagates, below -87 it returns 0 and above 88 +inf. In device
+// code it is __expf instead (the reason and its error at the function).
+//
+// fast_divide(a, b): a / b on the CPU, __fdividef in device code.
 //
 // fast_sqrt(float): the classic bit-level guess of 1/sqrt(x) (within 3.5%), three Newton steps
 // (1.75e-3, then 5e-6, then below float rounding), times x. Relative error below 2e-7

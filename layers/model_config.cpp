@@ -24,11 +24,11 @@ void ModelConfig::validate(const ConfigDocument& doc) const {
   positive("n_head", n_head);
   positive("d_model", d_model);
   if (d_ff < 0) config_fail(doc, kSection, "d_ff", "must not be negative (0 = 4 * d_model)");
-  if (d_ff > kMaxSize || 4 * d_model > kMaxSize)
-    config_fail(doc, kSection, d_ff > kMaxSize ? "d_ff" : "d_model",
+  // Below 2^31 each, so ff_width() and padded_vocab_size() cannot overflow.
+  if (ff_width() > kMaxSize)
+    config_fail(doc, kSection, d_ff > 0 ? "d_ff" : "d_model",
                 "the MLP's width must be below 2^31, got " + std::to_string(ff_width()));
-  const std::int64_t padded = (vocab_size + vocab_pad_multiple - 1) / vocab_pad_multiple;
-  if (padded > kMaxSize / vocab_pad_multiple)
+  if (padded_vocab_size() > kMaxSize)
     config_fail(doc, kSection, "vocab_pad_multiple",
                 "padding the vocabulary of " + std::to_string(vocab_size) + " to a multiple of " +
                     std::to_string(vocab_pad_multiple) + " passes 2^31");
@@ -36,7 +36,7 @@ void ModelConfig::validate(const ConfigDocument& doc) const {
   const double width = static_cast<double>(d_model);
   const double parameters =
       static_cast<double>(n_layer) * (4 * width * width + 2 * width * static_cast<double>(ff_width())) +
-      static_cast<double>(padded * vocab_pad_multiple + seq_len) * width;
+      static_cast<double>(padded_vocab_size() + seq_len) * width;
   if (parameters > 1e13)
     config_fail(doc, kSection, "d_model",
                 std::to_string(n_layer) + " layers of width " + std::to_string(d_model) +

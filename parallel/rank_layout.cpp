@@ -7,14 +7,13 @@
 
 namespace ternion {
 
-namespace {
-
-// a * b, or INT64_MAX when that overflows (only messages see such products).
 std::int64_t saturating_product(std::int64_t a, std::int64_t b) {
   std::int64_t product = 0;
   if (__builtin_mul_overflow(a, b, &product)) return INT64_MAX;
   return product;
 }
+
+namespace {
 
 void check_sizes(std::int64_t world_size, std::int64_t tp, std::int64_t pp, std::int64_t dp) {
   TN_CHECK_AS(ConfigError, world_size >= 1, "world size must be at least 1, got ", world_size);

@@ -77,6 +77,9 @@ struct RankLayout {
 RankLayout make_rank_layout(std::int64_t world_size, std::int64_t tp, std::int64_t pp,
                             std::int64_t dp);
 
+// a * b, or INT64_MAX where that overflows (sizes a config asks for may be anything).
+std::int64_t saturating_product(std::int64_t a, std::int64_t b);
+
 // "rank R: dp=D tp=T pp=P tp_group=[a,b] dp_group=[..] pp_group=[..]"
 std::string layout_line(const RankLayout& layout, int rank);
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
@@ -32,13 +33,12 @@ std::string step_name(std::int64_t step) {
 // The step of a complete checkpoint's directory name ("step_0000100"), or -1 for any other
 // name (step_N.tmp, step_N.old, files of the user's).
 std::int64_t step_of_name(const std::string& name) {
-  if (name.rfind("step_", 0) != 0 || name.size() == 5 || name.size() > 5 + 18) return -1;
-  std::int64_t step = 0;
-  for (std::size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return -1;
-    step = step * 10 + (name[i] - '0');
-  }
-  return step;
+  if (name.rfind("step_", 0) != 0 || name.size() == 5 || name[5] < '0' || name[5] > '9')
+    return -1;
+  std::int64_t step = -1;
+  const char* last = name.data() + name.size();
+  const auto [end, error] = std::from_chars(name.data() + 5, last, step);
+  return error == std::errc() && end == last ? step : -1;
 }
 
 std::string rank_name(int rank, const char* extension) {
@@ -155,15 +155,13 @@ void check_save_dir_writable(const TrainConfig& config, int rank) {
   const std::string probe = (fs::path(save_dir) / (".write-probe." + rank_name(rank, "") + "." +
                                                    std::to_string(::getpid())))
                                 .string();
-  std::FILE* file = std::fopen(probe.c_str(), "wb");
-  if (file == nullptr)
-    refuse("cannot write in '" + save_dir + "': " + std::strerror(errno));
-  const bool written = std::fputs("probe\n", file) >= 0;
-  const bool closed = std::fclose(file) == 0;
-  const int write_errno = errno;
+  try {
+    write_text_file(probe, "probe\n");
+  } catch (const CheckpointError& e) {
+    fs::remove(probe, ec);
+    refuse(e.what());
+  }
   fs::remove(probe, ec);
-  if (!written || !closed)
-    refuse("cannot write in '" + save_dir + "': " + std::strerror(write_errno));
   if (ec) refuse("cannot remove '" + probe + "' (a write probe): " + ec.message());
 }
 

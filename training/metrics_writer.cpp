@@ -1,6 +1,7 @@
 #include "training/metrics_writer.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -49,14 +50,12 @@ namespace {
 std::int64_t step_of_line(const std::string& line) {
   const std::string prefix = "{\"step\": ";
   if (line.rfind(prefix, 0) != 0 || line.back() != '}') return -1;
-  std::int64_t step = 0;
-  std::size_t i = prefix.size();
+  const std::size_t i = prefix.size();
   if (i >= line.size() || line[i] < '0' || line[i] > '9') return -1;
-  for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
-    if (step > (std::int64_t{1} << 58)) return -1;
-    step = step * 10 + (line[i] - '0');
-  }
-  return i < line.size() && line[i] == ',' ? step : -1;
+  std::int64_t step = -1;
+  const char* last = line.data() + line.size();
+  const auto [end, error] = std::from_chars(line.data() + i, last, step);
+  return error == std::errc() && end != last && *end == ',' ? step : -1;
 }
 
 }  // namespace

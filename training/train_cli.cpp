@@ -172,29 +172,21 @@ std::optional<int> agree_on_failure(Communicator& world, const std::optional<Fai
 }
 
 // Ranks that resolved different configs (an MPMD job, a file edited while the job started)
-// would part ways in some later collective and hang there: every rank compares a checksum of
-// its resolved config with rank 0's first. Returns the exit status where any differs.
+// would part ways in some later collective and hang there: each rank compares a checksum of
+// its resolved config with rank 0's first, and the ranks agree on the outcome.
 std::optional<int> agree_on_config(Communicator& world, const TrainConfig& config) {
   const std::string text = config_yaml(config);
   const std::uint32_t sum = crc32(text.data(), text.size());
   // F32 collectives carry integers exactly below 2^24: the checksum goes in two halves.
-  const Tensor mine = Tensor::from_vector(
-      {static_cast<float>(sum >> 16), static_cast<float>(sum & 0xFFFFu)}, {2});
-  Tensor all = Tensor::empty({2 * world.size()});
-  world.all_gather(all, mine);
-  const float* sums = all.data<float>();
-  std::vector<int> differing;
-  for (int r = 1; r < world.size(); ++r)
-    if (sums[2 * r] != sums[0] || sums[2 * r + 1] != sums[1]) differing.push_back(r);
-  if (differing.empty()) return std::nullopt;
-  if (world.rank() == 0)
-    std::fprintf(stderr,
-                 "ternion-train: error: ranks %s resolved a config other than rank 0's (%s "
-                 "and its --set arguments): every rank must run the same config\n",
-                 rank_list_str(differing).c_str(), config.source.c_str());
-  std::fflush(stderr);
-  world.barrier();  // the message is out before any rank exits
-  return 1;
+  const float high = static_cast<float>(sum >> 16), low = static_cast<float>(sum & 0xFFFFu);
+  Tensor rank0 = Tensor::from_vector({high, low}, {2});
+  world.broadcast(rank0, 0);
+  std::optional<Failure> mine;
+  if (rank0.data<float>()[0] != high || rank0.data<float>()[1] != low)
+    mine = Failure{1, "ternion-train: error: this rank resolved a config other than rank 0's (" +
+                          config.source +
+                          " and its --set arguments): every rank must run the same config\n"};
+  return agree_on_failure(world, mine);
 }
 
 // ---- the runs -----------------------------------------------------------------------------
@@ -225,19 +217,21 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
     // Launchers start this many ranks: the whole config is checked first, for the world the
     // layout makes (one data rank where parallel.data is 0, to be derived), so that a layout
     // mpirun cannot start, or a config that would fail on every rank, stops here.
-    constexpr std::int64_t kMaxLayoutSize = std::int64_t{1} << 24;  // ranks: bounds the product
-    for (const auto& [key, size] : {std::pair{"tensor", parallel.tensor},
-                                    std::pair{"pipeline", parallel.pipeline},
-                                    std::pair{"data", parallel.data}})
-      if (size > kMaxLayoutSize)
-        config_fail(s.doc, "parallel", key, "must be at most 2^24, got " + std::to_string(size));
-    const std::int64_t world = std::max<std::int64_t>(parallel.tensor, 1) *
-                               std::max<std::int64_t>(parallel.pipeline, 1) *
-                               std::max<std::int64_t>(parallel.data, 1);
-    TrainConfig::from_document(s.doc, {}, world > kMaxLayoutSize ? 1 : world);
-    if (world > kMaxLayoutSize)
-      config_fail(s.doc, "parallel", "tensor",
-                  "tensor x pipeline x data = " + std::to_string(world) + " ranks: at most 2^24");
+    constexpr std::int64_t kMaxLayoutSize = std::int64_t{1} << 24;  // ranks
+    const std::int64_t world = saturating_product(
+        saturating_product(std::max<std::int64_t>(parallel.tensor, 1),
+                           std::max<std::int64_t>(parallel.pipeline, 1)),
+        std::max<std::int64_t>(parallel.data, 1));
+    if (world > kMaxLayoutSize) {
+      const char* largest = parallel.tensor >= parallel.pipeline
+                                ? (parallel.tensor >= parallel.data ? "tensor" : "data")
+                                : (parallel.pipeline >= parallel.data ? "pipeline" : "data");
+      config_fail(s.doc, "parallel", largest,
+                  "tensor (" + std::to_string(parallel.tensor) + ") x pipeline (" +
+                      std::to_string(parallel.pipeline) + ") x data (" +
+                      std::to_string(parallel.data) + ") is more than 2^24 ranks");
+    }
+    TrainConfig::from_document(s.doc, {}, world);
     if (world_rank == 0)
       std::cout << "tensor " << parallel.tensor << " pipeline " << parallel.pipeline << " data "
                 << parallel.data << '\n';

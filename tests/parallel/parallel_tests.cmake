@@ -87,11 +87,10 @@ parallel_mpi_cli_test(training_refuses_bad_zero_stage 2 1
   --once "--set parallel.zero_stage=3: parallel.zero_stage: must be 0 or 1, got 3"
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set parallel.zero_stage=3)
-# A bad command line: status 2 on every rank, the usage hint once.
 # Ranks that resolved different configs (an MPMD job) stop before any collective can hang.
 add_test(NAME parallel_mpi.ranks_with_different_configs
          COMMAND ${parallel_expect} 1
-                 --once "ranks \\[1\\] resolved a config other than rank 0.s"
+                 --once "\\[rank 1\\] ternion-train: error: this rank resolved a config other than rank 0.s"
                  -- ${parallel_mpirun} -np 1 $<TARGET_FILE:ternion-train>
                  --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
                  --dry-run
@@ -101,6 +100,7 @@ add_test(NAME parallel_mpi.ranks_with_different_configs
 set_tests_properties(parallel_mpi.ranks_with_different_configs PROPERTIES
                      FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
                      ENVIRONMENT "${parallel_mpi_env}")
+# A bad command line: status 2 on every rank, the usage hint once.
 parallel_mpi_cli_test(bad_argument 2 2
   --once "unknown argument '--frobnicate'"
   -- --config ${parallel_configs}/tp2_dp2.yaml --frobnicate)
@@ -122,7 +122,7 @@ set_tests_properties(parallel_mpi.print_layout PROPERTIES LABELS "parallel;cli"
                      ENVIRONMENT "OMP_NUM_THREADS=1")
 # --print-layout checks the whole config for the world its layout makes, so that launchers
 # never start a job of impossible size (ternion-run once asked mpirun for 4e11 ranks).
-foreach(case "99999999999;parallel.tensor: must be at most 2\\^24"
+foreach(case "99999999999;parallel.tensor: tensor \\(99999999999\\) x pipeline \\(1\\) x data \\(2\\) is more than 2\\^24 ranks"
              "0;parallel.tensor: must be at least 1"
              "3;n_head \\(2\\) is not a multiple of parallel.tensor \\(3\\)")
   list(GET case 0 tensor)
