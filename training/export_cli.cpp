@@ -9,6 +9,7 @@
 
 #include "framework/safetensors.h"
 #include "training/checkpoint.h"
+#include "training/cli_option_values.h"
 #include "training/hf_export.h"
 
 namespace ternion {
@@ -19,12 +20,10 @@ constexpr const char* kUsage = "usage: ternion-export --checkpoint DIR --output 
 
 int run(int argc, char** argv) {
   std::string checkpoint, output;
+  CliOptionValues values({"--checkpoint", "--output"});
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      TN_CHECK_AS(UsageError, i + 1 < argc, arg, " needs a value");
-      return argv[++i];
-    };
+    auto value = [&]() { return values.take(argc, argv, i); };
     if (arg == "--checkpoint") checkpoint = value();
     else if (arg == "--output") output = value();
     else if (arg == "--help" || arg == "-h") { std::cout << kUsage; return 0; }
