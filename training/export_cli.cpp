@@ -6,6 +6,8 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "framework/safetensors.h"
 #include "training/checkpoint.h"
@@ -17,6 +19,24 @@ namespace ternion {
 namespace {
 
 constexpr const char* kUsage = "usage: ternion-export --checkpoint DIR --output DIR\n";
+
+// Removes the temporary files of an export that failed part-way, so that a failed export
+// leaves OUTPUT as it found it. After the renames none of them exists any more.
+class TemporaryFiles {
+ public:
+  explicit TemporaryFiles(std::vector<std::string> paths) : paths_(std::move(paths)) {}
+  TemporaryFiles(const TemporaryFiles&) = delete;
+  TemporaryFiles& operator=(const TemporaryFiles&) = delete;
+  ~TemporaryFiles() {
+    for (const std::string& path : paths_) {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    }
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
 
 int run(int argc, char** argv) {
   std::string checkpoint, output;
@@ -44,6 +64,7 @@ int run(int argc, char** argv) {
   TN_CHECK_AS(CheckpointError, !ec, "cannot create '", output, "': ", ec.message());
   const std::string weights = (fs::path(output) / "model.safetensors").string();
   const std::string json = (fs::path(output) / "config.json").string();
+  const TemporaryFiles temporaries({weights + ".tmp", json + ".tmp"});
   write_safetensors(weights + ".tmp", hf, {{"format", "pt"}});  // checked and fsynced
   {
     std::ofstream out(json + ".tmp", std::ios::binary);
