@@ -9,7 +9,10 @@ build=${TERNION_BUILD_DIR:-build}
 
 bash tools/install-deps.sh
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" --target ternion-train ternion-prepare -j"$(nproc)"
+# ternion-generate and ternion-export too: the README's next commands sample from and export
+# the checkpoint this run saves.
+cmake --build "$build" --target ternion-train ternion-prepare ternion-generate ternion-export \
+  -j"$(nproc)"
 
 "$build/ternion-prepare" --builtin --output runs/builtin
 mkdir -p runs/quickstart

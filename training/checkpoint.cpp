@@ -222,6 +222,7 @@ void save_checkpoint(const TrainConfig& config, std::int64_t step, CheckpointRet
       meta.ranks = ranks;
       meta.model = checkpoint_model_sizes(config.model);
       meta.optimizer = config.optimizer.type;
+      meta.block = config.model.block;
       write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml(config));
       write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), checkpoint_meta_json(meta));
       fsync_directory(tmp_dir);
@@ -273,6 +274,9 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
     TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
                 "' was saved with model.", key, " = ", saved->second, "; this run has ", value);
   }
+  // A block type of other parameters: say so, rather than name the first tensor it lacks.
+  TN_CHECK_AS(CheckpointError, meta.block.empty() || meta.block == model.block, "checkpoint '",
+              dir, "' was saved with model.block = ", meta.block, "; this run has ", model.block);
   // Optimizer state does not carry over from one optimizer to another (AdamW's moments are
   // not SGD's momentum).
   TN_CHECK_AS(CheckpointError,

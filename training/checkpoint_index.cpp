@@ -1,5 +1,6 @@
 #include "training/checkpoint_index.h"
 
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -23,6 +24,24 @@ std::string json_shape(const Shape& shape) {
   std::string out = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
+}
+
+// `text` as a JSON string literal: model.block is any name a program registered.
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 // What a node holds, for messages.
@@ -170,8 +189,9 @@ std::vector<std::pair<std::string, std::int64_t>> checkpoint_model_sizes(const M
 std::string checkpoint_meta_json(const CheckpointMeta& meta) {
   std::ostringstream out;
   out << "{\"format\": \"" << kCheckpointFormat << "\", \"step\": " << meta.step
-      << ", \"ranks\": " << meta.ranks << ", \"optimizer\": \"" << meta.optimizer
-      << "\", \"model\": {";
+      << ", \"ranks\": " << meta.ranks << ", \"optimizer\": \"" << meta.optimizer << "\"";
+  if (!meta.block.empty()) out << ", \"block\": " << json_string(meta.block);
+  out << ", \"model\": {";
   for (std::size_t i = 0; i < meta.model.size(); ++i)
     out << (i ? ", " : "") << "\"" << meta.model[i].first << "\": " << meta.model[i].second;
   out << "}}\n";
@@ -202,6 +222,7 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
   meta.step = f.integer("step", 0, kMaxStep);
   meta.ranks = static_cast<int>(f.integer("ranks", 1, kMaxRanks));
   if (f.has("optimizer")) meta.optimizer = f.string("optimizer");
+  if (f.has("block")) meta.block = f.string("block");
   const FieldReader model(path, f.node("model"), "model.");
   const YAML::Node sizes = f.node("model");
   for (auto it = sizes.begin(); it != sizes.end(); ++it) {

@@ -6,9 +6,12 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "framework/safetensors.h"
 #include "training/checkpoint.h"
+#include "training/cli_option_values.h"
 #include "training/hf_export.h"
 
 namespace ternion {
@@ -17,14 +20,30 @@ namespace {
 
 constexpr const char* kUsage = "usage: ternion-export --checkpoint DIR --output DIR\n";
 
+// Removes the temporary files of an export that failed part-way, so that a failed export
+// leaves OUTPUT as it found it. After the renames none of them exists any more.
+class TemporaryFiles {
+ public:
+  explicit TemporaryFiles(std::vector<std::string> paths) : paths_(std::move(paths)) {}
+  TemporaryFiles(const TemporaryFiles&) = delete;
+  TemporaryFiles& operator=(const TemporaryFiles&) = delete;
+  ~TemporaryFiles() {
+    for (const std::string& path : paths_) {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    }
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
 int run(int argc, char** argv) {
   std::string checkpoint, output;
+  CliOptionValues values({"--checkpoint", "--output"});
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      TN_CHECK_AS(UsageError, i + 1 < argc, arg, " needs a value");
-      return argv[++i];
-    };
+    auto value = [&]() { return values.take(argc, argv, i); };
     if (arg == "--checkpoint") checkpoint = value();
     else if (arg == "--output") output = value();
     else if (arg == "--help" || arg == "-h") { std::cout << kUsage; return 0; }
@@ -45,6 +64,7 @@ int run(int argc, char** argv) {
   TN_CHECK_AS(CheckpointError, !ec, "cannot create '", output, "': ", ec.message());
   const std::string weights = (fs::path(output) / "model.safetensors").string();
   const std::string json = (fs::path(output) / "config.json").string();
+  const TemporaryFiles temporaries({weights + ".tmp", json + ".tmp"});
   write_safetensors(weights + ".tmp", hf, {{"format", "pt"}});  // checked and fsynced
   {
     std::ofstream out(json + ".tmp", std::ios::binary);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "training/checkpoint.h"
+#include "training/cli_option_values.h"
 #include "training/trainer.h"
 
 namespace ternion {
@@ -27,12 +28,11 @@ Options parse(int argc, char** argv) {
   o.sample.max_tokens = 200;
   o.sample.seed = 1;
   bool have_prompt = false;
+  CliOptionValues values(
+      {"--checkpoint", "--prompt", "--max-tokens", "--temperature", "--top-k", "--seed"});
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      TN_CHECK_AS(UsageError, i + 1 < argc, arg, " needs a value");
-      return argv[++i];
-    };
+    auto value = [&]() { return values.take(argc, argv, i); };
     auto number = [&](const std::string& text) {
       try {
         std::size_t used = 0;

@@ -4,6 +4,8 @@
 #include <set>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include "kernels/layer_norm.h"
 
 namespace ternion {
@@ -215,6 +217,44 @@ std::map<std::string, Tensor> from_hf_gpt2(
     if (name.find(".attn.bias") == std::string::npos && name.find(".attn.masked_bias") == std::string::npos)
       TN_THROW(CheckpointError, "GPT-2 weights have '", name, "', which this model has no place for");
   return ours;
+}
+
+void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
+                          const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(json);  // JSON is YAML; yaml-cpp already reads the checkpoints' JSON
+  } catch (const YAML::Exception& e) {
+    TN_THROW(CheckpointError, "'", path, "' is not valid JSON: ", e.what());
+  }
+  TN_CHECK_AS(CheckpointError, root.IsMap(), "'", path, "' is not a JSON object");
+
+  auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
+    const YAML::Node node = root[key];
+    if (!node || node.IsNull()) return;
+    std::int64_t theirs = 0;
+    try {
+      theirs = node.as<std::int64_t>();
+    } catch (const YAML::Exception&) {
+      TN_THROW(CheckpointError, "'", path, "': ", key, " is not an integer");
+    }
+    TN_CHECK_AS(CheckpointError, theirs == ours, "'", path, "' gives ", key, " ", theirs,
+                ", but ", our_key, " is ", ours);
+  };
+  check_size("n_head", config.n_head, "model.n_head");
+  check_size("n_layer", config.n_layer, "model.n_layer");
+  check_size("n_embd", config.d_model, "model.d_model");
+  check_size("vocab_size", config.vocab_size, "model.vocab_size");
+  check_size("n_positions", config.seq_len, "model.seq_len");
+  check_size("n_inner", config.ff_width(), "the MLP width (model.d_ff, or 4 x model.d_model)");
+
+  // Ours is GPT-2's tanh GELU (kernels/gelu.h), which transformers calls gelu_new.
+  const YAML::Node activation = root["activation_function"];
+  if (activation && !activation.IsNull()) {
+    const std::string name = activation.IsScalar() ? activation.Scalar() : "";
+    TN_CHECK_AS(CheckpointError, name == "gelu_new", "'", path, "' gives activation_function '",
+                name, "', but this model computes GPT-2's tanh GELU ('gelu_new')");
+  }
 }
 
 }  // namespace ternion

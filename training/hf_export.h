@@ -46,4 +46,15 @@ std::map<std::string, Tensor> from_hf_gpt2(const ModelConfig& config,
 // config.json for GPT2LMHeadModel with `config`'s sizes (vocab_size unpadded).
 std::string hf_gpt2_config_json(const ModelConfig& config);
 
+// Checks a GPT-2 config.json (its text; `path` names it in messages) against `config` before
+// its weights are imported. The weights' shapes cannot show n_head (a [C, 3C] c_attn splits
+// into any number of heads), so without this a model of another head count would load and
+// compute a different function; the other sizes are checked too, so that a mismatch names the
+// config key rather than a tensor. Keys the file leaves out are not checked (transformers
+// would take its defaults, which need not be what the writer meant); n_inner null means
+// 4 * n_embd. CheckpointError naming the file, the key and both values, or a file that is not
+// a JSON object.
+void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
+                          const std::string& path);
+
 }  // namespace ternion

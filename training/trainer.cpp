@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <sstream>
 
 #include "data/byte_tokenizer.h"
 #include "framework/device_runtime.h"
@@ -614,6 +616,19 @@ void Trainer::trace_last_step(std::int64_t step) {
 }
 
 void Trainer::load_hf_weights(const std::string& dir) {
+  const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
+  if (std::filesystem::exists(config_path)) {
+    std::ifstream in(config_path, std::ios::binary);
+    std::ostringstream text;
+    if (in.is_open()) text << in.rdbuf();
+    TN_CHECK_AS(CheckpointError, in.is_open() && !in.bad(), "model.init_from '", dir,
+                "': cannot read '", config_path, "'");
+    try {
+      check_hf_gpt2_config(config_.model, text.str(), config_path);
+    } catch (const CheckpointError& e) {
+      TN_THROW(CheckpointError, "model.init_from '", dir, "': ", e.what());
+    }
+  }
   const std::string path = (std::filesystem::path(dir) / "model.safetensors").string();
   const SafetensorsFile file = SafetensorsFile::open(path);
   std::vector<std::pair<std::string, Tensor>> hf;

@@ -26,7 +26,8 @@ class ParallelBlock : public ternion::Layer {
     ternion::Tensor normed = ln_.forward(input, ctx);
     ternion::Tensor out = attn_.forward(normed, ctx);
     ternion::Tensor mlp_out = mlp_.forward(normed, ctx);
-    ternion::Tensor sum = ternion::Tensor::empty(input.shape(), ternion::DType::F32, input.device());
+    // The residual stream's dtype, not F32: under training.precision: bf16 it is bf16.
+    ternion::Tensor sum = ternion::Tensor::empty(input.shape(), input.dtype(), input.device());
     ternion::add(sum, out, mlp_out);
     ternion::add(sum, sum, input);
     return sum;

@@ -12,6 +12,7 @@
 
 #include "data/builtin_corpus.h"
 #include "data/text_prepare.h"
+#include "layers/layer_registry.h"
 #include "mpi_gtest.h"
 #include "parallel_run_support.h"
 #include "parallel/process_groups.h"
@@ -320,6 +321,26 @@ TEST_F(CheckpointFiles, AnotherOptimizersStateIsRefusedNamingBothTypes) {
                      "optimizer.type than this run's sgd"),
             std::string::npos)
       << msg;
+}
+
+// A checkpoint of another block type: the message names both types, not the first tensor the
+// other block lacks. "transformer_twin" is the built-in block under another name, so the
+// recorded name is the only thing that tells the two apart.
+TEST_F(CheckpointFiles, AnotherBlockTypeIsRefusedNamingBothTypes) {
+  LayerRegistry::instance().add("transformer_twin", [](const BlockSpec& spec) {
+    return LayerRegistry::instance().create("transformer", spec);
+  });
+  TrainConfig twin = run_config(Layout{}, dir_);
+  twin.model.block = "transformer_twin";
+  std::string msg = load_error(step_, twin);
+  EXPECT_NE(msg.find("was saved with model.block = transformer; this run has transformer_twin"),
+            std::string::npos)
+      << msg;
+  // Checkpoints written before the block type was recorded still load.
+  const std::string old = damaged_copy("before_block_type", "checkpoint.json",
+                                       R"("block": "transformer", )", "");
+  EXPECT_EQ(load_error(old), "");
+  EXPECT_EQ(load_error(old, twin), "");
 }
 
 // Another run left checkpoints of later steps (5, 10) in the save_dir. A fresh run with keep 2

@@ -100,5 +100,55 @@ TEST(HfImport, MismatchedWeightsAreRefusedNamingTheTensor) {
   EXPECT_THROW(Trainer t(missing), CheckpointError);
 }
 
+// The head count is invisible in the weights' shapes: config.json is what tells a model of 4
+// heads from one of 2, so a run of another head count must be refused, not started.
+TEST(HfImport, ConfigJsonOfAnotherHeadCountIsRefused) {
+  ScratchDir dir("hf-import-heads");
+  prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
+  TrainConfig c = small(dir);
+  Trainer trained(c);
+  std::map<std::string, Tensor> params;
+  for (const Parameter* p : trained.model().parameters()) params[p->name] = p->value;
+  const std::string hf_dir = dir.file("hf");
+  std::filesystem::create_directories(hf_dir);
+  write_safetensors(hf_dir + "/model.safetensors", to_hf_gpt2(c.model, params));
+  std::ofstream(hf_dir + "/config.json") << hf_gpt2_config_json(c.model);
+
+  TrainConfig same = c;
+  same.model.init_from = hf_dir;
+  EXPECT_NO_THROW(Trainer t(same));
+
+  TrainConfig one_head = same;
+  one_head.model.n_head = 1;
+  try {
+    Trainer t(one_head);
+    FAIL() << "a model of 1 head started from weights of 2";
+  } catch (const CheckpointError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("n_head 2"), std::string::npos) << what;
+    EXPECT_NE(what.find("model.n_head is 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("config.json"), std::string::npos) << what;
+  }
+
+  std::ofstream(hf_dir + "/config.json") << "{\"n_head\": ";
+  EXPECT_THROW(Trainer t(same), CheckpointError);
+}
+
+TEST(HfImport, ConfigJsonKeysAreCheckedOnlyWhereGiven) {
+  ModelConfig m;
+  m.n_layer = 2;
+  m.n_head = 2;
+  m.d_model = 32;
+  m.seq_len = 16;
+  EXPECT_NO_THROW(check_hf_gpt2_config(m, hf_gpt2_config_json(m), "c.json"));
+  EXPECT_NO_THROW(check_hf_gpt2_config(m, "{\"n_inner\": null}", "c.json"));
+  EXPECT_NO_THROW(check_hf_gpt2_config(m, "{}", "c.json"));
+  EXPECT_THROW(check_hf_gpt2_config(m, "{\"n_inner\": 64}", "c.json"), CheckpointError);
+  EXPECT_THROW(check_hf_gpt2_config(m, "{\"n_layer\": \"two\"}", "c.json"), CheckpointError);
+  EXPECT_THROW(check_hf_gpt2_config(m, "{\"activation_function\": \"gelu\"}", "c.json"),
+               CheckpointError);
+  EXPECT_THROW(check_hf_gpt2_config(m, "[1, 2]", "c.json"), CheckpointError);
+}
+
 }  // namespace
 }  // namespace ternion

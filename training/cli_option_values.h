@@ -1,0 +1,41 @@
+// CliOptionValues: the `--option VALUE` pairs of the small command lines (ternion-generate,
+// ternion-export).
+//
+// A value that is itself one of the program's options means the value was left out
+// (`--checkpoint --prompt hi`): that is refused as such, rather than "--prompt" becoming the
+// checkpoint path and "hi" an unknown argument. Any other value is taken as given, so a
+// prompt may start with dashes. An option given twice is refused, since only one of the two
+// values could be used. All failures are UsageError.
+#pragma once
+
+#include <set>
+#include <string>
+#include <utility>
+
+#include "framework/error.h"
+
+namespace ternion {
+
+class CliOptionValues {
+ public:
+  // `options`: every option of the program that takes a value.
+  explicit CliOptionValues(std::set<std::string> options) : options_(std::move(options)) {}
+
+  // argv[i] is one of the options: returns its value, argv[i + 1], and steps i onto it.
+  std::string take(int argc, char** argv, int& i) {
+    const std::string option = argv[i];
+    TN_CHECK_AS(UsageError, seen_.insert(option).second, option, " given twice");
+    TN_CHECK_AS(UsageError, i + 1 < argc, option, " needs a value");
+    const std::string value = argv[i + 1];
+    TN_CHECK_AS(UsageError, options_.count(value) == 0, option, " needs a value (got the option ",
+                value, ")");
+    ++i;
+    return value;
+  }
+
+ private:
+  std::set<std::string> options_;
+  std::set<std::string> seen_;
+};
+
+}  // namespace ternion
