@@ -630,13 +630,15 @@ void Trainer::load_hf_weights(const std::string& dir) {
     }
   }
   const std::string path = (std::filesystem::path(dir) / "model.safetensors").string();
-  const SafetensorsFile file = SafetensorsFile::open(path);
-  std::vector<std::pair<std::string, Tensor>> hf;
-  for (const SafetensorsEntry& entry : file.entries()) hf.emplace_back(entry.name, file.read(entry.name));
   std::map<std::string, Tensor> whole;
   try {
+    const SafetensorsFile file = SafetensorsFile::open(path);
+    std::vector<std::pair<std::string, Tensor>> hf;
+    for (const SafetensorsEntry& entry : file.entries())
+      hf.emplace_back(entry.name, file.read(entry.name));
     whole = from_hf_gpt2(config_.model, hf);
-  } catch (const CheckpointError& e) {
+  } catch (const Error& e) {
+    if (!e.is_user_error()) throw;
     TN_THROW(CheckpointError, "model.init_from '", dir, "': ", e.what());
   }
   for (Parameter* p : parameters_) {
