@@ -66,12 +66,26 @@ PrepareResult split_and_write(std::string_view text, const std::string& source,
   const std::vector<std::uint16_t> tokens = encode_bytes(text);
   std::span<const std::uint16_t> all(tokens);
   const std::int64_t train_bytes = total - val_bytes;
+  // The two files are a pair: both are written under new names first, and only then replace
+  // the old pair, so a failure writing either leaves the old train.bin and val.bin together.
   const fs::path dir(output_dir);
-  write_token_file((dir / "train.bin").string(),
-                   all.first(static_cast<std::size_t>(train_bytes)));
+  const std::string train_path = (dir / "train.bin").string();
   const std::string val_path = (dir / "val.bin").string();
+  const std::string train_new = train_path + ".new", val_new = val_path + ".new";
+  try {
+    write_token_file(train_new, all.first(static_cast<std::size_t>(train_bytes)));
+    if (val_bytes > 0)
+      write_token_file(val_new, all.subspan(static_cast<std::size_t>(train_bytes)));
+  } catch (const DataError&) {
+    fs::remove(train_new, error);
+    fs::remove(val_new, error);
+    throw;
+  }
+  fs::rename(train_new, train_path, error);
+  if (error) TN_THROW(DataError, "cannot replace '", train_path, "': ", error.message());
   if (val_bytes > 0) {
-    write_token_file(val_path, all.subspan(static_cast<std::size_t>(train_bytes)));
+    fs::rename(val_new, val_path, error);
+    if (error) TN_THROW(DataError, "cannot replace '", val_path, "': ", error.message());
   } else {
     fs::remove(val_path, error);
     if (error) TN_THROW(DataError, "cannot remove stale '", val_path, "': ", error.message());

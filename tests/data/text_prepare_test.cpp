@@ -113,6 +113,19 @@ TEST(PrepareText, OutputPathThatIsAFile) {
                           [&] { prepare_text("hello", file + "/sub", 0.0); }, {file + "/sub"});
 }
 
+// train.bin and val.bin are replaced as a pair: when the new val.bin cannot be written, the
+// old train.bin stays beside the old val.bin (and no .new file is left).
+TEST(PrepareText, AFailedWriteLeavesTheOldPair) {
+  TempDir dir;
+  const std::string old_text = sample_text(100);
+  prepare_text(old_text, dir.path(), 0.2);
+  std::filesystem::create_directory(dir.file("val.bin.new"));  // the new val.bin cannot land
+  EXPECT_THROW(prepare_text(sample_text(300), dir.path(), 0.2), DataError);
+  EXPECT_EQ(shard_text(dir.file("train.bin")), old_text.substr(0, 80));
+  EXPECT_EQ(shard_text(dir.file("val.bin")), old_text.substr(80));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("train.bin.new")));
+}
+
 TEST(PrepareText, FileVersionMatchesTextVersion) {
   TempDir dir;
   const std::string text = sample_text(4000);
