@@ -29,17 +29,30 @@ TrainConfig small(const ScratchDir& dir) {
   return c;
 }
 
+// A run's parameters by name.
+std::map<std::string, Tensor> parameters_of(Trainer& trained) {
+  std::map<std::string, Tensor> params;
+  for (const Parameter* p : trained.model().parameters()) params[p->name] = p->value;
+  return params;
+}
+
+// DIR/hf holding `params` exported as Hugging Face GPT-2 weights (model.safetensors).
+std::string write_hf_dir(const ScratchDir& dir, const ModelConfig& model,
+                         const std::map<std::string, Tensor>& params) {
+  const std::string hf_dir = dir.file("hf");
+  std::filesystem::create_directories(hf_dir);
+  write_safetensors(hf_dir + "/model.safetensors", to_hf_gpt2(model, params));
+  return hf_dir;
+}
+
 TEST(HfImport, AnExportedModelStartsANewRunWhereItWas) {
   ScratchDir dir("hf-import");
   prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
   TrainConfig c = small(dir);
   Trainer trained(c);
   for (int s = 1; s <= 3; ++s) trained.train_step(s);
-  std::map<std::string, Tensor> params;
-  for (const Parameter* p : trained.model().parameters()) params[p->name] = p->value;
-  const std::string hf_dir = dir.file("hf");
-  std::filesystem::create_directories(hf_dir);
-  write_safetensors(hf_dir + "/model.safetensors", to_hf_gpt2(c.model, params));
+  const std::map<std::string, Tensor> params = parameters_of(trained);
+  const std::string hf_dir = write_hf_dir(dir, c.model, params);
 
   TrainConfig resumed = c;
   resumed.model.init_from = hf_dir;
@@ -56,8 +69,7 @@ TEST(HfImport, WeightsNamedWithoutTheTransformerPrefixLoadToo) {
   TrainConfig c = small(dir);
   Trainer trained(c);
   trained.train_step(1);
-  std::map<std::string, Tensor> params;
-  for (const Parameter* p : trained.model().parameters()) params[p->name] = p->value;
+  const std::map<std::string, Tensor> params = parameters_of(trained);
   std::vector<std::pair<std::string, Tensor>> unprefixed;
   const std::string prefix = "transformer.";
   for (auto& [name, tensor] : to_hf_gpt2(c.model, params)) {
@@ -80,11 +92,8 @@ TEST(HfImport, MismatchedWeightsAreRefusedNamingTheTensor) {
   prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
   TrainConfig c = small(dir);
   Trainer trained(c);
-  std::map<std::string, Tensor> params;
-  for (const Parameter* p : trained.model().parameters()) params[p->name] = p->value;
-  const std::string hf_dir = dir.file("hf");
-  std::filesystem::create_directories(hf_dir);
-  write_safetensors(hf_dir + "/model.safetensors", to_hf_gpt2(c.model, params));
+  const std::map<std::string, Tensor> params = parameters_of(trained);
+  const std::string hf_dir = write_hf_dir(dir, c.model, params);
   TrainConfig wider = c;
   wider.model.d_model = 64;
   wider.model.init_from = hf_dir;
@@ -113,11 +122,8 @@ TEST(HfImport, ConfigJsonOfAnotherHeadCountIsRefused) {
   prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
   TrainConfig c = small(dir);
   Trainer trained(c);
-  std::map<std::string, Tensor> params;
-  for (const Parameter* p : trained.model().parameters()) params[p->name] = p->value;
-  const std::string hf_dir = dir.file("hf");
-  std::filesystem::create_directories(hf_dir);
-  write_safetensors(hf_dir + "/model.safetensors", to_hf_gpt2(c.model, params));
+  const std::map<std::string, Tensor> params = parameters_of(trained);
+  const std::string hf_dir = write_hf_dir(dir, c.model, params);
   std::ofstream(hf_dir + "/config.json") << hf_gpt2_config_json(c.model);
 
   TrainConfig same = c;
