@@ -15,6 +15,7 @@ namespace ternion {
 namespace {
 
 std::atomic<AttentionKernel> g_attention_kernel{AttentionKernel::automatic};
+std::atomic<bool> g_attention_deterministic{true};
 
 struct AttentionDims {
   std::int64_t batch, seq, n_head, head_size;
@@ -51,6 +52,10 @@ AttentionDims check_attention_operands(const char* op, std::initializer_list<con
 
 void set_attention_kernel(AttentionKernel kernel) { g_attention_kernel.store(kernel); }
 AttentionKernel attention_kernel() { return g_attention_kernel.load(); }
+void set_attention_deterministic(bool deterministic) {
+  g_attention_deterministic.store(deterministic);
+}
+bool attention_deterministic() { return g_attention_deterministic.load(); }
 
 bool parse_attention_kernel(std::string_view text, AttentionKernel& kernel) {
   if (text == "auto") {

@@ -54,6 +54,12 @@ class AttentionKernelScope {
   AttentionKernel saved_;
 };
 
+// Whether cuDNN's attention backward takes its deterministic algorithm (the default: runs
+// repeat bit for bit) or its faster one, whose atomic adds into dQ round in a varying order
+// (Megatron's --deterministic-mode, off). The other implementations are always deterministic.
+void set_attention_deterministic(bool deterministic);
+bool attention_deterministic();
+
 // "auto" | "cudnn" | "cublas"; parse returns false for anything else.
 bool parse_attention_kernel(std::string_view text, AttentionKernel& kernel);
 std::string attention_kernel_name(AttentionKernel kernel);

@@ -306,7 +306,8 @@ int run_training(Communicator& world, const Setup& s) {
            config.training.device == "cuda"
                ? detail::concat(", on CUDA in ", config.training.precision, " (backend ",
                                 comm_backend_name(parallel.comm_backend(true)), ", attention ",
-                                config.training.attention, ")")
+                                config.training.attention,
+                                config.training.deterministic ? "" : ", non-deterministic", ")")
                : std::string(config.training.precision == "bf16" ? ", bf16 compute" : ""));
   if (s.options.dry_run) {
     log_info("ternion: dry run: config and data are valid");

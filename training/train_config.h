@@ -34,6 +34,7 @@ struct TrainingConfig {
   std::string precision = "fp32";  // fp32 | bf16 (bf16 compute, f32 master weights and state)
   std::string attention = "auto";  // auto | cudnn | cublas: the CUDA attention kernel
   std::string gelu_epilogue = "check";  // check | on | off: cuBLASLt's GELU in bf16 MLP GEMMs
+  bool deterministic = true;  // bit-for-bit repeatable runs (cuDNN attention's backward)
 
   template <class V>
   void visit(V& v) {
@@ -57,6 +58,9 @@ struct TrainingConfig {
     v("gelu_epilogue", gelu_epilogue,
       "cuBLASLt's GELU epilogues in bf16 MLP GEMMs: check (where a run-time check finds them "
       "to be GPT-2's GELU to bf16 rounding), on (wherever offered), off (our GELU kernels)");
+    v("deterministic", deterministic,
+      "runs repeat bit for bit; false lets cuDNN's attention backward take its faster "
+      "algorithm, whose atomic adds make runs differ in rounding");
   }
 };
 

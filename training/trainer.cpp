@@ -127,6 +127,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
               "training.attention: must be auto, cudnn or cublas, got '",
               config.training.attention, "'");
   set_attention_kernel(attention);
+  set_attention_deterministic(config.training.deterministic);
   GeluEpilogue gelu_epilogue = GeluEpilogue::check;
   TN_CHECK_AS(ConfigError, parse_gelu_epilogue(config.training.gelu_epilogue, gelu_epilogue),
               "training.gelu_epilogue: must be check, on or off, got '",

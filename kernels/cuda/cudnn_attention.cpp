@@ -32,6 +32,7 @@
 #include "framework/cuda/cuda_check.h"
 #include "framework/cuda/cuda_runtime.h"
 #include "framework/logging.h"
+#include "kernels/attention.h"
 
 namespace ternion::cuda {
 
@@ -44,11 +45,12 @@ enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
 
 struct Problem {
   std::int64_t batch, seq, n_head, head_size;
+  bool deterministic;  // the backward's algorithm (attention_deterministic())
   auto operator<=>(const Problem&) const = default;
 };
 
 Problem problem_of(const Tensor& qkv, std::int64_t n_head) {
-  return {qkv.size(0), qkv.size(1), n_head, qkv.size(2) / (3 * n_head)};
+  return {qkv.size(0), qkv.size(1), n_head, qkv.size(2) / (3 * n_head), attention_deterministic()};
 }
 
 // One handle for the process (as the cuBLAS handles), created on first use after the device
@@ -140,7 +142,7 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const Problem& p) {
                      .set_name("ternion_attention_backward")
                      .set_attn_scale(attention_scale(p))
                      .set_causal_mask(true)
-                     .set_deterministic_algorithm(true);
+                     .set_deterministic_algorithm(p.deterministic);
   auto [dq, dk, dv] = graph->sdpa_backward(q, k, v, o, d_o, stats, options);
   dq->set_output(true).set_uid(kDQ).set_dim(head_dims(p)).set_stride(qkv_strides(p));
   dk->set_output(true).set_uid(kDK).set_dim(head_dims(p)).set_stride(qkv_strides(p));
@@ -193,8 +195,9 @@ const Plan& plan_for(const Problem& p, AttentionPass pass) {
   }
   if (plan.unsupported.empty()) {
     log_info("attention: cuDNN fused SDPA ", what, " for B=", p.batch, " T=", p.seq,
-             " heads=", p.n_head, " head_size=", p.head_size, " (cuDNN ", cudnnGetVersion(),
-             ")");
+             " heads=", p.n_head, " head_size=", p.head_size,
+             forward ? "" : p.deterministic ? ", deterministic" : ", non-deterministic",
+             " (cuDNN ", cudnnGetVersion(), ")");
   } else {
     plan.graph.reset();
     plan.unsupported = "cuDNN cannot run the attention " + std::string(what) + " with B=" +

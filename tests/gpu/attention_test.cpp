@@ -155,6 +155,15 @@ TEST(GpuAttention, CudnnBf16MatchesCpuToItsRounding) {
     check_against_cpu(c, DType::BF16, AttentionKernel::cudnn, 61, kBf16Tolerance);
 }
 
+// training.deterministic: false: cuDNN's other backward algorithm, the same function.
+TEST(GpuAttention, CudnnNonDeterministicBackwardMatchesCpuToItsRounding) {
+  TN_REQUIRE_CUDNN_ATTENTION(bf16_qkv_example(kGpt2Head), kGpt2Head.n_head);
+  set_attention_deterministic(false);
+  for (const AttentionCase& c : {kSmall, kLarger, kGpt2Head})
+    check_against_cpu(c, DType::BF16, AttentionKernel::cudnn, 67, kBf16Tolerance);
+  set_attention_deterministic(true);
+}
+
 // cuDNN's Stats and our lse are one quantity: a cuDNN forward's lse drives a cuBLAS backward
 // to the cuBLAS backward's own result.
 TEST(GpuAttention, CudnnLseDrivesTheCublasBackward) {
