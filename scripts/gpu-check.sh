@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317  # the step functions run through `step` (timeout bash -c)
-# scripts/gpu-check.sh: the one-shot check of the CUDA path on a lent GPU machine.
+# scripts/gpu-check.sh: the one-shot check of the CUDA path on a GPU machine (docs/gpu.md).
 #
-#   bash scripts/gpu-check.sh [--until deps|configure|build]
+#   bash scripts/gpu-check.sh [--until deps|configure|build | --prebuild]
 #
-# Run from the repository root on the GPU machine, with .gpu-deps/ carried along (made here by
-# tools/prepare-gpu-deps.sh; the device tool: carry [".gpu-deps"], timeout_s 540). In order:
+# Run from the repository root on the GPU machine, with .gpu-deps/ beside the tree (made on a
+# Debian 12 machine with package access by tools/prepare-gpu-deps.sh; --prebuild, there too,
+# adds the check's programs built for sm_90). In order:
 #   1. unpack .gpu-deps/*.deb with dpkg -x into a private prefix (never into /) and point the
 #      build at it: OpenBLAS, yaml-cpp, GoogleTest, Open MPI (relocated with OPAL_PREFIX);
-#   2. configure (Ninja, Release, CUDA architecture 90) and build the programs the check runs;
+#   2. the prebuilt build if it was made from this tree, else configure (Ninja, Release, CUDA
+#      architecture 90) and build the programs the check runs;
 #   3. ctest -L gpu: every CUDA op, model and training test against the CPU; a skipped test
 #      fails the check (here they must run);
 #   4. 20 fp32 training steps on the GPU against the same 20 on the CPU: the same losses;
-#   5. bench_gemm (the bf16 GEMM peak, measured now) and GPT-2 124M in bf16 on one GPU:
-#      tokens/s, MFU against that peak, peak memory (the issue's aim, early in the budget);
+#   5. bench_gemm (the bf16 GEMM peak, measured now), GPT-2 124M and a 1.3B model in bf16 on
+#      one GPU (tokens/s, MFU against that peak, peak memory), then GPT-2 124M in plain
+#      PyTorch on the same GPU (scripts/pytorch_gpt2_baseline.py) and GPT-2 with
+#      training.deterministic: false;
 #   6. the parallel layouts on the one GPU over the MPI backend (several ranks share it)
 #      against one GPU rank: tests/cli/compare_runs.sh on CI's layout config (pp_run.yaml),
 #      the same losses to 1e-5 and the same sample;
-#   7. bench_linear, a 1.3B model in bf16 as in 5, then bench_kernels: every op at GPT-2's
-#      micro-batch against a device copy's bandwidth.
-# Every step has a timeout and the whole check a budget (TN_GPU_CHECK_BUDGET_S, default 450 s:
-# under 8 minutes); a failed step is recorded and the next one runs. Writes to $OUT (the device
-# tool's output folder) or else runs/gpu-check: summary.md (the table), gpu-check.log (every
-# step's output), bench_gemm.txt, bench_linear.txt, bench_kernels.txt, runs.tar.gz (each run's metrics and log). Exit status 0 only
-# if every step passed.
+#   7. bench_kernels (every op at GPT-2's micro-batch against a device copy's bandwidth), then
+#      bench_linear.
+# Every step has a timeout and the whole check a budget (TN_GPU_CHECK_BUDGET_S, default 450 s);
+# a failed step is recorded and the next one runs. Writes to $OUT (an output folder the job
+# runner returns) or else runs/gpu-check: summary.md (the table), gpu-check.log (every step's
+# output), bench_gemm.txt, bench_linear.txt, bench_kernels.txt, pytorch.txt, runs.tar.gz
+# (each run's metrics and log). Exit status 0 only if every step passed.
 #
 # TN_GPU_CMAKE_ARGS: more -D arguments for the configure (a CMake before 3.26 does not know
 # nvcc's C++20 flag: -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20
@@ -35,14 +39,21 @@ cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
 
 until_step=""
-if [ "${1:-}" = "--until" ]; then until_step=${2:-}; fi
+prebuild=0
+case "${1:-}" in
+  --until) until_step=${2:-} ;;
+  --prebuild) until_step=build; prebuild=1 ;;
+esac
 case "$until_step" in "" | deps | configure | build) ;;
-  *) echo "usage: bash scripts/gpu-check.sh [--until deps|configure|build]" >&2; exit 2 ;;
+  *) echo "usage: bash scripts/gpu-check.sh [--until deps|configure|build | --prebuild]" >&2; exit 2 ;;
 esac
 
 export out=${OUT:-$repo/runs/gpu-check}
 export deps=${TN_DEPS_PREFIX:-/tmp/tn-deps}
-export build=${TN_GPU_BUILD_DIR:-$repo/build-gpu-check}
+# A build made here travels as .gpu-deps/prebuilt.tar.gz (--prebuild) and must unpack at the
+# path it was built in, which its test lists name: a fixed one outside the checkout.
+export build=${TN_GPU_BUILD_DIR:-/tmp/tn-gpu-build}
+export prebuilt=$repo/.gpu-deps/prebuilt.tar.gz
 # The runs' data, configs, metrics and logs: a fresh folder unless one is named.
 work=${TN_GPU_WORK_DIR:-$(mktemp -d /tmp/tn-gpu-check.XXXXXX)}
 export work
@@ -225,9 +236,81 @@ configure() {
   return 0
 }
 
+export programs="ternion-train ternion-prepare tests/test_gpu bench/bench_gemm bench/bench_linear
+  bench/bench_kernels"
 build_targets() {
   cmake --build "$build" -j"$jobs" --target ternion-train ternion-prepare test_gpu bench_gemm \
     bench_linear bench_kernels
+}
+
+# A hash of every source and build file: a prebuilt build is used only for the tree it was
+# built from.
+source_stamp() {
+  find . \( -path ./.git -o -path './build*' -o -path ./.gpu-deps -o -path ./.deps \
+            -o -path ./runs \) -prune -o -type f \( -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \
+            -o -name '*.h' -o -name CMakeLists.txt -o -name '*.cmake' \) -print |
+    LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
+}
+
+# --prebuild, here: the programs and the gpu tests' ctest files, with the tree's stamp.
+pack_prebuilt() {
+  source_stamp > "$build/source-stamp"
+  # Every test program's include file (each includes its test list only if that exists, so
+  # ctest reads them all), the gpu tests' list, and the programs.
+  local files=(source-stamp CTestTestfile.cmake tests/CTestTestfile.cmake "tests/test_gpu[1]_tests.cmake")
+  local f
+  for f in "$build"/tests/*_include.cmake; do files+=("tests/${f##*/}"); done
+  # shellcheck disable=SC2206 # $programs: a list of paths without spaces
+  files+=($programs)
+  tar -czf "$prebuilt" -C / "${files[@]/#/${build#/}/}" || return 1
+  note "packed $(du -h "$prebuilt" | cut -f1) into $prebuilt for source stamp $(cat "$build/source-stamp")"
+}
+
+# On the GPU machine: unpacks a prebuilt build made from this tree, then finds each library
+# its programs need that the loader does not (the CUDA toolkit's, PyTorch's wheels) and adds
+# its folder to LD_LIBRARY_PATH (the file prebuilt-libs, read by the main shell). Fails, and
+# the check builds here instead, if the build is another tree's or a library stays missing.
+use_prebuilt() {
+  [ -f "$prebuilt" ] || { note "no prebuilt build"; return 1; }
+  rm -rf "$build" && tar -xzf "$prebuilt" -C / || return 1
+  local want have
+  want=$(cat "$build/source-stamp") have=$(source_stamp)
+  [ "$want" = "$have" ] || { note "prebuilt build is of another tree ($want, here $have)"; return 1; }
+  local dirs=() candidates so dir missing
+  candidates=$(python3 -c 'import nvidia, os; [print(os.path.join(p, d, "lib")) for p in nvidia.__path__ for d in os.listdir(p)]' 2>/dev/null)
+  candidates="/usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib $candidates"
+  for so in $(for p in $programs; do ldd "$build/$p"; done | awk '/not found/ {print $1}' | sort -u); do
+    for dir in $candidates; do
+      [ -e "$dir/$so" ] && { dirs+=("$dir"); export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$dir; break; }
+    done
+  done
+  printf '%s\n' "${dirs[@]}" | sort -u > "$work/prebuilt-libs"
+  missing=$(for p in $programs; do ldd "$build/$p"; done | awk '/not found/ {print $1}' | sort -u)
+  [ -z "$missing" ] || { note "libraries not found: $missing"; return 1; }
+  "$build/tests/test_gpu" --gtest_list_tests > /dev/null || { note "test_gpu does not start"; return 1; }
+  note "prebuilt build (stamp $want); library folders added: $(sort -u "$work/prebuilt-libs" | tr '\n' ' ')"
+}
+
+# The baseline: GPT-2 124M in plain PyTorch at the same shape and batch (compiled; uncompiled
+# if compilation fails, and said so), tokens/s beside Ternion's.
+pytorch_baseline() {
+  local result=$work/pytorch.txt
+  python3 "$repo/scripts/pytorch_gpt2_baseline.py" --steps 5 --warmup 2 > "$result" 2>&1 || {
+    cat "$result"
+    note "torch.compile run failed; uncompiled"
+    python3 "$repo/scripts/pytorch_gpt2_baseline.py" --steps 4 --warmup 1 --no-compile \
+      > "$result" 2>&1 || { cat "$result"; return 1; }
+  }
+  cat "$result"
+  local theirs ours
+  theirs=$(sed -n 's/^pytorch gpt2-124m: \([0-9]*\) tokens\/s.*/\1/p' "$result")
+  ours=$(sed -n 's/^\([0-9]*\) tokens\/s.*/\1/p' "$work/bench-gpt2-124m/summary.txt" 2>/dev/null)
+  [ -n "$theirs" ] || { note "no PyTorch rate"; return 1; }
+  if [ -n "$ours" ]; then
+    note "PyTorch $theirs tokens/s, Ternion $ours: ratio $(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')"
+  else
+    note "PyTorch $theirs tokens/s (no Ternion rate)"
+  fi
 }
 
 # ---- 3. the gpu tests ----------------------------------------------------------------------
@@ -238,7 +321,8 @@ gpu_tests() {
   local rc=$?
   cat "$result"
   local total skipped
-  total=$(sed -n 's/.*tests passed, [0-9]* tests failed out of \([0-9]*\).*/\1/p' "$result")
+  # "100% tests passed, 0 tests failed out of N" (CMake 4: "100% tests passed out of N")
+  total=$(sed -n 's/.*tests passed.* out of \([0-9]*\).*/\1/p' "$result")
   skipped=$(grep -c '\*\*\*Skipped' "$result")
   note "$(grep -E 'tests passed' "$result"), $skipped skipped"
   [ "${total:-0}" -gt 0 ] || { note "no gpu tests found"; return 1; }
@@ -442,7 +526,7 @@ EOF
 
 export -f configure build_targets cuda_extra_args gpu_tests write_small_config prepare_data \
   write_layout_config compare_losses gpu_vs_cpu layout_vs_one_rank gemm_bench linear_bench train_bench \
-  kernels_bench machine_facts
+  kernels_bench machine_facts source_stamp pack_prebuilt use_prebuilt pytorch_baseline
 export repo lib budget
 
 # ---- the run -------------------------------------------------------------------------------
@@ -461,8 +545,17 @@ if [ $deps_ok -eq 0 ] && ! finish_early deps; then
   for d in $cuda_extra; do
     case $d in -D*_LIBRARY=*) LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "${d#*=}") ;; esac
   done
-  if step "configure (ninja, sm_90)" 120 configure && ! finish_early configure; then
+  # A build made from this tree on the development machine (--prebuild) saves the build here.
+  # Its absence or refusal is no failure of the check: the build here follows.
+  failed_before=$failed
+  if [ -z "$until_step" ] && step "prebuilt build" 60 use_prebuilt; then
+    while read -r d; do LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d; done < "$work/prebuilt-libs"
+    built=0
+  elif failed=$failed_before && step "configure (ninja, sm_90)" 120 configure && ! finish_early configure; then
     step "build" 330 build_targets && built=0
+    if [ $built -eq 0 ] && [ $prebuild -eq 1 ]; then
+      step "pack the build" 60 pack_prebuilt || built=1
+    fi
   fi
 fi
 
@@ -470,11 +563,17 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "ctest -L gpu (none skipped)" 150 gpu_tests
   step "test data and configs" 30 bash -c 'write_small_config && write_layout_config && prepare_data'
   step "20 steps fp32: GPU = CPU" 90 gpu_vs_cpu
-  # The issue's aim next (the bf16 peak, then GPT-2 124M's MFU against it), so that a slow
-  # build or a failing layout cannot leave the first GPU run without it.
+  # The aims next (the bf16 peak, then the models' MFU against it, then PyTorch at
+  # GPT-2's shape), so that a slow build or a failing layout cannot leave a run without them.
   : > "$work/bench_rows.md"
   step "bench_gemm" 90 gemm_bench
   step "GPT-2 124M bf16, 1 GPU" 120 train_bench gpt2-124m "$repo/configs/gpu/gpt2-124m-bf16.yaml"
+  step "GPT 1.3B bf16, 1 GPU" 150 train_bench gpt-1.3b "$repo/configs/gpu/gpt-1.3b-bf16.yaml"
+  step "PyTorch GPT-2 124M baseline" 150 pytorch_baseline
+  # training.deterministic: false lets cuDNN's attention backward take its faster algorithm.
+  step "GPT-2 124M bf16, deterministic off" 60 train_bench gpt2-124m-nondeterministic \
+    "$repo/configs/gpu/gpt2-124m-bf16.yaml" --set training.deterministic=false \
+    --set training.steps=8 --set optimizer.warmup_steps=2
   step "layout tp2 (2 ranks, mpi)" 60 layout_vs_one_rank tp2 2 --set parallel.tensor=2
   step "layout pp2 (2 ranks, mpi)" 60 layout_vs_one_rank pp2 2 --set parallel.pipeline=2
   step "layout dp2 zero1 (2 ranks, mpi)" 60 layout_vs_one_rank dp2 2 --set parallel.data=2 \
@@ -482,9 +581,8 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "layout tp2 x pp2 x dp2 zero1 (8 ranks)" 90 layout_vs_one_rank tp2pp2dp2 8 \
     --set parallel.tensor=2 --set parallel.pipeline=2 --set parallel.data=2 \
     --set parallel.zero_stage=1
-  step "bench_linear" 45 linear_bench
-  step "GPT 1.3B bf16, 1 GPU" 150 train_bench gpt-1.3b "$repo/configs/gpu/gpt-1.3b-bf16.yaml"
   step "bench_kernels (bf16, 16 x 1024)" 60 kernels_bench
+  step "bench_linear" 45 linear_bench
   # Where the GELU check kept cuBLASLt's GELU epilogues out, GPT-2 again with them on (last,
   # so it only spends what is left): what training.gelu_epilogue: on would gain end to end.
   if grep -q 'GELU epilogues for 3072 features from 768 inputs: differ' \
@@ -520,6 +618,15 @@ summary=$out/summary.md
     echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     cat "$work/bench_rows.md"
   fi
+  if grep -q '^pytorch gpt2-124m:' "$work/pytorch.txt" 2>/dev/null; then
+    echo
+    echo "PyTorch at GPT-2 124M's shape and batch (scripts/pytorch_gpt2_baseline.py: bf16 autocast,"
+    echo "fused AdamW, scaled_dot_product_attention, torch.compile), same GPU, same run:"
+    echo
+    echo '```'
+    grep -E '^pytorch ' "$work/pytorch.txt"
+    echo '```'
+  fi
   if grep -q '^peak' "$work/bench_gemm.txt" 2>/dev/null; then
     echo
     echo '```'
@@ -547,6 +654,7 @@ summary=$out/summary.md
 [ -s "$work/bench_gemm.txt" ] && cp "$work/bench_gemm.txt" "$out/bench_gemm.txt"
 [ -s "$work/bench_linear.txt" ] && cp "$work/bench_linear.txt" "$out/bench_linear.txt"
 [ -s "$work/bench_kernels.txt" ] && cp "$work/bench_kernels.txt" "$out/bench_kernels.txt"
+[ -s "$work/pytorch.txt" ] && cp "$work/pytorch.txt" "$out/pytorch.txt"
 (cd "$work" && tar -czf "$out/runs.tar.gz" --exclude='data' --exclude='*.bin' --exclude='note.*' \
    --exclude='checkpoints' . 2>/dev/null)
 echo

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tools/prepare-gpu-deps.sh: run HERE (Debian 12 bookworm, x86-64, network), before a GPU check.
 #
-# Downloads (never installs) the Debian packages the build needs that the lent GPU machine's
-# image lacks (OpenBLAS, yaml-cpp, GoogleTest, Open MPI and Open MPI's runtime libraries) into
-# the ignored folder .gpu-deps/, which the device tool carries along (`carry: [".gpu-deps"]`).
+# Downloads (never installs) the Debian packages the build needs that a GPU machine without
+# package access lacks (OpenBLAS, yaml-cpp, GoogleTest, Open MPI and Open MPI's runtime
+# libraries) into the ignored folder .gpu-deps/, copied to that machine beside the tree.
 # scripts/gpu-check.sh unpacks them there with `dpkg -x` into a private prefix, never into /.
 #
 #   .gpu-deps/main/*.deb       always used: the build's libraries, headers and CMake configs
