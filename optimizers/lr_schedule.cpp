@@ -11,7 +11,8 @@ double learning_rate_at(const OptimizerConfig& c, std::int64_t step, std::int64_
   if (c.decay == "constant") return c.lr;
   const std::int64_t decay_steps = total_steps - c.warmup_steps;
   if (decay_steps <= 0) return c.lr;
-  const double x = std::clamp(static_cast<double>(step - c.warmup_steps) / decay_steps, 0.0, 1.0);
+  const double x =
+      std::clamp(static_cast<double>(step - c.warmup_steps - 1) / decay_steps, 0.0, 1.0);
   const double f = c.decay == "linear" ? 1.0 - x : 0.5 * (1.0 + std::cos(M_PI * x));
   return c.min_lr + (c.lr - c.min_lr) * f;
 }

@@ -1,8 +1,10 @@
-// Learning rate at optimizer step s (1-based) of N:
-//   warm-up   s <= W:  lr * s / W
-//   decay     s >  W:  min_lr + (lr - min_lr) * f((s - W) / (N - W)), f from 1 at the start
-//             to 0 at the last step: cosine 0.5 (1 + cos(pi x)), linear 1 - x, constant 1
-//             (constant keeps lr).
+// Learning rate at optimizer step s (1-based) of N, with W warm-up steps:
+//   warm-up   s <= W:  lr * s / W                 (the last warm-up step at the peak)
+//   decay     s >  W:  min_lr + (lr - min_lr) * f((s - W - 1) / (N - W)), f from 1 to 0:
+//             cosine 0.5 (1 + cos(pi x)), linear 1 - x, constant 1 (constant keeps lr).
+// The first step after warm-up runs at the peak, as in nanoGPT, Megatron and torchtitan, and
+// the decay would reach min_lr one step after the last: no step is spent at min_lr (a zero
+// rate by default), and a one-step run trains at lr.
 #pragma once
 
 #include <cstdint>

@@ -11,7 +11,7 @@ namespace ternion {
 struct OptimizerConfig {
   std::string type = "adamw";     // adamw | sgd
   double lr = 3e-4;               // peak learning rate, reached after warm-up
-  double min_lr = 0.0;            // learning rate at the last step
+  double min_lr = 0.0;            // where the decay ends, one step after the last
   std::int64_t warmup_steps = 0;  // linear warm-up from lr / warmup_steps
   std::string decay = "cosine";   // cosine | linear | constant, from lr to min_lr after warm-up
   double weight_decay = 0.1;      // decoupled (AdamW) or L2 (SGD); never on biases or norms
@@ -25,7 +25,8 @@ struct OptimizerConfig {
   void visit(V& v) {
     v("type", type, "adamw | sgd");
     v("lr", lr, "peak learning rate");
-    v("min_lr", min_lr, "final learning rate of the decay");
+    v("min_lr", min_lr,
+      "learning rate the decay reaches one step after the last (no step runs at it)");
     v("warmup_steps", warmup_steps, "linear warm-up steps");
     v("decay", decay, "cosine | linear | constant");
     v("weight_decay", weight_decay, "on weight matrices and embeddings only");

@@ -18,24 +18,41 @@ OptimizerConfig schedule(double lr, double min_lr, std::int64_t warmup, std::str
   return c;
 }
 
-TEST(LrSchedule, LinearWarmupThenCosineToMinLr) {
+TEST(LrSchedule, LinearWarmupThenCosineTowardsMinLr) {
   OptimizerConfig c = schedule(1.0, 0.1, 10, "cosine");
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 1, 110), 0.1);
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 5, 110), 0.5);
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 10, 110), 1.0);
-  EXPECT_NEAR(learning_rate_at(c, 60, 110), 0.55, 1e-12);  // half-way: the mean of lr and min_lr
-  EXPECT_NEAR(learning_rate_at(c, 110, 110), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 11, 110), 1.0);  // the first step after warm-up: the peak
+  EXPECT_NEAR(learning_rate_at(c, 61, 110), 0.55, 1e-12);  // half-way: the mean of lr and min_lr
+  // The last step one decay step short of min_lr: 0.1 + 0.9 * 0.5 (1 + cos(pi 99 / 100)).
+  EXPECT_NEAR(learning_rate_at(c, 110, 110), 0.1 + 0.45 * (1.0 + std::cos(M_PI * 0.99)), 1e-12);
+  EXPECT_GT(learning_rate_at(c, 110, 110), 0.1);
   for (std::int64_t s = 11; s < 110; ++s)
     EXPECT_GT(learning_rate_at(c, s, 110), learning_rate_at(c, s + 1, 110));
 }
 
 TEST(LrSchedule, LinearAndConstantDecay) {
   OptimizerConfig linear = schedule(1.0, 0.0, 0, "linear");
-  EXPECT_NEAR(learning_rate_at(linear, 1, 4), 0.75, 1e-12);
-  EXPECT_NEAR(learning_rate_at(linear, 4, 4), 0.0, 1e-12);
+  EXPECT_NEAR(learning_rate_at(linear, 1, 4), 1.0, 1e-12);
+  EXPECT_NEAR(learning_rate_at(linear, 2, 4), 0.75, 1e-12);
+  EXPECT_NEAR(learning_rate_at(linear, 4, 4), 0.25, 1e-12);
   OptimizerConfig constant = schedule(0.3, 0.0, 2, "constant");
   EXPECT_DOUBLE_EQ(learning_rate_at(constant, 1, 9), 0.15);
   EXPECT_DOUBLE_EQ(learning_rate_at(constant, 9, 9), 0.3);
+}
+
+// No step at a zero rate unless asked: a one-step run trains at the peak, and three steps of
+// cosine from 1e-3 without warm-up run at 1e-3, 7.5e-4 and 2.5e-4.
+TEST(LrSchedule, NoStepIsSpentAtTheFinalRate) {
+  OptimizerConfig c = schedule(1e-3, 0.0, 0, "cosine");
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1, 1), 1e-3);
+  EXPECT_NEAR(learning_rate_at(c, 1, 3), 1e-3, 1e-15);
+  EXPECT_NEAR(learning_rate_at(c, 2, 3), 7.5e-4, 1e-15);
+  EXPECT_NEAR(learning_rate_at(c, 3, 3), 2.5e-4, 1e-15);
+  OptimizerConfig warm = schedule(1e-3, 0.0, 2, "cosine");
+  EXPECT_GT(learning_rate_at(warm, 2, 2), 0.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(warm, 3, 3), 1e-3);  // warm-up, then the peak
 }
 
 TEST(GradClip, NormAndFactor) {
