@@ -89,12 +89,21 @@ void ConfigDocument::apply_override(const std::string& assignment) {
   YAML::Node value;
   try {
     value = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    TN_THROW(UsageError, "--set ", assignment, ": invalid value: ", e.msg);
+  } catch (const YAML::ParserException&) {
+    // Not YAML: fine for a string key, which reads override_text; any other key says
+    // "expected ..." with this text.
+    value = YAML::Node(text);
   }
   if (!root_[section] || root_[section].IsNull()) root_[section] = YAML::Node(YAML::NodeType::Map);
   root_[section][key] = value;
   override_origin_[section + "." + key] = "--set " + assignment;
+  override_text_[section + "." + key] = text;
+}
+
+const std::string* ConfigDocument::override_text(const std::string& section,
+                                                 const std::string& key) const {
+  auto it = override_text_.find(section + "." + key);
+  return it != override_text_.end() ? &it->second : nullptr;
 }
 
 std::string ConfigDocument::location(const std::string& section, const std::string& key) const {

@@ -35,8 +35,11 @@ class ConfigDocument {
   static ConfigDocument load_file(const std::string& path);
   static ConfigDocument parse(const std::string& text, const std::string& source_name);
 
-  // "section.key=value"; UsageError if malformed.
+  // "section.key=value"; UsageError if malformed. The value is read as a YAML scalar, except by
+  // a string key, which takes the text after '=' as it is (override_text).
   void apply_override(const std::string& assignment);
+  // The text a --set gave section.key, or null where none did.
+  const std::string* override_text(const std::string& section, const std::string& key) const;
 
   // Where a key's value came from: "FILE:LINE", "--set model.n_layer=4", or "" when defaulted.
   std::string location(const std::string& section, const std::string& key) const;
@@ -54,6 +57,8 @@ class ConfigDocument {
   std::string source_name_;
   YAML::Node root_;
   std::map<std::string, std::string> override_origin_;  // "section.key" -> "--set ..."
+  std::map<std::string, std::string> override_text_;    // "section.key" -> the text after '='
+
   std::map<std::string, std::set<std::string>> declared_;
 };
 
@@ -87,6 +92,14 @@ class ConfigReader {
   template <class T>
   void operator()(const char* key, T& field, const char* /*doc*/) {
     doc_.declare(section_, key);
+    if constexpr (std::is_same_v<T, std::string>) {
+      // A string from --set is its text, as typed: YAML would refuse "ROMEO: hi", drop the
+      // space of "The " and read "#x" as a comment.
+      if (const std::string* text = doc_.override_text(section_, key)) {
+        field = *text;
+        return;
+      }
+    }
     YAML::Node node = doc_.value(section_, key);
     if (!node) return;  // absent: keep the default
     if (node.IsNull()) {

@@ -40,7 +40,8 @@ constexpr const char* kUsage =
     "       ternion-train --print-config\n"
     "  --config FILE     YAML config (sections model, parallel, training, optimizer, data, "
     "logging, checkpoint)\n"
-    "  --set S.K=V       override one key, e.g. --set training.steps=10 (repeatable)\n"
+    "  --set S.K=V       override one key, e.g. --set training.steps=10 (repeatable); a\n"
+    "                    string key takes V as typed, spaces, '#' and ':' included\n"
     "  --dry-run         validate the config and data, build the model, print its size, exit;\n"
     "                    under mpirun: check the parallel layout on the job's ranks and print\n"
     "                    each rank's groups and parameter count\n"
@@ -59,16 +60,19 @@ struct CliOptions {
 
 CliOptions parse_args(int argc, char** argv) {
   CliOptions options;
+  bool config_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
       TN_CHECK_AS(UsageError, i + 1 < argc, arg, " needs a value");
       return argv[++i];
     };
-    if (arg == "--config") {
-      options.config_path = value();
-    } else if (arg.rfind("--config=", 0) == 0) {
-      options.config_path = arg.substr(9);
+    if (arg == "--config" || arg.rfind("--config=", 0) == 0) {
+      std::string path = arg == "--config" ? value() : arg.substr(9);
+      TN_CHECK_AS(UsageError, !config_given, "--config given twice ('", options.config_path,
+                  "', then '", path, "'): give one config and override its keys with --set");
+      options.config_path = std::move(path);
+      config_given = true;
     } else if (arg == "--set") {
       options.overrides.push_back(value());
     } else if (arg.rfind("--set=", 0) == 0) {

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <thread>
 
 namespace ternion {
 
@@ -27,6 +29,13 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (t.eval_interval < 0) config_fail(doc, kSection, "eval_interval", "must not be negative");
   if (t.eval_batches < 1) config_fail(doc, kSection, "eval_batches", "must be at least 1");
   if (t.threads < 0) config_fail(doc, kSection, "threads", "must not be negative");
+  // More threads than cores only contend (and 64 under a memory limit hung in OpenBLAS's
+  // buffer allocation): the machine that trains is the one that checks.
+  if (const auto cores = static_cast<std::int64_t>(std::thread::hardware_concurrency());
+      cores > 0 && t.threads > cores)
+    config_fail(doc, kSection, "threads",
+                std::to_string(t.threads) + " is more than this machine's " +
+                    std::to_string(cores) + " cores");
   if (t.sample_tokens < 0) config_fail(doc, kSection, "sample_tokens", "must not be negative");
   if (!(t.sample_temperature > 0))
     config_fail(doc, kSection, "sample_temperature", "must be positive");

@@ -168,8 +168,15 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
     schedule_ = pipeline_schedule(config.parallel.pipeline_schedule(), stages, micro_batches,
                                   virtual_stages, stage);
   }
-  if (!config.model.init_from.empty() && config.checkpoint.load.empty())
+  // Both set: the checkpoint holds the whole training state, so it wins; said once.
+  if (!config.model.init_from.empty() && config.checkpoint.load.empty()) {
     load_hf_weights(config.model.init_from);
+    log_info("ternion: weights initialised from the Hugging Face model in ", config.model.init_from);
+  } else if (!config.model.init_from.empty()) {
+    log_info("ternion: checkpoint.load wins over model.init_from: resuming from '",
+             config.checkpoint.load, "', not reading the weights in '", config.model.init_from,
+             "'");
+  }
   // Built and initialised on the CPU (identically in every layout), then moved; the reducer
   // and the optimizer below allocate their buffers where the parameters are.
   place_parameters(parameters_, device_);

@@ -57,6 +57,20 @@ TEST(ConfigReader, OverridesReplaceFileValues) {
   EXPECT_EQ(s.name, "hello");
 }
 
+// A string key takes its --set text as typed; YAML would refuse the first, drop the second's
+// trailing space and read the third as a comment. Other keys still read YAML scalars.
+TEST(ConfigReader, StringOverridesAreTakenLiterally) {
+  EXPECT_EQ(read("", {"sec.name=ROMEO: hi"}).name, "ROMEO: hi");
+  EXPECT_EQ(read("", {"sec.name=The "}).name, "The ");
+  EXPECT_EQ(read("", {"sec.name=#x"}).name, "#x");
+  EXPECT_EQ(read("", {"sec.name=[a, b"}).name, "[a, b");
+  EXPECT_EQ(read("sec:\n  name: file\n", {"sec.name=\"quoted\""}).name, "\"quoted\"");
+  EXPECT_EQ(read("", {"sec.count=12"}).count, 12);
+  std::string msg = config_error([] { read("", {"sec.count=[1, 2"}); });
+  EXPECT_NE(msg.find("--set sec.count=[1, 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("an integer"), std::string::npos) << msg;
+}
+
 TEST(ConfigReader, UnknownKeyNamesKeyAndLine) {
   std::string msg = config_error([] { read("sec:\n  count: 7\n  cuont: 8\n"); });
   EXPECT_NE(msg.find("test.yaml:3"), std::string::npos) << msg;

@@ -114,6 +114,28 @@ add_test(NAME parallel_mpi.ternion_run_dry_run
 set_tests_properties(parallel_mpi.ternion_run_dry_run PROPERTIES
                      FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
                      ENVIRONMENT "TERNION_TRAIN=$<TARGET_FILE:ternion-train>;OMP_NUM_THREADS=1")
+# The config once: the layout and the run read the same file.
+add_test(NAME parallel_mpi.ternion_run_refuses_a_second_config
+         COMMAND ${parallel_expect} 2 --once "ternion-run: error: the config is given twice \\('.*tp2_dp2.yaml', then --config"
+                 -- ${CMAKE_SOURCE_DIR}/launch/ternion-run ${parallel_configs}/tp2_dp2.yaml
+                 --config ${parallel_configs}/tp2_dp2.yaml --dry-run)
+add_test(NAME parallel_mpi.ternion_run_takes_config_as_an_option
+         COMMAND ${parallel_expect} 0 --lines ${parallel_configs}/layout_tp2_pp2_dp2.expected
+                 -- ${CMAKE_SOURCE_DIR}/launch/ternion-run --config ${parallel_configs}/tp2_dp2.yaml
+                 ${data_set} --set parallel.pipeline=2 --set model.n_layer=2
+                 --set training.global_batch_size=8 --set parallel.tensor=2 --dry-run)
+# OMP_NUM_THREADS=0 would reach every rank, which OpenMP reads as all the cores each.
+add_test(NAME parallel_mpi.ternion_run_refuses_zero_threads
+         COMMAND ${parallel_expect} 2 --once "ternion-run: error: OMP_NUM_THREADS must be a positive whole number of threads per rank, got '0'"
+                 -- ${CMAKE_SOURCE_DIR}/launch/ternion-run ${parallel_configs}/tp2_dp2.yaml
+                 ${data_set} --dry-run)
+set_tests_properties(parallel_mpi.ternion_run_refuses_a_second_config
+                     parallel_mpi.ternion_run_takes_config_as_an_option PROPERTIES
+                     FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
+                     ENVIRONMENT "TERNION_TRAIN=$<TARGET_FILE:ternion-train>;OMP_NUM_THREADS=1")
+set_tests_properties(parallel_mpi.ternion_run_refuses_zero_threads PROPERTIES
+                     FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
+                     ENVIRONMENT "TERNION_TRAIN=$<TARGET_FILE:ternion-train>;OMP_NUM_THREADS=0")
 add_test(NAME parallel_mpi.print_layout
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_exit.sh 0 "^tensor 2 pipeline 1 data 4$"
                  $<TARGET_FILE:ternion-train> --config ${parallel_configs}/tp2_dp2.yaml
