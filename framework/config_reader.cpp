@@ -28,6 +28,18 @@ void check_unique_keys(const std::string& source, const YAML::Node& map, const c
   }
 }
 
+// The first line up to `last` (1-based) whose indentation holds a tab, or 0: YAML forbids tabs
+// there, and yaml-cpp reports it as an unrelated error ("illegal map value").
+int first_tab_indented_line(const std::string& text, int last) {
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; number <= last && std::getline(lines, line); ++number) {
+    const std::size_t indent = line.find_first_not_of(" \t");
+    if (line.substr(0, indent).find('\t') != std::string::npos) return number;
+  }
+  return 0;
+}
+
 }  // namespace
 
 ConfigDocument ConfigDocument::parse(const std::string& text, const std::string& source_name) {
@@ -37,6 +49,9 @@ ConfigDocument ConfigDocument::parse(const std::string& text, const std::string&
   try {
     documents = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
+    if (const int tab_line = first_tab_indented_line(text, e.mark.line + 1))
+      TN_THROW(ConfigError, source_name, ":", tab_line,
+               ": a tab in the indentation: YAML indents with spaces only");
     TN_THROW(ConfigError, source_name, ":", e.mark.line + 1, ":", e.mark.column + 1,
              ": invalid YAML: ", e.msg);
   }

@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 
+#include <yaml-cpp/yaml.h>
+
 #include "framework/crc32.h"
 #include "framework/logging.h"
 #include "framework/safetensors.h"
@@ -359,11 +361,33 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
   return meta.step;
 }
 
-std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, TrainConfig* config) {
+namespace {
+
+// The config.yaml of the checkpoint `path` names (a checkpoint directory, or a save_dir with
+// a `latest`).
+std::string checkpoint_config_path(const std::string& path) {
   const std::string dir = fs::exists(fs::path(path) / "latest") ? resolve_checkpoint("latest", path) : path;
   const std::string config_path = (fs::path(dir) / "config.yaml").string();
   TN_CHECK_AS(CheckpointError, fs::exists(config_path), "'", dir,
               "' is not a checkpoint (no config.yaml)");
+  return config_path;
+}
+
+}  // namespace
+
+std::string checkpoint_block_type(const std::string& path) {
+  const std::string config_path = checkpoint_config_path(path);
+  try {
+    const YAML::Node block = YAML::LoadFile(config_path)["model"]["block"];
+    return block && block.IsScalar() ? block.Scalar() : ModelConfig().block;
+  } catch (const YAML::Exception& e) {
+    TN_THROW(CheckpointError, config_path, ": ", e.what());
+  }
+}
+
+std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, TrainConfig* config) {
+  const std::string config_path = checkpoint_config_path(path);
+  const std::string dir = fs::path(config_path).parent_path().string();
   // One rank, whatever layout trained it.
   *config = TrainConfig::load(
       config_path, {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=1",

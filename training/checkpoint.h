@@ -67,6 +67,10 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                              const std::string& optimizer_type,
                              std::vector<ShardedTensor>& targets);
 
+// The model.block of a checkpoint (`path` as below), read before its block type must be
+// registered: a program that handles some block types names the others as such.
+std::string checkpoint_block_type(const std::string& path);
+
 // The whole model of a checkpoint (`path`: a checkpoint directory, or a save_dir with a
 // `latest`) on one rank, whatever layout trained it; its configuration in *config.
 std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, TrainConfig* config);

@@ -52,6 +52,12 @@ int run(int argc, char** argv) {
   TN_CHECK_AS(UsageError, !checkpoint.empty(), "--checkpoint DIR is required");
   TN_CHECK_AS(UsageError, !output.empty(), "--output DIR is required");
 
+  // A registered custom block would load, then fail in to_hf_gpt2; an unregistered one would
+  // fail as an unknown type: either way, GPT-2 has the built-in block only.
+  if (const std::string block = checkpoint_block_type(checkpoint); block != ModelConfig().block)
+    TN_THROW(CheckpointError, "cannot export '", checkpoint, "': its block type '", block,
+             "' has no Hugging Face GPT-2 counterpart (only the built-in '", ModelConfig().block,
+             "' block exports)");
   TrainConfig config;
   std::unique_ptr<GptModel> model = load_model_from_checkpoint(checkpoint, &config);
   std::map<std::string, Tensor> params;

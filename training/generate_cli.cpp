@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "training/checkpoint.h"
@@ -15,18 +16,29 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ternion-generate --checkpoint DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
-    "                        [--top-k K] [--seed S]\n";
+    "                        [--top-k K] [--seed S]\n"
+    "  --checkpoint DIR   a checkpoint (checkpoint.save_dir/step_NNNNNNN), or a save_dir: its\n"
+    "                     latest checkpoint\n"
+    "  --prompt TEXT      the text the sample continues\n"
+    "  --max-tokens N     tokens to generate (default 200)\n"
+    "  --temperature T    (default: the checkpoint's training.sample_temperature)\n"
+    "  --top-k K          0 = the whole vocabulary (default: its training.sample_top_k)\n"
+    "  --seed S           (default: its training.seed, so the same prompt and length give the\n"
+    "                     sample the training run printed)\n";
 
+// What the command line gave; the checkpoint's config fills what it did not.
 struct Options {
   bool help = false;
   std::string checkpoint;
   SampleOptions sample;
+  std::optional<double> temperature;
+  std::optional<std::int64_t> top_k;
+  std::optional<std::uint64_t> seed;
 };
 
 Options parse(int argc, char** argv) {
   Options o;
   o.sample.max_tokens = 200;
-  o.sample.seed = 1;
   bool have_prompt = false;
   CliOptionValues values(
       {"--checkpoint", "--prompt", "--max-tokens", "--temperature", "--top-k", "--seed"});
@@ -56,9 +68,9 @@ Options parse(int argc, char** argv) {
     if (arg == "--checkpoint") o.checkpoint = value();
     else if (arg == "--prompt") { o.sample.prompt = value(); have_prompt = true; }
     else if (arg == "--max-tokens") o.sample.max_tokens = integer(value());
-    else if (arg == "--temperature") o.sample.temperature = number(value());
-    else if (arg == "--top-k") o.sample.top_k = integer(value());
-    else if (arg == "--seed") o.sample.seed = static_cast<std::uint64_t>(integer(value()));
+    else if (arg == "--temperature") o.temperature = number(value());
+    else if (arg == "--top-k") o.top_k = integer(value());
+    else if (arg == "--seed") o.seed = static_cast<std::uint64_t>(integer(value()));
     else if (arg == "--help" || arg == "-h") o.help = true;
     else TN_THROW(UsageError, "unknown argument '", arg, "'");
   }
@@ -66,18 +78,21 @@ Options parse(int argc, char** argv) {
   TN_CHECK_AS(UsageError, !o.checkpoint.empty(), "--checkpoint DIR is required");
   TN_CHECK_AS(UsageError, have_prompt, "--prompt TEXT is required");
   TN_CHECK_AS(UsageError, o.sample.max_tokens >= 0, "--max-tokens must not be negative");
-  TN_CHECK_AS(UsageError, o.sample.temperature > 0, "--temperature must be positive");
-  TN_CHECK_AS(UsageError, o.sample.top_k >= 0, "--top-k must not be negative");
+  TN_CHECK_AS(UsageError, !o.temperature || *o.temperature > 0, "--temperature must be positive");
+  TN_CHECK_AS(UsageError, !o.top_k || *o.top_k >= 0, "--top-k must not be negative");
   return o;
 }
 
-int run(const Options& o) {
+int run(Options o) {
   if (o.help) {
     std::cout << kUsage;
     return 0;
   }
   TrainConfig config;
   std::unique_ptr<GptModel> model = load_model_from_checkpoint(o.checkpoint, &config);
+  o.sample.temperature = o.temperature.value_or(config.training.sample_temperature);
+  o.sample.top_k = o.top_k.value_or(config.training.sample_top_k);
+  o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
   // One rank: the KV cache for the built-in block; a registered custom block (whose keys and
   // values the decoder cannot know) reruns its window per token.
   const std::string text =

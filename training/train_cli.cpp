@@ -1,6 +1,7 @@
 #include "training/train_cli.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -35,6 +36,10 @@ namespace ternion {
 
 namespace {
 
+// The program's name in messages and usage: ternion-train, or a program built on train_main
+// (the custom-block example), as it was started.
+std::string g_program = "ternion-train";
+
 constexpr const char* kUsage =
     "usage: ternion-train --config FILE [--set section.key=value ...] [--dry-run]\n"
     "       ternion-train --print-config\n"
@@ -48,6 +53,15 @@ constexpr const char* kUsage =
     "  --print-config    print every key with its default and meaning\n"
     "  --print-layout    print 'tensor T pipeline P data D' from the config's parallel section\n"
     "                    and exit (launch/ternion-run reads it to size the job)\n";
+
+// kUsage under the program's name.
+std::string usage_text() {
+  std::string text = kUsage;
+  for (auto at = text.find("ternion-train"); at != std::string::npos;
+       at = text.find("ternion-train", at + g_program.size()))
+    text.replace(at, std::string("ternion-train").size(), g_program);
+  return text;
+}
 
 struct CliOptions {
   std::string config_path;
@@ -94,6 +108,11 @@ CliOptions parse_args(int argc, char** argv) {
   return options;
 }
 
+// "1 micro-batch", "2 micro-batches".
+std::string count_of(std::int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 std::string human_count(double n) {
   char out[32];
   if (n >= 1e9) std::snprintf(out, sizeof out, "%.2fB", n / 1e9);
@@ -116,16 +135,15 @@ Failure failure_of(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
   } catch (const UsageError& e) {
-    return {2, std::string("ternion-train: error: ") + e.what() +
-                   "\nrun 'ternion-train --help' for usage\n"};
+    return {2, g_program + ": error: " + e.what() + "\nrun '" + g_program +
+                   " --help' for usage\n"};
   } catch (const Error& e) {
-    return {1, std::string(e.is_user_error() ? "ternion-train: error: "
-                                             : "ternion-train: internal error: ") +
-                   e.what() + "\n"};
+    return {1, g_program + (e.is_user_error() ? ": error: " : ": internal error: ") + e.what() +
+                   "\n"};
   } catch (const std::bad_alloc&) {
-    return {1, "ternion-train: error: out of memory\n"};
+    return {1, g_program + ": error: out of memory\n"};
   } catch (const std::exception& e) {
-    return {1, std::string("ternion-train: internal error: ") + e.what() + "\n"};
+    return {1, g_program + ": internal error: " + e.what() + "\n"};
   }
 }
 
@@ -163,9 +181,9 @@ std::optional<int> agree_on_failure(Communicator& world, const std::optional<Fai
     if (mine) std::fprintf(stderr, "[rank %d] %s", world.rank(), mine->text.c_str());
     if (world.rank() == 0)
       std::fprintf(stderr,
-                   "ternion-train: error: %zu of %d ranks failed (ranks %s); each printed its "
+                   "%s: error: %zu of %d ranks failed (ranks %s); each printed its "
                    "message\n",
-                   failed_ranks.size(), world.size(), rank_list_str(failed_ranks).c_str());
+                   g_program.c_str(), failed_ranks.size(), world.size(), rank_list_str(failed_ranks).c_str());
     if (mine) status = mine->status;
   }
   std::fflush(stderr);
@@ -187,7 +205,7 @@ std::optional<int> agree_on_config(Communicator& world, const TrainConfig& confi
   world.broadcast(rank0, 0);
   std::optional<Failure> mine;
   if (rank0.data<float>()[0] != high || rank0.data<float>()[1] != low)
-    mine = Failure{1, "ternion-train: error: this rank resolved a config other than rank 0's (" +
+    mine = Failure{1, g_program + ": error: this rank resolved a config other than rank 0's (" +
                           config.source +
                           " and its --set arguments): every rank must run the same config\n"};
   return agree_on_failure(world, mine);
@@ -207,7 +225,7 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
   s.options = parse_args(argc, argv);
   if (s.options.help || s.options.print_config) {
     if (world_rank == 0) {
-      if (s.options.help) std::cout << kUsage;
+      if (s.options.help) std::cout << usage_text();
       else print_config_schema(std::cout);
     }
     s.finished = true;
@@ -300,9 +318,9 @@ int run_training(Communicator& world, const Setup& s) {
   }
   const std::int64_t local_params = count_elements(trainer->parameters());
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
-           " sequences (", config.micro_batches_per_step(world.size()), " micro-batches of ",
-           parallel.micro_batch_size, ")", layout, ", ", num_threads(),
-           num_threads() == 1 ? " thread" : " threads",
+           " sequences (",
+           count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",
+           parallel.micro_batch_size, ")", layout, ", ", count_of(num_threads(), "thread", "threads"),
            world.size() > 1 ? " per rank" : "", ", optimizer ", config.optimizer.type,
            ", parameters ", human_count(local_params * 4.0), "B",
            world.size() > 1 ? " per rank" : "", ", optimizer state ",
@@ -385,9 +403,10 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
                rank_params[static_cast<std::size_t>(r)], ") ", stage_contents(m, *layout, r, parallel.virtual_stages));
     }
     log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
-             " sequences (", config.micro_batches_per_step(world.size()), " micro-batches of ",
+             " sequences (",
+           count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",
              parallel.micro_batch_size, " on each of ", layout->dp_size,
-             " data-parallel ranks), ", num_threads(), num_threads() == 1 ? " thread" : " threads",
+             " data-parallel ranks), ", count_of(num_threads(), "thread", "threads"),
              " per rank");
     log_info("ternion: dry run: config, data and layout are valid on ", world.size(), " ranks");
   }
@@ -420,6 +439,8 @@ int run(Communicator& world, int argc, char** argv) {
 }  // namespace
 
 int train_main(int argc, char** argv) {
+  if (argc > 0 && argv[0] != nullptr && argv[0][0] != '\0')
+    g_program = std::filesystem::path(argv[0]).filename().string();
   std::optional<MpiRuntime> mpi;         // declared first: finalised after the communicator
   std::unique_ptr<Communicator> world;
   if (const std::optional<Failure> failed = capture([&] {

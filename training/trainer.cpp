@@ -440,7 +440,7 @@ StepMetrics Trainer::run() {
                                resumed_step_);
   StepMetrics last;
   double peak_activation_mb = 0.0;
-  std::int64_t skipped_in_a_row = 0;
+  std::int64_t skipped_in_a_row = 0, skipped = 0;
   const auto start = Clock::now();
   const StopSignals signals;
   for (std::int64_t step = first_step; step <= t.steps; ++step) {
@@ -472,6 +472,7 @@ StepMetrics Trainer::run() {
     // and would otherwise spend its allocation skipping and exit as if it had trained. Every
     // rank sees the same global norm, so all stop at the same step.
     skipped_in_a_row = m.skipped ? skipped_in_a_row + 1 : 0;
+    skipped += m.skipped ? 1 : 0;
     TN_CHECK_AS(TrainingError, skipped_in_a_row < kMaxSkippedStepsInARow, "steps ",
                 step - skipped_in_a_row + 1, " to ", step,
                 " all had non-finite gradients (none was applied): the run has diverged; "
@@ -488,7 +489,9 @@ StepMetrics Trainer::run() {
                            step == t.steps || stop > 0);
     if (save_now) {
       save_checkpoint(step);
-      log_info("ternion: saved the checkpoint of step ", step, " in ", k.save_dir);
+      log_info("ternion: saved the checkpoint of step ", step, " in ", k.save_dir,
+               m.skipped ? " (this step was skipped: the weights are the last applied step's)"
+                         : "");
     }
     if (stop > 0) {
       log_info("ternion: stopped by a signal after step ", step);
@@ -497,6 +500,11 @@ StepMetrics Trainer::run() {
     }
   }
   metrics_writer.finish();
+  // Skipped steps leave no trace in the loss curve's shape: say so where a user looks last.
+  if (skipped > 0)
+    log_info("ternion: warning: ", skipped, " of ", last.step - first_step + 1,
+             " steps were skipped (non-finite gradients, no update applied)",
+             last.skipped ? ", the last among them: the run may be diverging" : "");
   if (!device_.is_cpu()) {
     const DeviceMemoryStats memory = device_memory_stats(device_);
     log_info("ternion: ", device_.str(), " memory peaked at ",

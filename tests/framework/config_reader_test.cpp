@@ -117,6 +117,13 @@ TEST(ConfigReader, BrokenYamlNamesLine) {
   EXPECT_NE(config_error([] { read("sec: 5\n"); }).find("must be a map"), std::string::npos);
 }
 
+TEST(ConfigReader, ATabInTheIndentationIsNamed) {
+  std::string msg = config_error([] { read("sec:\n  count: 7\n\trate: 3\n"); });
+  EXPECT_NE(msg.find("test.yaml:3: a tab in the indentation: YAML indents with spaces only"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(ConfigReader, MissingFileIsAConfigError) {
   std::string msg = config_error([] { ConfigDocument::load_file("/nonexistent/x.yaml"); });
   EXPECT_NE(msg.find("/nonexistent/x.yaml"), std::string::npos) << msg;

@@ -182,6 +182,24 @@ TEST(Trainer, ARunThatKeepsSkippingStops) {
   }
 }
 
+// A run that ends with skipped steps (fewer than 10 in a row) says so at its end.
+TEST(Trainer, SkippedStepsAreCountedAtTheEnd) {
+  ScratchDir dir("nan-end");
+  testing_support::prepare_builtin(dir, 50000);
+  TrainConfig c = small_run(dir, 3);
+  c.training.eval_interval = 0;
+  Trainer trainer(c);
+  std::vector<Parameter*> params = trainer.model().parameters();
+  params[params.size() - 2]->value.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  testing::internal::CaptureStdout();
+  trainer.run();
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("ternion: warning: 3 of 3 steps were skipped (non-finite gradients, no "
+                     "update applied), the last among them: the run may be diverging"),
+            std::string::npos)
+      << out;
+}
+
 TEST(Trainer, DurationFormat) {
   EXPECT_EQ(format_duration(0), "0:00");
   EXPECT_EQ(format_duration(125), "2:05");
