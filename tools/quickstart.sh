@@ -8,7 +8,12 @@ cd "$(dirname "$0")/.."
 build=${TERNION_BUILD_DIR:-build}
 
 bash tools/install-deps.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# A first build is of the CPU path alone, which this run uses: the CUDA sources would double
+# the build (a build folder configured before keeps its setting; tools/run-tests.sh builds
+# whatever the machine can).
+cuda=()
+[ -f "$build/CMakeCache.txt" ] || cuda=(-DTERNION_CUDA=OFF)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda[@]+"${cuda[@]}"}" >/dev/null
 # ternion-generate and ternion-export too: the README's next commands sample from and export
 # the checkpoint this run saves.
 cmake --build "$build" --target ternion-train ternion-prepare ternion-generate ternion-export \

@@ -7,7 +7,9 @@ build=${TERNION_BUILD_DIR:-build}
 jobs=$(nproc)
 
 bash tools/install-deps.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# -U: CUDA on wherever a toolkit is found, also in a build folder the quickstart configured
+# for the CPU path alone.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -UTERNION_CUDA >/dev/null
 cmake --build "$build" -j"$jobs"
 # In CI (CI=true) a CUDA build is also checked the way a machine without a toolkit builds:
 # the CPU-only configuration must compile, link (nothing may reach a CUDA-only symbol) and
