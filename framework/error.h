@@ -39,6 +39,7 @@ TN_DEFINE_ERROR(CheckpointError);  // missing, corrupt or incompatible checkpoin
 TN_DEFINE_ERROR(CommError);        // communicator failures
 TN_DEFINE_ERROR(CudaError);        // CUDA, cuBLAS, cuDNN, NCCL failures
 TN_DEFINE_ERROR(TrainingError);    // a run that cannot go on (it diverged)
+TN_DEFINE_ERROR(MemoryError);      // an allocation the machine cannot satisfy
 #undef TN_DEFINE_ERROR
 
 class InternalError : public Error {

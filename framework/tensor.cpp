@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <sstream>
 
 #include "framework/bfloat16.h"
@@ -55,8 +56,13 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
-  t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(shape_numel(shape)) *
-                                             dtype_size(dtype), device);
+  const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+  try {
+    t.storage_ = std::make_shared<Storage>(bytes, device);
+  } catch (const std::bad_alloc&) {
+    TN_THROW(MemoryError, "out of memory: ", bytes, " bytes for a ", dtype_name(dtype),
+             " tensor of shape ", shape_str(shape), " on ", device.str());
+  }
   return t;
 }
 

@@ -1,5 +1,7 @@
 #include "training/train_cli.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -220,6 +222,49 @@ struct Setup {
   bool finished = false;  // --help, --print-config, --print-layout: nothing more to do
 };
 
+// "25.3 GB", "351.7 KB" (decimal units).
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (bytes >= 1000.0 && u < 5) {
+    bytes /= 1000.0;
+    ++u;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return out;
+}
+
+// A lower bound of what one CPU rank needs, against this machine's memory, so that a config
+// that cannot fit stops at start-up (and in --dry-run) with its numbers rather than failing
+// an allocation mid-step: one micro-batch's logits (f32, this rank's vocabulary shard) and,
+// for the built-in block, the rank's weights with their gradients and AdamW's two moments.
+// Activations come on top; the run logs their measured peak.
+void check_host_memory(const ConfigDocument& doc, const TrainConfig& config, int world_size) {
+  if (config.training.device != "cpu") return;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double machine = static_cast<double>(pages) * static_cast<double>(page);
+  const ParallelConfig& p = config.parallel;
+  const double logits = 4.0 * static_cast<double>(p.micro_batch_size) *
+                        static_cast<double>(config.model.seq_len) *
+                        static_cast<double>(config.model.padded_vocab_size()) /
+                        static_cast<double>(p.tensor);
+  double state = 0.0;
+  if (config.model.block == ModelConfig().block) {
+    const RankLayout layout = make_rank_layout(world_size, p.tensor, p.pipeline, p.data_size(world_size));
+    state = 16.0 * static_cast<double>(parameters_on_rank(config.model, layout, 0, p.virtual_stages));
+  }
+  // One rank's need: the machine may hold other ranks too, so this is the least that fails.
+  const double need = logits + state;
+  if (need > machine)
+    config_fail(doc, "parallel", "micro_batch_size",
+                "a rank needs at least " + human_bytes(need) + " of memory (a micro-batch's "
+                    "logits " + human_bytes(logits) + ", weights, gradients and AdamW state " +
+                    human_bytes(state) + "), more than this machine's " + human_bytes(machine) +
+                    ": lower parallel.micro_batch_size or the model's size");
+}
+
 // Phase 1. Identical on every rank; rank 0 prints what is to be printed.
 void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size) {
   s.options = parse_args(argc, argv);
@@ -261,6 +306,7 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
     return;
   }
   s.config = TrainConfig::from_document(s.doc, {}, world_size);
+  check_host_memory(s.doc, *s.config, world_size);
 }
 
 std::string model_line(const ModelConfig& m, std::int64_t params) {

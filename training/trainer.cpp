@@ -444,7 +444,15 @@ StepMetrics Trainer::run() {
   const auto start = Clock::now();
   const StopSignals signals;
   for (std::int64_t step = first_step; step <= t.steps; ++step) {
-    StepMetrics m = train_step(step);
+    StepMetrics m;
+    try {
+      m = train_step(step);
+    } catch (const MemoryError& e) {
+      // What the memory was for: a step's activations, which these keys size.
+      TN_THROW(MemoryError, "step ", step, ": ", e.what(), " (a step's activations grow with "
+               "parallel.micro_batch_size, ", config_.parallel.micro_batch_size,
+               ", and model.seq_len, ", config_.model.seq_len, ": lower them)");
+    }
     const std::int64_t traced = config_.logging.trace_step > 0 ? config_.logging.trace_step : t.steps;
     if (!config_.logging.trace_file.empty() && step == traced) trace_last_step(step);
     if (t.eval_interval > 0 && (step % t.eval_interval == 0 || step == t.steps))

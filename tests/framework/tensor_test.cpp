@@ -23,6 +23,20 @@ TEST(Tensor, ShapeStridesAndStr) {
   EXPECT_EQ(t.nbytes(), 96u);
 }
 
+// An allocation the machine cannot satisfy names its size, dtype and shape.
+TEST(Tensor, AnImpossibleAllocationIsAMemoryErrorWithItsSize) {
+  const std::int64_t huge = std::int64_t{1} << 45;  // 140 TB of f32
+  try {
+    Tensor::empty({huge}, DType::F32);
+    FAIL() << "allocated " << huge * 4 << " bytes";
+  } catch (const MemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory: 140737488355328 bytes for a f32 tensor "
+                                         "of shape [35184372088832] on cpu"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Tensor, ViewSharesStorageAndInfersOneDimension) {
   Tensor t = iota_tensor({2, 3, 4});
   Tensor v = t.view({-1, 4});
