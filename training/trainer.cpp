@@ -1,11 +1,14 @@
 #include "training/trainer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <csignal>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -55,16 +58,23 @@ constexpr std::int64_t kMaxSkippedStepsInARow = 10;
 
 // Set by SIGTERM / SIGINT during Trainer::run: save and stop after the current step.
 std::atomic<bool> g_stop_requested{false};
+// What the first signal answers at once (rank 0 only; write(2) is async-signal-safe), so that
+// a user who sees the step go on does not press Ctrl-C again. Set before the handler is.
+const char* g_stop_answer = "";
+std::size_t g_stop_answer_length = 0;
 // A second signal gets the default action (the process ends), for a run that hangs.
 extern "C" void request_stop(int signal) {
-  g_stop_requested = true;
+  if (!g_stop_requested.exchange(true) && g_stop_answer_length > 0)
+    [[maybe_unused]] const auto written = write(STDERR_FILENO, g_stop_answer, g_stop_answer_length);
   std::signal(signal, SIG_DFL);
 }
 
 // Installs request_stop for SIGTERM and SIGINT while a run lasts.
 class StopSignals {
  public:
-  StopSignals() : term_(std::signal(SIGTERM, request_stop)), int_(std::signal(SIGINT, request_stop)) {
+  explicit StopSignals(bool saves)
+      : term_((prepare_answer(saves), std::signal(SIGTERM, request_stop))),
+        int_(std::signal(SIGINT, request_stop)) {
     g_stop_requested = false;
   }
   ~StopSignals() {
@@ -75,6 +85,17 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
 
  private:
+  static void prepare_answer(bool saves) {
+    static constexpr char kSaving[] =
+        "ternion: signal received: stopping after this step and saving a checkpoint; a second "
+        "signal ends the run at once, without saving\n";
+    static constexpr char kNotSaving[] =
+        "ternion: signal received: stopping after this step (checkpoint.save_dir is not set: "
+        "nothing is saved); a second signal ends the run at once\n";
+    g_stop_answer = saves ? kSaving : kNotSaving;
+    g_stop_answer_length = log_state().rank == 0 ? std::strlen(g_stop_answer) : 0;
+  }
+
   void (*term_)(int);
   void (*int_)(int);
 };
@@ -442,7 +463,7 @@ StepMetrics Trainer::run() {
   double peak_activation_mb = 0.0;
   std::int64_t skipped_in_a_row = 0, skipped = 0;
   const auto start = Clock::now();
-  const StopSignals signals;
+  const StopSignals signals(!k.save_dir.empty());
   for (std::int64_t step = first_step; step <= t.steps; ++step) {
     StepMetrics m;
     try {

@@ -52,6 +52,8 @@ wait "$pid"
 status=$?
 [ "$status" -eq 0 ] || { cat "$out/term.log"; fail "exit status $status after SIGTERM"; }
 grep -q "stopped by a signal" "$out/term.log" || fail "no stop line"
+grep -q "^ternion: signal received: stopping after this step and saving a checkpoint" "$out/term.log" ||
+  fail "the signal was not acknowledged"
 latest=$(cat "$out/term/latest") || fail "no latest after SIGTERM"
 "$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
   --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/term" --set checkpoint.load=latest \
