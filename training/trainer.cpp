@@ -56,7 +56,8 @@ double all_reduce_double(Communicator& group, double value) {
 // non-finite gradients.
 constexpr std::int64_t kMaxSkippedStepsInARow = 10;
 
-// Set by SIGTERM / SIGINT during Trainer::run: save and stop after the current step.
+// Set by SIGTERM / SIGINT / SIGUSR1 during Trainer::run: save and stop after the current step
+// (SIGUSR1: what mpirun passes on to the ranks unchanged; launch/ternion-run sends it).
 std::atomic<bool> g_stop_requested{false};
 // What the first signal answers at once (rank 0 only; write(2) is async-signal-safe), so that
 // a user who sees the step go on does not press Ctrl-C again. Set before the handler is.
@@ -74,12 +75,14 @@ class StopSignals {
  public:
   explicit StopSignals(bool saves)
       : term_((prepare_answer(saves), std::signal(SIGTERM, request_stop))),
-        int_(std::signal(SIGINT, request_stop)) {
+        int_(std::signal(SIGINT, request_stop)),
+        usr1_(std::signal(SIGUSR1, request_stop)) {
     g_stop_requested = false;
   }
   ~StopSignals() {
     std::signal(SIGTERM, term_);
     std::signal(SIGINT, int_);
+    std::signal(SIGUSR1, usr1_);
   }
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
@@ -98,6 +101,7 @@ class StopSignals {
 
   void (*term_)(int);
   void (*int_)(int);
+  void (*usr1_)(int);
 };
 
 // training.device: CUDA ranks take GPU node_local_rank % GPUs (several ranks may share one,

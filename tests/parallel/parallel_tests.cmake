@@ -136,6 +136,16 @@ set_tests_properties(parallel_mpi.ternion_run_refuses_a_second_config
 set_tests_properties(parallel_mpi.ternion_run_refuses_zero_threads PROPERTIES
                      FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
                      ENVIRONMENT "TERNION_TRAIN=$<TARGET_FILE:ternion-train>;OMP_NUM_THREADS=0")
+# A stop signal to the launcher: the ranks save and stop, and it exits 0 (mpirun alone would
+# exit 1 on SIGINT and end the ranks unsaved on SIGTERM).
+add_test(NAME parallel_mpi.ternion_run_stops_cleanly_on_signals
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/ternion_run_signal.sh
+                 ${CMAKE_SOURCE_DIR}/launch/ternion-run $<TARGET_FILE:ternion-train>
+                 ${CMAKE_CURRENT_BINARY_DIR}/cli/good.yaml ${CMAKE_CURRENT_BINARY_DIR}/cli/good/train.bin
+                 ${CMAKE_CURRENT_BINARY_DIR}/ternion_run_signal)
+set_tests_properties(parallel_mpi.ternion_run_stops_cleanly_on_signals PROPERTIES
+                     FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 120
+                     ENVIRONMENT "OMP_NUM_THREADS=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 add_test(NAME parallel_mpi.print_layout
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_exit.sh 0 "^tensor 2 pipeline 1 data 4$"
                  $<TARGET_FILE:ternion-train> --config ${parallel_configs}/tp2_dp2.yaml
