@@ -427,6 +427,14 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
     if (!config.data.val.empty()) open_data_file("data.val", config.data.val, config.model);
     check_save_dir_writable(config, world.rank());
     layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
+    if (config.model.block != ModelConfig().block && parallel.tensor == 1 &&
+        parallel.pipeline == 1) {
+      // A registered block's sharding is its own, but without tensor or pipeline parallelism
+      // every rank holds the whole model: counted from the model built.
+      total_params = count_elements(GptModel(config.model).parameters());
+      rank_params.assign(static_cast<std::size_t>(world.size()), total_params);
+      return;
+    }
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);
     for (int r = 0; r < world.size(); ++r)
       rank_params.push_back(parameters_on_rank(config.model, *layout, r, parallel.virtual_stages));

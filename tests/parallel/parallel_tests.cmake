@@ -136,6 +136,16 @@ set_tests_properties(parallel_mpi.ternion_run_refuses_a_second_config
 set_tests_properties(parallel_mpi.ternion_run_refuses_zero_threads PROPERTIES
                      FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
                      ENVIRONMENT "TERNION_TRAIN=$<TARGET_FILE:ternion-train>;OMP_NUM_THREADS=0")
+# A registered custom block on data-parallel ranks: each rank's count is the built model's.
+add_test(NAME parallel_mpi.dry_run_custom_block_dp2
+         COMMAND ${parallel_expect} 0 --once "^  rank 1 tp=0 pp=0: 833.3K \\(833280\\)"
+                 --once "dry run: config, data and layout are valid on 2 ranks"
+                 -- ${parallel_mpirun} -np 2 $<TARGET_FILE:custom_block_train>
+                 --config ${CMAKE_SOURCE_DIR}/examples/custom_block/config.yaml ${data_set}
+                 --set parallel.data=2 --set training.global_batch_size=32 --dry-run)
+set_tests_properties(parallel_mpi.dry_run_custom_block_dp2 PROPERTIES
+                     FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
+                     ENVIRONMENT "${parallel_mpi_env}")
 # A stop signal to the launcher: the ranks save and stop, and it exits 0 (mpirun alone would
 # exit 1 on SIGINT and end the ranks unsaved on SIGTERM).
 add_test(NAME parallel_mpi.ternion_run_stops_cleanly_on_signals
