@@ -316,6 +316,25 @@ std::string model_line(const ModelConfig& m, std::int64_t params) {
                         " parameters (", params, ")");
 }
 
+// What each rank built, gathered to rank 0 and logged one line a rank: the proof that the
+// layout ran (a rank that built the whole model where it should hold a shard shows here, and
+// tests compare these lines with --dry-run's per-rank counts). Counts travel as two F32
+// halves of 24 bits, exact below 2^48.
+void log_built_parameters(Communicator& world, const ProcessGroups& groups, std::int64_t count) {
+  constexpr std::int64_t kHalf = std::int64_t{1} << 24;
+  Tensor mine = Tensor::from_vector({static_cast<float>(count / kHalf),
+                                     static_cast<float>(count % kHalf)}, {2});
+  Tensor all = Tensor::empty({2 * static_cast<std::int64_t>(world.size())});
+  world.all_gather(all, mine);
+  const float* v = all.data<float>();
+  for (int r = 0; r < world.size(); ++r) {
+    const RankCoords c = groups.layout().at(r).coords;
+    const auto built = static_cast<std::int64_t>(v[2 * r]) * kHalf + static_cast<std::int64_t>(v[2 * r + 1]);
+    log_info("ternion: rank ", r, " tp=", c.tp_rank, " pp=", c.pp_rank, " dp=", c.dp_rank,
+             " built ", built, " parameters");
+  }
+}
+
 // Trains (or, on one rank with --dry-run, stops after building the model). On several ranks
 // the process groups come first (collective), then each rank builds its trainer (local: it
 // opens the data), and the ranks agree on failures before training starts.
@@ -363,6 +382,7 @@ int run_training(Communicator& world, const Setup& s) {
     if (parallel.zero_stage == 1) layout += ", ZeRO-1";
   }
   const std::int64_t local_params = count_elements(trainer->parameters());
+  if (world.size() > 1) log_built_parameters(world, *groups, local_params);
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (",
            count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",

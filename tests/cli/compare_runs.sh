@@ -14,6 +14,17 @@ common=(--config "$config" --set "data.train=$data")
 $mpirun -np "$ranks" "$train" "${common[@]}" --set "logging.metrics_file=$out/many.jsonl" "$@" \
   > "$out/many.log" 2>&1 || { cat "$out/many.log"; echo "FAILED: the $ranks-rank run"; exit 1; }
 cat "$out/many.log"
+# The layout ran: what each rank built (its "built N parameters" line) is what --dry-run
+# computes for that rank from the layout, so a rank that built the whole model where it should
+# hold a shard (tensor parallelism silently off, say) fails here.
+$mpirun -np "$ranks" "$train" "${common[@]}" "$@" --dry-run > "$out/dry.log" 2>&1 ||
+  { cat "$out/dry.log"; echo "FAILED: the $ranks-rank dry run"; exit 1; }
+expected=$(sed -n 's/^  rank \([0-9]*\) tp=\([0-9]*\) pp=\([0-9]*\): [^(]*(\([0-9]*\)).*/\1 \2 \3 \4/p' "$out/dry.log")
+built=$(sed -n 's/^ternion: rank \([0-9]*\) tp=\([0-9]*\) pp=\([0-9]*\) dp=[0-9]* built \([0-9]*\) parameters$/\1 \2 \3 \4/p' "$out/many.log")
+[ "$(printf '%s\n' "$expected" | wc -l)" -eq "$ranks" ] ||
+  { cat "$out/dry.log"; echo "FAILED: the dry run lists $(printf '%s\n' "$expected" | wc -l) ranks, not $ranks"; exit 1; }
+[ "$built" = "$expected" ] ||
+  { printf 'built:\n%s\nexpected (dry run):\n%s\n' "$built" "$expected"; echo "FAILED: the ranks built another layout than the dry run's"; exit 1; }
 # The loss and the gradient norm of every step: AdamW with clipping is nearly blind to a
 # gradient scale common to all parameters (a layout that trains each shard on the whole model,
 # say), which the losses hide and the norm shows.
@@ -30,4 +41,4 @@ done
 [ "$(wc -l < "$out/one.jsonl")" -eq "$(wc -l < "$out/many.jsonl")" ] || { echo "FAILED: step counts differ"; exit 1; }
 sample() { sed -n '/^ternion: sample/,$p' "$1"; }
 [ "$(sample "$out/one.log")" = "$(sample "$out/many.log")" ] || { echo "FAILED: the samples differ"; exit 1; }
-echo "same losses, gradient norms and sample on 1 and $ranks ranks"
+echo "same losses, gradient norms and sample on 1 and $ranks ranks, each rank's parameters as laid out"
