@@ -73,11 +73,12 @@ extern "C" void request_stop(int signal) {
 // Installs request_stop for SIGTERM and SIGINT while a run lasts.
 class StopSignals {
  public:
-  explicit StopSignals(bool saves)
-      : term_((prepare_answer(saves), std::signal(SIGTERM, request_stop))),
-        int_(std::signal(SIGINT, request_stop)),
-        usr1_(std::signal(SIGUSR1, request_stop)) {
+  explicit StopSignals(bool saves) {
+    prepare_answer(saves);
     g_stop_requested = false;
+    term_ = std::signal(SIGTERM, request_stop);
+    int_ = std::signal(SIGINT, request_stop);
+    usr1_ = std::signal(SIGUSR1, request_stop);
   }
   ~StopSignals() {
     std::signal(SIGTERM, term_);

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <limits>
+#include <memory>
 
 #include "data/builtin_corpus.h"
 #include "training_test_support.h"
@@ -163,18 +164,25 @@ TEST(Trainer, NonFiniteGradientsSkipTheUpdate) {
   EXPECT_NE(metrics_json(m).find("\"skipped\": true"), std::string::npos);
 }
 
+// A `steps`-step run on the built-in corpus whose ln_f.weight holds a NaN that no skipped
+// update can mend: every step's gradients are non-finite.
+std::unique_ptr<Trainer> trainer_with_a_nan_weight(const ScratchDir& dir, std::int64_t steps) {
+  testing_support::prepare_builtin(dir, 50000);
+  TrainConfig c = small_run(dir, steps);
+  c.training.eval_interval = 0;
+  auto trainer = std::make_unique<Trainer>(c);
+  std::vector<Parameter*> params = trainer->model().parameters();
+  params[params.size() - 2]->value.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  return trainer;
+}
+
 // Gradients that stay non-finite (a NaN weight that no skipped update can mend) stop the run
 // after 10 skipped steps in a row, with the steps named, instead of skipping to the end.
 TEST(Trainer, ARunThatKeepsSkippingStops) {
   ScratchDir dir("nan-run");
-  testing_support::prepare_builtin(dir, 50000);
-  TrainConfig c = small_run(dir, 30);
-  c.training.eval_interval = 0;
-  Trainer trainer(c);
-  std::vector<Parameter*> params = trainer.model().parameters();
-  params[params.size() - 2]->value.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  std::unique_ptr<Trainer> trainer = trainer_with_a_nan_weight(dir, 30);
   try {
-    trainer.run();
+    trainer->run();
     FAIL() << "the run went on";
   } catch (const TrainingError& e) {
     EXPECT_NE(std::string(e.what()).find("steps 1 to 10 all had non-finite gradients"),
@@ -185,14 +193,9 @@ TEST(Trainer, ARunThatKeepsSkippingStops) {
 // A run that ends with skipped steps (fewer than 10 in a row) says so at its end.
 TEST(Trainer, SkippedStepsAreCountedAtTheEnd) {
   ScratchDir dir("nan-end");
-  testing_support::prepare_builtin(dir, 50000);
-  TrainConfig c = small_run(dir, 3);
-  c.training.eval_interval = 0;
-  Trainer trainer(c);
-  std::vector<Parameter*> params = trainer.model().parameters();
-  params[params.size() - 2]->value.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  std::unique_ptr<Trainer> trainer = trainer_with_a_nan_weight(dir, 3);
   testing::internal::CaptureStdout();
-  trainer.run();
+  trainer->run();
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("ternion: warning: 3 of 3 steps were skipped (non-finite gradients, no "
                      "update applied), the last among them: the run may be diverging"),
