@@ -17,6 +17,7 @@ void bias_add_forward(T* out, const T* bias, i64 rows, i64 cols) {
 #pragma omp parallel for schedule(static) if (rows * cols >= kMinParallelElements)
   for (i64 r = 0; r < rows; ++r) {
     T* row = out + r * cols;
+    #pragma omp simd
     for (i64 c = 0; c < cols; ++c) row[c] += bias[c];
   }
 }
@@ -31,6 +32,7 @@ void bias_add_backward(T* dbias, const T* dout, i64 rows, i64 cols) {
     T sum[kColumnBlock] = {};
     for (i64 r = 0; r < rows; ++r) {
       const T* row = dout + r * cols + c0;
+      #pragma omp simd
       for (i64 c = 0; c < width; ++c) sum[c] += row[c];
     }
     for (i64 c = 0; c < width; ++c) dbias[c0 + c] += sum[c];

@@ -1,10 +1,10 @@
-// Softmax cross-entropy, one row per task. A row is read twice in the forward (max, then the
-// sum of exponentials shifted by it, so nothing overflows) and once in the backward, which
-// recomputes the softmax from the saved logsumexp instead of storing it.
+// Softmax cross-entropy, one row per task. The forward shifts the exponentials by the row's
+// max, so nothing overflows; the backward recomputes the softmax from the saved logsumexp
+// instead of storing it.
 //
 // The per-row math lives once, in the helpers below: the vocab-parallel pieces apply one each
-// to a shard, and the whole-vocabulary forward applies all of them to each row in turn, so the
-// second read of a row comes from cache rather than from a second pass over the logits.
+// to a shard, and the whole-vocabulary forward applies them chunk by chunk to each row, so the
+// row is read from memory once.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -64,6 +64,27 @@ T target_logit_of_row(const T* row, std::int32_t target, std::int32_t ignore_ind
                                                                          : static_cast<T>(0);
 }
 
+// The sum of exp(row[v] - max) and the max, in one read of the row: chunk by chunk, the
+// chunk's max, then its exponentials while it is in L1, the running sum rescaled when the max
+// grows. Reading the row for its max first and then again for the exponentials kept the
+// memory idle while the exponentials ran (the forward took the sum of both times).
+template <class T>
+void max_and_sum_exp_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp) {
+  constexpr i64 kChunk = 2048;  // 8 KiB of f32
+  T running_max = -std::numeric_limits<T>::infinity(), sum = 0;
+  for (i64 start = 0; start < n_real; start += kChunk) {
+    const i64 length = std::min(kChunk, n_real - start);
+    const T chunk_max = max_of_row(row + start, length);
+    if (chunk_max > running_max) {
+      sum *= fast_exp(running_max - chunk_max);
+      running_max = chunk_max;
+    }
+    sum += sum_exp_of_row(row + start, length, running_max);
+  }
+  max_logit = running_max;
+  sum_exp = sum;
+}
+
 template <class T>
 T logsumexp(T max_logit, T sum_exp) {
   return max_logit + std::log(sum_exp);
@@ -83,8 +104,9 @@ void cross_entropy_forward(T* losses, T* lse, const T* logits, const std::int32_
 #pragma omp parallel for schedule(static) if (rows * vocab_size >= kMinParallelElements)
   for (i64 r = 0; r < rows; ++r) {
     const T* row = logits + r * padded_vocab;
-    const T max_logit = max_of_row(row, vocab_size);
-    const T row_lse = logsumexp(max_logit, sum_exp_of_row(row, vocab_size, max_logit));
+    T max_logit, sum_exp;
+    max_and_sum_exp_of_row(row, vocab_size, max_logit, sum_exp);
+    const T row_lse = logsumexp(max_logit, sum_exp);
     const std::int32_t t = targets[r];
     lse[r] = row_lse;
     losses[r] =

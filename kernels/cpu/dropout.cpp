@@ -29,6 +29,7 @@ void apply_dropout_mask(T* out, const T* in, float p, RngStream stream, i64 batc
           dropout_global_index(sample_offset + b, seq_offset + t, seq_total, channels, 0);
       const T* x = in + (b * seq + t) * channels;
       T* y = out + (b * seq + t) * channels;
+      #pragma omp simd
       for (i64 c = 0; c < channels; ++c) {
         const bool keep = dropout_keep(stream, first + static_cast<std::uint64_t>(c), p);
         y[c] = keep ? x[c] * scale : static_cast<T>(0);

@@ -41,6 +41,7 @@ void token_embedding_backward(T* dwte, const T* dout, const std::int32_t* tokens
       if (row < 0 || row >= vocab_rows) continue;  // another shard's token
       T* dst = dwte + row * channels + c0;
       const T* src = dout + n * channels + c0;
+      #pragma omp simd
       for (i64 c = 0; c < width; ++c) dst[c] += src[c];
     }
   }
@@ -54,6 +55,7 @@ void position_embedding_forward(T* out, const T* wpe, i64 batch, i64 seq, i64 ch
     for (i64 t = 0; t < seq; ++t) {
       T* o = out + (b * seq + t) * channels;
       const T* w = wpe + t * channels;
+      #pragma omp simd
       for (i64 c = 0; c < channels; ++c) o[c] += w[c];
     }
   }
@@ -66,6 +68,7 @@ void position_embedding_backward(T* dwpe, const T* dout, i64 batch, i64 seq, i64
     T* dw = dwpe + t * channels;
     for (i64 b = 0; b < batch; ++b) {
       const T* d = dout + (b * seq + t) * channels;
+      #pragma omp simd
       for (i64 c = 0; c < channels; ++c) dw[c] += d[c];
     }
   }

@@ -29,6 +29,7 @@ void layer_norm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, c
     for (i64 c = 0; c < cols; ++c) squares += (xr[c] - mu) * (xr[c] - mu);
     const T s = static_cast<T>(1) / std::sqrt(squares / static_cast<T>(cols) + eps);
     T* outr = out + r * cols;
+    #pragma omp simd
     for (i64 c = 0; c < cols; ++c) outr[c] = (xr[c] - mu) * s * weight[c] + bias[c];
     mean[r] = mu;
     rstd[r] = s;

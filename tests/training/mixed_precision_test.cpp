@@ -25,7 +25,10 @@ TrainConfig tiny_run(const ScratchDir& dir, const std::string& precision) {
   c.training.steps = 30;
   c.training.global_batch_size = 16;
   c.training.precision = precision;
-  c.optimizer.lr = 3e-3;
+  // Low enough that the f32 run has no loss spike: at 3e-3 both runs spiked at step 22
+  // (gradient norm 70 from 0.4), where the heights of two spikes differ by chance, not by
+  // bf16's rounding.
+  c.optimizer.lr = 2e-3;
   c.optimizer.warmup_steps = 5;
   c.data.train = dir.file("train.bin");
   return c;
@@ -70,7 +73,7 @@ TEST(MixedPrecision, Bf16TrainingTracksTheF32Run) {
     const StepMetrics a = f32.train_step(step);
     const StepMetrics b = bf16.train_step(step);
     ASSERT_TRUE(std::isfinite(b.loss)) << "step " << step;
-    EXPECT_NEAR(b.loss, a.loss, 0.02 * a.loss + 0.02) << "step " << step;
+    EXPECT_NEAR(b.loss, a.loss, 0.005 * a.loss + 0.005) << "step " << step;
     if (step == 1) first = b.loss;
     last = b.loss;
   }
