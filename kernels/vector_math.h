@@ -7,9 +7,9 @@
 // millions of exponentials.
 //
 // fast_exp(float), on the CPU: after Cephes' expf. Range reduction x = n ln2 + r with
-// |r| <= ln2/2, a degree-6 polynomial for e^r, and 2^n built from its exponent bits; every step is an add,
-// multiply, min, max, conversion or shift, all of which have vector forms. Relative error
-// below 1e-7 (measured 8.4e-8) over [-87, 88]; NaN propagates; 0 from about -87.7 (where e^x
+// |r| <= ln2/2, a degree-6 polynomial for e^r, and 2^n built from its exponent bits; every
+// step is an add, multiply, min, max, conversion or shift, all of which have vector forms.
+// Relative error below 1e-7 (measured 8.4e-8) over [-87, 88]; NaN propagates; 0 from about -87.7 (where e^x
 // leaves the normal floats) and +inf from about 88.4 (0.3 short of FLT_MAX's logarithm). In
 // device code it is __expf instead (the reason and its error at the function).
 //
@@ -43,8 +43,8 @@ TN_HOST_DEVICE inline float fast_exp(float x) {
   // (the cross-entropy twice per logit, GELU) bound by instruction issue instead of memory.
   // Error 2 + 1.17|x| ulps (CUDA's table), so about 1e-6 relative for the |x| < 20 that
   // matter. Without -ftz, subnormal results are kept (three instructions more than
-  // ex2.approx.ftz; the CPU's version returns 0 below about -87.7). The kernels are compared with the
-  // CPU's to tolerance, never bits.
+  // ex2.approx.ftz; the CPU's version returns 0 below about -87.7). The kernels are compared
+  // with the CPU's to tolerance, never bits.
   return __expf(x);
 #else
   constexpr float kLog2e = 1.44269504088896341f;
