@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_info.h"
 #include "framework/philox.h"
 #include "kernels/matmul.h"
 #include "kernels/threads.h"
@@ -152,6 +153,7 @@ int main(int argc, char** argv) {
   const double shapes_rate = gemm_rate(step_gemms(c, batch * seq), 3);
   const double square_rate = gemm_rate({{2048, 2048, 2048, false, false, 0.0f}}, 3);
 
+  std::printf("cpu:   %s\n", bench::cpu_description().c_str());
   std::printf("model: %lld layers, %lld heads, d_model %lld, vocab %lld (padded %lld), %.1fM parameters\n",
               (long long)c.n_layer, (long long)c.n_head, (long long)c.d_model, (long long)c.vocab_size,
               (long long)c.padded_vocab_size(), params / 1e6);

@@ -7,8 +7,10 @@
 // synchronisation each (best_seconds); the best time per call is printed with its GFLOP/s (GEMMs, attention) or its
 // effective memory bandwidth (everything else: the bytes the op must read and write / time,
 // so a fused op's figure counts only its own traffic). Fused ops are timed beside the
-// unfused sequence they replace. On the GPU the percentages say how far each memory-bound op
-// is from the bandwidth of a plain device-to-device copy measured in the same run.
+// unfused sequence they replace. The percentages say how far each memory-bound op is from a
+// yardstick measured in the same run: on the CPU a streaming triad over arrays far larger
+// than the caches (a[i] = b[i] * s + c[i], the threads the kernels use), on the GPU a plain
+// device-to-device copy. An op whose data fits in cache can pass 100%.
 // Exit status: 0; with --device cuda and no GPU it says so and exits 0.
 #include <algorithm>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_info.h"
 #include "framework/device_runtime.h"
 #include "framework/philox.h"
 #include "kernels/adamw.h"
@@ -40,7 +43,8 @@ namespace {
 
 Device g_device = Device::cpu();
 DType g_dtype = DType::F32;
-double g_copy_bandwidth = 0.0;  // bytes/s of a device-to-device copy; 0 on the CPU
+double g_yardstick_bandwidth = 0.0;  // bytes/s: the CPU's triad or the GPU's copy
+const char* g_yardstick_name = "triad";
 
 // The best of `repeats` batches, per call. A batch runs the op back to back (about 2 ms of
 // calls) and synchronises once, so a short kernel's launch latency and the synchronisation
@@ -88,12 +92,23 @@ void report_flops(const char* name, double seconds, double flops) {
 }
 void report_bytes(const char* name, double seconds, double bytes) {
   const double rate = bytes / seconds;
-  if (g_copy_bandwidth > 0) {
-    std::printf("%-44s %9.3f ms  %8.1f GB/s  %5.1f%% of copy\n", name, seconds * 1e3, rate / 1e9,
-                100.0 * rate / g_copy_bandwidth);
-  } else {
-    std::printf("%-44s %9.3f ms  %8.1f GB/s\n", name, seconds * 1e3, rate / 1e9);
-  }
+  std::printf("%-44s %9.3f ms  %8.1f GB/s  %5.1f%% of %s\n", name, seconds * 1e3, rate / 1e9,
+              100.0 * rate / g_yardstick_bandwidth, g_yardstick_name);
+}
+
+// STREAM's triad, written plainly (no kernel of ours): what the CPU's memory system streams
+// with these threads. 3 x 128 MiB, so no level of cache holds it.
+double cpu_triad_bandwidth() {
+  const std::int64_t n = std::int64_t{1} << 25;
+  std::vector<float> a(static_cast<std::size_t>(n)), b(a.size(), 1.0f), c(a.size(), 2.0f);
+  float* pa = a.data();
+  const float* pb = b.data();
+  const float* pc = c.data();
+  const double seconds = best_seconds([&] {
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) pa[i] = pb[i] * 0.5f + pc[i];
+  }, 10);  // more repeats than the ops get: the yardstick must not be a slow sample
+  return 3.0 * 4.0 * static_cast<double>(n) / seconds;
 }
 
 }  // namespace
@@ -144,17 +159,24 @@ int main(int argc, char** argv) {
   if (threads > 0) set_num_threads(static_cast<int>(threads));
   const double es = static_cast<double>(dtype_size(g_dtype));  // bytes per activation element
   const std::int64_t rows = batch * seq, ff = 4 * width;
+  std::printf("cpu: %s\n", bench::cpu_description().c_str());
   std::printf("shapes: %lld tokens, width %lld, %lld heads, vocab %lld, %s %s, %d threads\n",
               (long long)rows, (long long)width, (long long)heads, (long long)vocab,
               device_name.c_str(), dtype_name_arg.c_str(), num_threads());
 
-  if (!g_device.is_cpu()) {
-    // The yardstick for the memory-bound ops: a 1 GiB device-to-device copy (read + write).
+  // The yardstick for the memory-bound ops.
+  if (g_device.is_cpu()) {
+    g_yardstick_bandwidth = cpu_triad_bandwidth();
+    std::printf("%-44s %9s     %8.1f GB/s\n", "triad a = b * s + c (3 x 128 MiB)", "",
+                g_yardstick_bandwidth / 1e9);
+  } else {
+    // A 1 GiB device-to-device copy (read + write).
     Tensor src = Tensor::zeros({1 << 28}, DType::F32, g_device), dst = empty({1 << 28}, DType::F32);
     const double seconds = best_seconds([&] { dst.copy_from(src); });
-    g_copy_bandwidth = 2.0 * static_cast<double>(src.nbytes()) / seconds;
+    g_yardstick_bandwidth = 2.0 * static_cast<double>(src.nbytes()) / seconds;
+    g_yardstick_name = "copy";
     std::printf("%-44s %9.3f ms  %8.1f GB/s\n", "device copy (1 GiB, read + write)", seconds * 1e3,
-                g_copy_bandwidth / 1e9);
+                g_yardstick_bandwidth / 1e9);
   }
 
   Tensor x = random({rows, width}, 1), w_ff = random({ff, width}, 2), h = random({rows, ff}, 3);

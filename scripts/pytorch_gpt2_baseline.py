@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""GPT-2 124M training steps in plain PyTorch: the GPU check's baseline for Ternion's tokens/s.
+"""GPT-2 124M training steps in plain PyTorch: the baseline for Ternion's tokens/s.
 
-    python3 scripts/pytorch_gpt2_baseline.py [--steps 6] [--warmup 2] [--micro-batch 16]
-                                             [--accum 32] [--no-compile]
+    python3 scripts/pytorch_gpt2_baseline.py [--device cuda|cpu] [--steps 6] [--warmup 2]
+                                             [--micro-batch N] [--seq N] [--accum N]
+                                             [--threads N] [--no-compile]
 
-The way nanoGPT trains GPT-2 on one GPU: f32 weights under bf16 autocast, fused AdamW,
-scaled_dot_product_attention (flash attention), torch.compile, TF32 allowed for f32 matmuls,
-gradient accumulation over micro-batches and clipping to norm 1. The shape is Ternion's
-configs/gpu/gpt2-124m-bf16.yaml: 12 layers, width 768, 12 heads, context 1024, vocabulary
-50257 padded to 50304, tied LM head, tanh GELU, no dropout; 16 x 1024 tokens a micro-batch,
-32 micro-batches (0.5M tokens) a step. Tokens are random (the speed does not depend on them).
+On a GPU (the GPU check's baseline), the way nanoGPT trains GPT-2 on one GPU: f32 weights
+under bf16 autocast, fused AdamW, scaled_dot_product_attention (flash attention),
+torch.compile, TF32 allowed for f32 matmuls, gradient accumulation over micro-batches and
+clipping to norm 1. The shape is Ternion's configs/gpu/gpt2-124m-bf16.yaml: 12 layers, width
+768, 12 heads, context 1024, vocabulary 50257 padded to 50304, tied LM head, tanh GELU, no
+dropout; 16 x 1024 tokens a micro-batch, 32 micro-batches (0.5M tokens) a step.
 
-Prints one line per step and, last, the line the GPU check reads:
+On the CPU (bench/cpu_vs_pytorch.sh's baseline), bench_gpt_step's step: the same model in
+f32, eager, 4 x 64 tokens, one micro-batch, AdamW with foreach, clipping to norm 1, --threads
+intra-op threads. Tokens are random (the speed does not depend on them).
+
+Prints one line per step and, last, the line the callers read:
     pytorch gpt2-124m: <tokens/s> tokens/s, <ms> ms/step (median of <n> steps after <w> warm-up)
 """
 import argparse
@@ -70,53 +75,72 @@ class GPT(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--steps", type=int, default=6, help="timed steps")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps first (compilation)")
-    ap.add_argument("--micro-batch", type=int, default=16)
-    ap.add_argument("--accum", type=int, default=32, help="micro-batches per step")
-    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--micro-batch", type=int, help="sequences a micro-batch (cuda 16, cpu 4)")
+    ap.add_argument("--seq", type=int, help="tokens a sequence (cuda 1024, cpu 64)")
+    ap.add_argument("--accum", type=int, help="micro-batches per step (cuda 32, cpu 1)")
+    ap.add_argument("--threads", type=int, help="intra-op threads on the CPU")
+    ap.add_argument("--no-compile", action="store_true", help="eager (always so on the CPU)")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
+    gpu = args.device == "cuda"
+    if gpu and not torch.cuda.is_available():
         sys.exit("pytorch_gpt2_baseline: no CUDA device")
+    micro_batch = args.micro_batch or (16 if gpu else 4)
+    seq = args.seq or (1024 if gpu else 64)
+    accum = args.accum or (32 if gpu else 1)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     torch.manual_seed(1234)
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
-    vocab, context = 50304, 1024
-    model = GPT(vocab, context, layers=12, d=768, heads=12).cuda()
+    vocab = 50304
+    model = GPT(vocab, seq, layers=12, d=768, heads=12).to(args.device)
     params = sum(p.numel() for p in model.parameters())
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                              {"params": no_decay, "weight_decay": 0.0}],
-                            lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
-    step_model = model if args.no_compile else torch.compile(model)
+                            lr=6e-4, betas=(0.9, 0.95), eps=1e-8,
+                            **({"fused": True} if gpu else {"foreach": True}))
+    compiled = gpu and not args.no_compile
+    step_model = torch.compile(model) if compiled else model
 
-    b, t = args.micro_batch, context
-    tokens = torch.randint(0, 50257, (args.accum, b, t + 1), device="cuda")
+    def synchronize():
+        if gpu:
+            torch.cuda.synchronize()
+
+    b, t = micro_batch, seq
+    tokens = torch.randint(0, 50257, (accum, b, t + 1), device=args.device)
     times = []
     for step in range(args.warmup + args.steps):
-        torch.cuda.synchronize()
+        synchronize()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        for m in range(args.accum):
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
-                loss = step_model(tokens[m, :, :-1], tokens[m, :, 1:]) / args.accum
+        for m in range(accum):
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=gpu):
+                loss = step_model(tokens[m, :, :-1], tokens[m, :, 1:]) / accum
             loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        torch.cuda.synchronize()
+        synchronize()
         ms = 1000 * (time.perf_counter() - t0)
         if step >= args.warmup:
             times.append(ms)
-        print(f"step {step + 1}: loss {loss.item() * args.accum:.4f}, grad norm {norm.item():.3f}, "
+        print(f"step {step + 1}: loss {loss.item() * accum:.4f}, grad norm {norm.item():.3f}, "
               f"{ms:.1f} ms{' (warm-up)' if step < args.warmup else ''}", flush=True)
     ms = statistics.median(times)
-    tok_s = args.accum * b * t / (ms / 1000)
-    peak = torch.cuda.max_memory_allocated() / 1e9
-    print(f"pytorch {torch.__version__}, {torch.cuda.get_device_name()}, {params / 1e6:.1f}M "
-          f"parameters, peak allocated {peak:.1f} GB, compiled: {not args.no_compile}")
+    tok_s = accum * b * t / (ms / 1000)
+    if gpu:
+        where = (f"{torch.cuda.get_device_name()}, peak allocated "
+                 f"{torch.cuda.max_memory_allocated() / 1e9:.1f} GB")
+    else:
+        where = f"CPU, {torch.get_num_threads()} threads, f32"
+    print(f"pytorch {torch.__version__}, {where}, {params / 1e6:.1f}M parameters, "
+          f"{b} x {t} tokens x {accum} micro-batches, compiled: {compiled}")
     print(f"pytorch gpt2-124m: {tok_s:.0f} tokens/s, {ms:.1f} ms/step "
           f"(median of {len(times)} steps after {args.warmup} warm-up)")
 
