@@ -37,15 +37,10 @@ TokenBatch BatchSampler::gather(std::int64_t count, OffsetOf offset_of) const {
                    Tensor::empty({count, seq_len_}, DType::I32)};
   std::int32_t* inputs = batch.inputs.data<std::int32_t>();
   std::int32_t* targets = batch.targets.data<std::int32_t>();
-  const std::uint16_t* tokens = shard_->tokens();
   for (std::int64_t i = 0; i < count; ++i) {
-    const std::uint16_t* window = tokens + offset_of(i);
-    std::int32_t* input_row = inputs + i * seq_len_;
-    std::int32_t* target_row = targets + i * seq_len_;
-    for (std::int64_t t = 0; t < seq_len_; ++t) {
-      input_row[t] = window[t];
-      target_row[t] = window[t + 1];
-    }
+    const std::int64_t offset = offset_of(i);
+    shard_->copy_tokens(offset, seq_len_, inputs + i * seq_len_);
+    shard_->copy_tokens(offset + 1, seq_len_, targets + i * seq_len_);
   }
   return batch;
 }

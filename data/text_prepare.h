@@ -1,9 +1,10 @@
 // Text preparation: raw text -> byte tokens -> output_dir/train.bin and output_dir/val.bin.
 //
 // The text is byte-tokenized (data/byte_tokenizer.h). The LAST floor(bytes * val_fraction)
-// bytes become val.bin and the rest train.bin, both in llm.c's token-file layout
-// (data/token_shard.h). Splitting at the end rather than sampling keeps validation text
-// unseen in training: no window of val.bin overlaps train.bin.
+// bytes become val.bin and the rest train.bin, both in llm.c's uint16 token-file layout
+// (version 1, data/token_shard.h), which every llm.c reader takes. Splitting at the end rather
+// than sampling keeps validation text unseen in training: no window of val.bin overlaps
+// train.bin.
 //
 //   val_fraction in [0, 0.5], else UsageError.
 //   val_fraction == 0: no val.bin is written (a stale one from an earlier run is removed, so
