@@ -35,6 +35,9 @@
 #include "kernels/layer_norm.h"
 #include "kernels/linear.h"
 #include "kernels/matmul.h"
+#include "kernels/rms_norm.h"
+#include "kernels/rotary_qkv.h"
+#include "kernels/swiglu.h"
 #include "kernels/threads.h"
 
 using namespace ternion;
@@ -298,6 +301,26 @@ int main(int argc, char** argv) {
                2.0 * att_flops);
   set_attention_deterministic(true);
 
+  // Llama's rotary embedding into attention's layout: multi-head (r 1) and grouped-query (r 4,
+  // heads / 4 key/value groups), head size width / heads; reads grouped, writes packed.
+  for (const std::int64_t r : {std::int64_t{1}, std::int64_t{4}}) {
+    if (heads % r != 0) continue;
+    const std::int64_t kv_heads = heads / r, hs = width / heads;
+    const std::int64_t in_width = kv_heads * (r + 2) * hs, out_width = heads * 3 * hs;
+    Tensor grouped = random({batch, seq, in_width}, 19), packed = empty({batch, seq, out_width});
+    Tensor dgrouped = empty(grouped.shape());
+    const double bytes = es * rows * (in_width + out_width);
+    const std::string r_label = " (r " + std::to_string(r) + ")";
+    report_bytes(("rotary_qkv forward" + r_label).c_str(), best_seconds([&] {
+                   rotary_qkv_forward(packed, grouped, kv_heads, r, 0, 10000.0);
+                 }),
+                 bytes);
+    report_bytes(("rotary_qkv backward" + r_label).c_str(), best_seconds([&] {
+                   rotary_qkv_backward(dgrouped, packed, kv_heads, r, 0, 10000.0);
+                 }),
+                 bytes);
+  }
+
   Tensor ln_out = empty({rows, width}), mean = empty({rows}, DType::F32),
          rstd = empty({rows}, DType::F32);
   Tensor lnw = random({width}, 9), lnb = random({width}, 10);
@@ -321,6 +344,19 @@ int main(int argc, char** argv) {
                  layer_norm_backward(dx, dlnw, dlnb, ln_out, x, lnw, mean, rstd, &residual);
                }),
                4.0 * es * rows * width);
+  // Llama's norm: LayerNorm without the mean and the bias, on the same rows.
+  Tensor dlnw_rms = zeros({width});
+  report_bytes("rms_norm forward",
+               best_seconds([&] { rms_norm_forward(ln_out, rstd, x, lnw, 1e-5f); }),
+               2.0 * es * rows * width);
+  report_bytes("rms_norm backward", best_seconds([&] {
+                 rms_norm_backward(dx, dlnw_rms, ln_out, x, lnw, rstd);
+               }),
+               3.0 * es * rows * width);
+  report_bytes("rms_norm backward + residual (fused)", best_seconds([&] {
+                 rms_norm_backward(dx, dlnw_rms, ln_out, x, lnw, rstd, &residual);
+               }),
+               4.0 * es * rows * width);
 
   Tensor g = empty({rows, ff});
   Tensor bias = random({ff}, 8), dbias = zeros({ff});
@@ -334,6 +370,13 @@ int main(int argc, char** argv) {
                3.0 * es * rows * ff);
   report_bytes("gelu backward + bias gradient (fused)",
                best_seconds([&] { gelu_backward(g, h, g, &dbias); }), 3.0 * es * rows * ff);
+  // Llama's MLP activation at the same hidden width: reads [rows, 2 ff] (gate, up pairs),
+  // writes [rows, ff]; the backward also reads dout and writes [rows, 2 ff].
+  Tensor gate_up = random({rows, 2 * ff}, 20), dgate_up = empty({rows, 2 * ff});
+  report_bytes("swiglu forward", best_seconds([&] { swiglu_forward(g, gate_up); }),
+               3.0 * es * rows * ff);
+  report_bytes("swiglu backward", best_seconds([&] { swiglu_backward(dgate_up, h, gate_up); }),
+               5.0 * es * rows * ff);
   Tensor bias_act = random({ff}, 12);
   report_bytes("bias_add forward", best_seconds([&] { bias_add_forward(y_ff, bias_act); }),
                2.0 * es * rows * ff);

@@ -37,6 +37,17 @@ template <class T>
 void layer_norm_backward(T* dx, T* dweight, T* dbias, const T* dout, const T* x,
                          const T* weight, const T* mean, const T* rstd, i64 rows, i64 cols);
 
+// RMSNorm (kernels/rms_norm.h): x [rows, cols], weight [cols], rstd [rows].
+template <class T>
+void rms_norm_forward(T* out, T* rstd, const T* x, const T* weight, i64 rows, i64 cols, T eps);
+template <class T>
+void rms_norm_backward(T* dx, T* dweight, const T* dout, const T* x, const T* weight,
+                       const T* rstd, i64 rows, i64 cols);
+
+// SwiGLU (kernels/swiglu.h) over n features: gate_up holds 2n values, (gate, up) pair by pair.
+template <class T> void swiglu_forward(T* out, const T* gate_up, i64 n);
+template <class T> void swiglu_backward(T* dgate_up, const T* dout, const T* gate_up, i64 n);
+
 // Causal attention (kernels/attention.h): lse [B, H, T]; backward recomputes the
 // probabilities from lse.
 template <class T>
@@ -56,6 +67,15 @@ template <class T>
 void position_embedding_forward(T* out, const T* wpe, i64 batch, i64 seq, i64 channels);
 template <class T>
 void position_embedding_backward(T* dwpe, const T* dout, i64 batch, i64 seq, i64 channels);
+
+// Rotary position embedding and grouped-query packing (kernels/rotary_qkv.h): grouped
+// [B, T, G (r + 2) hs] -> packed [B, T, G r 3 hs], G = kv_heads, r = queries_per_kv.
+template <class T>
+void rotary_qkv_forward(T* packed, const T* grouped, i64 batch, i64 seq, i64 kv_heads,
+                        i64 queries_per_kv, i64 head_size, i64 first_position, double theta);
+template <class T>
+void rotary_qkv_backward(T* dgrouped, const T* dpacked, i64 batch, i64 seq, i64 kv_heads,
+                         i64 queries_per_kv, i64 head_size, i64 first_position, double theta);
 
 // Cross-entropy; see kernels/cross_entropy.h. A shard's logits are [rows, local_vocab] holding
 // global columns [vocab_start, vocab_start + local_vocab).

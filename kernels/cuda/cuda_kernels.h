@@ -85,6 +85,16 @@ void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tenso
                          const Tensor& x, const Tensor& weight, const Tensor& mean,
                          const Tensor& rstd, const Tensor* residual);
 
+// x/out/dx/dout/weight F32 or BF16 (one dtype); rstd F32; dweight F32 (accumulates +=).
+void rms_norm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& weight, float eps);
+void rms_norm_backward(Tensor& dx, Tensor& dweight, const Tensor& dout, const Tensor& x,
+                       const Tensor& weight, const Tensor& rstd, const Tensor* residual);
+
+// gate_up/dgate_up [..., 2F], out/dout [..., F]: one dtype, F32 or BF16 (math in F32 via
+// swiglu_math.h).
+void swiglu_forward(Tensor& out, const Tensor& gate_up);
+void swiglu_backward(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up);
+
 // qkv [B, T, 3C] (per-head [q|k|v] layout, as kernels/attention.h), out/dout [B, T, C], dqkv:
 // all F32 or all BF16; lse [B, H, T] F32. `kernel` picks cuDNN's fused SDPA or the cuBLAS
 // path (kernels/attention.h); both read and write the same lse.
@@ -128,6 +138,14 @@ void token_embedding_backward(Tensor& dwte, const Tensor& dout, const Tensor& to
                               std::int64_t vocab_start);
 void position_embedding_forward(Tensor& out, const Tensor& wpe);
 void position_embedding_backward(Tensor& dwpe, const Tensor& dout);
+
+// packed/grouped, dgrouped/dpacked: all F32 or all BF16 (math in F32; kernels/rotary_qkv.h).
+// Head size at most 512: the inverse frequencies travel as a kernel argument, computed on the
+// host as the CPU op does. The backward's key/value sums add the heads in order, no atomics.
+void rotary_qkv_forward(Tensor& packed, const Tensor& grouped, std::int64_t kv_heads,
+                        std::int64_t queries_per_kv, std::int64_t first_position, double theta);
+void rotary_qkv_backward(Tensor& dgrouped, const Tensor& dpacked, std::int64_t kv_heads,
+                         std::int64_t queries_per_kv, std::int64_t first_position, double theta);
 
 // Elementwise (one dtype per call, F32 or BF16; `accumulate` also takes F32 out += BF16 x).
 void add(Tensor& out, const Tensor& a, const Tensor& b);
