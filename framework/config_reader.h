@@ -145,9 +145,12 @@ class ConfigReader {
 // Writes one section's fields, their values and their documentation as YAML.
 class ConfigPrinter {
  public:
-  explicit ConfigPrinter(std::ostream& out) : out_(out) {}
+  // `omit`: keys left out (a model family's unused keys, in the config a checkpoint keeps).
+  explicit ConfigPrinter(std::ostream& out, std::set<std::string> omit = {})
+      : out_(out), omit_(std::move(omit)) {}
   template <class T>
   void operator()(const char* key, const T& field, const char* doc) {
+    if (omit_.count(key) > 0) return;
     std::ostringstream value;
     if constexpr (std::is_same_v<T, bool>) {
       value << (field ? "true" : "false");
@@ -168,6 +171,7 @@ class ConfigPrinter {
 
  private:
   std::ostream& out_;
+  std::set<std::string> omit_;
 };
 
 // Reads section `name` of `doc` into `config` through its visit().
@@ -178,9 +182,10 @@ void read_config_section(ConfigDocument& doc, const std::string& name, Config& c
 }
 
 template <class Config>
-void print_config_section(std::ostream& out, const std::string& name, Config config) {
+void print_config_section(std::ostream& out, const std::string& name, Config config,
+                          std::set<std::string> omit = {}) {
   out << name << ":\n";
-  ConfigPrinter printer(out);
+  ConfigPrinter printer(out, std::move(omit));
   config.visit(printer);
 }
 

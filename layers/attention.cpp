@@ -3,13 +3,14 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "layers/kv_cache.h"
 #include "layers/residual_branch.h"
 
 namespace ternion {
 
 CausalSelfAttention::CausalSelfAttention(std::string name, const ModelConfig& config,
                                          const TensorParallel& tp)
-    : Layer(std::move(name)),
+    : ResidualBranch(std::move(name)),
       local_heads_(config.n_head / tp.size()),
       qkv_(this->name() + ".qkv", config.d_model, 3 * config.d_model, true,
            static_cast<float>(config.init_std), tp),
@@ -32,6 +33,9 @@ Tensor CausalSelfAttention::forward_residual(const Tensor& input, const Tensor& 
 Tensor CausalSelfAttention::forward_impl(const Tensor& input, const Tensor* residual,
                                          ActivationContext& ctx) {
   Tensor qkv = qkv_.forward(input, ctx);  // the whole sequence, even under sequence parallelism
+  if (KvCache* cache = ctx.info().kv_cache)
+    return project_onto_residual(proj_, dropout_, cache->attend(this, qkv, local_heads_, 1),
+                                 residual, ctx);
   const std::int64_t batch = qkv.size(0), seq = qkv.size(1), channels = qkv.size(2) / 3;
   Tensor attended = Tensor::empty({batch, seq, channels}, qkv.dtype(), input.device());
   Tensor lse = Tensor::empty({batch, local_heads_, seq}, DType::F32, input.device());

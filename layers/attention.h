@@ -11,20 +11,19 @@
 
 #include <memory>
 
+#include "layers/block_parts.h"
 #include "layers/dropout.h"
 #include "layers/linear.h"
 #include "layers/model_config.h"
 
 namespace ternion {
 
-class CausalSelfAttention : public Layer {
+class CausalSelfAttention : public ResidualBranch {
  public:
   CausalSelfAttention(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
-  // residual + forward(input), the residual stream's next value (the backward is unchanged:
-  // the residual's gradient is the caller's). Without active dropout the output projection's
-  // GEMM adds the residual.
-  Tensor forward_residual(const Tensor& input, const Tensor& residual, ActivationContext& ctx);
+  Tensor forward_residual(const Tensor& input, const Tensor& residual,
+                          ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 

@@ -1,7 +1,8 @@
-// Token + learned position embedding, then dropout:
-//   out[b, t, :] = dropout(wte[tokens[b, t]] + wpe[t])
-// tokens are i32 [batch, seq]; wte is [padded_vocab, C] and is shared with the LM head
-// (weight tying: see lm_head.h); wpe is [seq_len, C]. backward returns an undefined tensor:
+// Token embedding, with learned positions where the family has them (GPT-2's; Llama's
+// positions are rotary, in attention), then dropout:
+//   out[b, t, :] = dropout(wte[tokens[b, t]] + wpe[t])       (without positions: no wpe term)
+// tokens are i32 [batch, seq]; wte is [padded_vocab, C], shared with the LM head where the
+// family ties them (see lm_head.h); wpe is [seq_len, C]. backward returns an undefined tensor:
 // there is nothing upstream of the tokens.
 //
 // Tensor parallel (VocabParallelEmbedding): each rank holds padded_vocab / tp rows of wte;
@@ -17,7 +18,8 @@ namespace ternion {
 
 class Embedding : public Layer {
  public:
-  Embedding(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
+  Embedding(std::string name, const ModelConfig& config, const TensorParallel& tp = {},
+            bool learned_positions = true);
   Tensor forward(const Tensor& tokens, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
@@ -32,7 +34,7 @@ class Embedding : public Layer {
   std::int64_t d_model_;
   TensorParallel tp_;
   Parameter wte_;
-  Parameter wpe_;
+  Parameter wpe_;  // undefined without learned positions
   Dropout dropout_;
 };
 

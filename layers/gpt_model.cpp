@@ -1,6 +1,7 @@
 #include "layers/gpt_model.h"
 
 #include "kernels/elementwise.h"
+#include "layers/parameter_count.h"
 
 namespace ternion {
 
@@ -10,9 +11,11 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
   TN_CHECK(0 <= chunk_.first_block && chunk_.first_block <= chunk_.end_block &&
                chunk_.end_block <= config.n_layer,
            "blocks [", chunk_.first_block, ", ", chunk_.end_block, ") of ", config.n_layer);
+  const ModelFamily& family = model_family(config.family);
+  const bool tied = family.ties_embeddings(config);
   if (chunk_.has_embedding) {
-    embedding_ = std::make_unique<Embedding>("embedding", config, tp);
-    token_embedding_ = &embedding_->token_weight();
+    embedding_ = family.embedding(config, tp);
+    if (tied) tied_embedding_ = &embedding_->token_weight();
     embedding_->collect_parameters(embedding_params_);
   }
   for (std::int64_t i = chunk_.first_block; i < chunk_.end_block; ++i) {
@@ -21,15 +24,19 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
     block_params_.push_back(blocks_.back()->parameters());
   }
   if (chunk_.has_head) {
-    if (!chunk_.has_embedding) {
-      // Exactly the first chunk's wte (same name, shape and shard, so the same initial values).
-      head_wte_ = make_sharded_parameter("wte", {config.padded_vocab_size(), config.d_model}, 0,
-                                         tp.size(), tp.rank(), ParameterInit::Normal,
-                                         static_cast<float>(config.init_std), true);
-      token_embedding_ = &head_wte_;
-      head_params_.push_back(&head_wte_);
+    if (!tied || !chunk_.has_embedding) {
+      // Tied: exactly the first chunk's wte (same name, shape and shard, so the same initial
+      // values).
+      head_weight_ = make_sharded_parameter(tied ? "wte" : "lm_head.weight",
+                                            {config.padded_vocab_size(), config.d_model}, 0,
+                                            tp.size(), tp.rank(), ParameterInit::Normal,
+                                            static_cast<float>(config.init_std), true);
+      if (tied) tied_embedding_ = &head_weight_;
+      head_params_.push_back(&head_weight_);
     }
-    head_ = std::make_unique<LanguageModelHead>("head", config, *token_embedding_, tp);
+    Parameter& weight = tied && chunk_.has_embedding ? embedding_->token_weight() : head_weight_;
+    head_ = std::make_unique<LanguageModelHead>("head", config, family.final_norm(config, tp),
+                                                weight, tp);
     head_->collect_parameters(head_params_);
   }
   // In forward order, which names the parameters as the one-rank model does.
@@ -38,7 +45,7 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
   parameters_.insert(parameters_.end(), head_params_.begin(), head_params_.end());
 }
 
-Tensor GptModel::run_blocks(Tensor x, ActivationContext& ctx) {
+Tensor GptModel::run_blocks(Tensor x, ActivationContext& ctx) const {
   for (auto& block : blocks_) x = block->forward(x, ctx);
   return x;
 }
@@ -69,7 +76,7 @@ Tensor GptModel::backward_chunk(const Tensor& grad_output, float loss_weight,
   return Tensor();
 }
 
-Tensor GptModel::forward_chunk_logits(const Tensor& input, ActivationContext& ctx) {
+Tensor GptModel::forward_chunk_logits(const Tensor& input, ActivationContext& ctx) const {
   Tensor x = run_blocks(embedding_ ? embedding_->forward(input, ctx) : input, ctx);
   return head_ ? head_->logits(x, ctx) : x;
 }
@@ -90,7 +97,7 @@ void GptModel::backward(float loss_weight, ActivationContext& ctx) {
   backward_chunk(Tensor(), loss_weight, ctx);
 }
 
-Tensor GptModel::logits(const Tensor& tokens, ActivationContext& ctx) {
+Tensor GptModel::logits(const Tensor& tokens, ActivationContext& ctx) const {
   TN_CHECK(embedding_ && head_, "logits of the whole model on a pipeline chunk");
   return forward_chunk_logits(tokens, ctx);
 }
@@ -105,11 +112,19 @@ void GptModel::zero_grad() {
   zero_many(grads);
 }
 
-double forward_flops_per_token(const ModelConfig& c) {
-  const double d = static_cast<double>(c.d_model), ff = static_cast<double>(c.ff_width());
-  const double per_layer = 2.0 * (3 * d * d + d * d + 2 * d * ff)  // qkv, proj, fc, proj
-                           + 2.0 * 2.0 * d * c.seq_len / 2.0;     // causal QK^T and PV
-  return c.n_layer * per_layer + 2.0 * d * static_cast<double>(c.padded_vocab_size());
+std::vector<std::unique_ptr<GptModel>> build_pipeline_chunks(const ModelConfig& config,
+                                                             const TensorParallel& tp,
+                                                             int stages, int stage,
+                                                             int virtual_stages) {
+  const int total = stages * virtual_stages;
+  std::vector<std::unique_ptr<GptModel>> chunks;
+  for (int c = 0; c < virtual_stages; ++c) {
+    const int v = c * stages + stage;
+    const StageBlocks blocks = pipeline_stage_blocks(config.n_layer, total, v);
+    chunks.push_back(std::make_unique<GptModel>(
+        config, tp, ModelChunk{blocks.begin, blocks.end, v == 0, v == total - 1}));
+  }
+  return chunks;
 }
 
 }  // namespace ternion

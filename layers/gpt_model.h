@@ -1,14 +1,16 @@
-// The GPT model: embedding, n_layer blocks of the registered type, LM head tied to the token
-// embedding. Built over a tensor-parallel group, every layer holds its shard and the model
-// computes what the unsharded model computes (tests/tensor_parallel_mpi/).
+// A GPT-style decoder of any family (layers/model_family.h, `model.family`): the family's
+// embedding, n_layer blocks of the registered type, the family's final norm and the LM head.
+// Built over a tensor-parallel group, every layer holds its shard and the model computes what
+// the unsharded model computes (tests/tensor_parallel_mpi/).
 //
 //   tokens [B, T] -> Embedding -> h.0 ... h.{L-1} -> LanguageModelHead -> summed loss
 //
 // A GptModel can also be one chunk of a pipeline: blocks [first_block, end_block), with the
-// embedding when it is the first chunk and the head when it is the last. A last chunk without
-// the embedding holds its own copy of the tied token embedding, named "wte" like the first
-// chunk's and initialised identically; the trainer sums the two copies' gradients over the
-// pipeline's embedding group, so they stay equal.
+// embedding when it is the first chunk and the head when it is the last. Where the family ties
+// the head to the token embedding, a last chunk without the embedding holds its own copy of
+// it, named "wte" like the first chunk's and initialised identically; the trainer sums the two
+// copies' gradients over the pipeline's embedding group, so they stay equal. An untied head
+// has its own weight, "lm_head.weight".
 //
 // forward_backward is not offered on purpose: a training step runs forward and backward of
 // several micro-batches, each with its own ActivationContext, and pipeline schedules
@@ -22,6 +24,7 @@
 #include "layers/embedding.h"
 #include "layers/layer_registry.h"
 #include "layers/lm_head.h"
+#include "layers/model_family.h"
 
 namespace ternion {
 
@@ -52,7 +55,7 @@ class GptModel {
   Tensor forward_losses(const Tensor& tokens, const Tensor& targets, ActivationContext& ctx);
   void backward(float loss_weight, ActivationContext& ctx);
   // Logits [B, T, padded_vocab] of the whole model (no loss).
-  Tensor logits(const Tensor& tokens, ActivationContext& ctx);
+  Tensor logits(const Tensor& tokens, ActivationContext& ctx) const;
 
   // One chunk. forward: `input` is tokens [B, T] (with the embedding) or the previous chunk's
   // hidden states; returns this chunk's hidden states, or with the head an undefined tensor
@@ -64,13 +67,14 @@ class GptModel {
                        Tensor* losses);
   Tensor backward_chunk(const Tensor& grad_output, float loss_weight, ActivationContext& ctx);
   // Hidden states, or with the head the logits [B, T, padded_vocab] (generation).
-  Tensor forward_chunk_logits(const Tensor& input, ActivationContext& ctx);
+  Tensor forward_chunk_logits(const Tensor& input, ActivationContext& ctx) const;
 
   // Every parameter once (the tied embedding is listed once per chunk that holds it); under
   // tensor parallelism this rank's shards and its copies of the replicated parameters.
   const std::vector<Parameter*>& parameters() const { return parameters_; }
-  // The token embedding of a chunk holding the embedding or the head, else null.
-  Parameter* token_embedding() const { return token_embedding_; }
+  // The token embedding that the head shares (the family ties them), on a chunk holding the
+  // embedding or the head; null otherwise (an untied head, or a chunk of blocks alone).
+  Parameter* tied_embedding() const { return tied_embedding_; }
   void initialize(std::uint64_t seed);
   void zero_grad();
   void set_gradient_ready_hook(GradientReadyHook hook) { hook_ = std::move(hook); }
@@ -78,7 +82,7 @@ class GptModel {
   const ModelChunk& chunk() const { return chunk_; }
 
  private:
-  Tensor run_blocks(Tensor x, ActivationContext& ctx);
+  Tensor run_blocks(Tensor x, ActivationContext& ctx) const;
   void ready(const ActivationContext& ctx, const std::vector<Parameter*>& params) const {
     if (hook_) hook_(ctx.info(), params);
   }
@@ -86,10 +90,10 @@ class GptModel {
   TensorParallel tp_;
   ModelChunk chunk_;
   std::unique_ptr<Embedding> embedding_;
-  Parameter head_wte_;  // the last chunk's copy of wte when it has no embedding
+  Parameter head_weight_;  // untied: lm_head.weight; tied without the embedding: wte's copy
   std::vector<std::unique_ptr<Layer>> blocks_;
   std::unique_ptr<LanguageModelHead> head_;
-  Parameter* token_embedding_ = nullptr;
+  Parameter* tied_embedding_ = nullptr;
   std::vector<Parameter*> parameters_;
   // Each layer's parameters, for the hook: embedding, blocks in order, head.
   std::vector<Parameter*> embedding_params_, head_params_;
@@ -97,8 +101,12 @@ class GptModel {
   GradientReadyHook hook_;
 };
 
-// Forward FLOPs per token of the model's matrix multiplies and attention (the figure
-// training throughput is quoted against: a training step costs 3x this per token).
-double forward_flops_per_token(const ModelConfig& config);
+// This rank's chunks of a pipeline of `stages` ranks with `virtual_stages` chunks each (one
+// stage: the whole model): chunk c of pipeline rank s is virtual stage c * stages + s, with
+// the blocks layers/parameter_count.h's pipeline_stage_blocks gives it.
+std::vector<std::unique_ptr<GptModel>> build_pipeline_chunks(const ModelConfig& config,
+                                                             const TensorParallel& tp,
+                                                             int stages, int stage,
+                                                             int virtual_stages);
 
 }  // namespace ternion

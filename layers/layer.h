@@ -22,6 +22,8 @@
 
 namespace ternion {
 
+class KvCache;  // layers/kv_cache.h
+
 // What a layer may need to know about the micro-batch it is processing.
 struct MicroBatchInfo {
   std::int64_t step = 1;           // optimizer step (1-based); keys dropout masks
@@ -34,6 +36,9 @@ struct MicroBatchInfo {
   // forward's pass over them (kernels/cross_entropy.h: cross_entropy_forward_backward), and the
   // backward must be given the same weight.
   std::optional<float> loss_weight;
+  // Incremental decoding (layers/kv_cache.h): the tokens sit at positions kv_cache->positions()
+  // onwards and attention reads the cached keys and values. Null in training and evaluation.
+  KvCache* kv_cache = nullptr;
 };
 
 // Base of whatever a layer saves for its backward.

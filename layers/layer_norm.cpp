@@ -5,7 +5,7 @@
 namespace ternion {
 
 LayerNorm::LayerNorm(std::string name, std::int64_t features, const TensorParallel& tp)
-    : Layer(std::move(name)),
+    : Norm(std::move(name)),
       features_(features),
       weight_(make_parameter(this->name() + ".weight", {features}, ParameterInit::Ones, 0.0f,
                              /*weight_decay=*/false)),

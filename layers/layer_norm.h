@@ -3,20 +3,18 @@
 // share of the tokens, so its weight and bias gradients are partial sums over the group.
 #pragma once
 
-#include "layers/layer.h"
+#include "layers/block_parts.h"
 #include "parallel/tensor_parallel.h"
 
 namespace ternion {
 
-class LayerNorm : public Layer {
+class LayerNorm : public Norm {
  public:
   LayerNorm(std::string name, std::int64_t features, const TensorParallel& tp = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
-  // The input's gradient plus `residual_grad`, the gradient reaching the same input along a
-  // residual stream (input's shape and dtype): what backward + accumulate give, in one pass on
-  // a GPU.
-  Tensor backward(const Tensor& grad_output, ActivationContext& ctx, const Tensor& residual_grad);
+  Tensor backward(const Tensor& grad_output, ActivationContext& ctx,
+                  const Tensor& residual_grad) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 
  private:

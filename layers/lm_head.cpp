@@ -6,12 +6,13 @@
 namespace ternion {
 
 LanguageModelHead::LanguageModelHead(std::string name, const ModelConfig& config,
-                                     Parameter& tied_weight, const TensorParallel& tp)
-    : name_(std::move(name)), vocab_size_(config.vocab_size), tp_(tp),
-      ln_f_("ln_f", config.d_model, tp), wte_(tied_weight) {}
+                                     std::unique_ptr<Norm> norm, Parameter& weight,
+                                     const TensorParallel& tp)
+    : name_(std::move(name)), vocab_size_(config.vocab_size), tp_(tp), norm_(std::move(norm)),
+      weight_(weight) {}
 
 Tensor LanguageModelHead::normed_rows(const Tensor& hidden, ActivationContext& ctx) {
-  Tensor normed = ln_f_.forward(hidden, ctx);
+  Tensor normed = norm_->forward(hidden, ctx);
   normed = tp_.sequence_parallel ? gather_from_sequence_region(normed, tp_)
                                  : copy_to_tensor_region(normed, tp_);
   return normed.view({-1, normed.size(-1)});
@@ -28,14 +29,14 @@ Tensor LanguageModelHead::forward(const Tensor& hidden, const Tensor& targets,
   Tensor normed = normed_rows(hidden, ctx);
   const std::int64_t rows = normed.size(0);
   const Device device = hidden.device();
-  Tensor logits = Tensor::empty({rows, wte_.compute_value().size(0)}, normed.dtype(), device);
-  matmul(logits, normed, wte_.compute_value(), false, true);
+  Tensor logits = Tensor::empty({rows, weight_.compute_value().size(0)}, normed.dtype(), device);
+  matmul(logits, normed, weight_.compute_value(), false, true);
 
   const Tensor flat_targets = targets.view({rows});
   Tensor losses = Tensor::empty({rows}, DType::F32, device);
   Tensor lse = Tensor::empty({rows}, DType::F32, device);
   if (tp_.active()) {
-    const std::int64_t vocab_start = wte_.shard_offset;
+    const std::int64_t vocab_start = weight_.shard_offset;
     Tensor row_max = Tensor::empty({rows}, DType::F32, device);
     cross_entropy_row_max(row_max, logits, vocab_start, vocab_size_);
     all_reduce_in_place(row_max, tp_, ReduceOp::Max);
@@ -78,31 +79,31 @@ Tensor LanguageModelHead::backward(float loss_weight, ActivationContext& ctx) {
   Tensor& dlogits = saved.logits;  // overwritten in place, unless the forward already did
   if (!saved.gradient_weight) {
     cross_entropy_backward(dlogits, saved.logits, saved.lse, saved.targets, loss_weight,
-                           vocab_size_, kIgnoreIndex, wte_.shard_offset);
+                           vocab_size_, kIgnoreIndex, weight_.shard_offset);
   }
-  matmul(wte_.grad, dlogits, saved.normed, true, false, 1.0f, 1.0f);
+  matmul(weight_.grad, dlogits, saved.normed, true, false, 1.0f, 1.0f);
   Tensor dnormed = Tensor::empty(saved.normed.shape(), dlogits.dtype(), dlogits.device());
-  matmul(dnormed, dlogits, wte_.compute_value(), false, false);
+  matmul(dnormed, dlogits, weight_.compute_value(), false, false);
   Tensor dhidden = dnormed.view(saved.sequence_shape);
   if (tp_.sequence_parallel) {
     dhidden = gather_from_sequence_region_backward(dhidden, tp_);
   } else {
     copy_to_tensor_region_backward(dhidden, tp_);
   }
-  return ln_f_.backward(dhidden, ctx);
+  return norm_->backward(dhidden, ctx);
 }
 
 Tensor LanguageModelHead::logits(const Tensor& hidden, ActivationContext& ctx) {
   Tensor normed = normed_rows(hidden, ctx);
-  Tensor logits = Tensor::empty({normed.size(0), wte_.compute_value().size(0)}, normed.dtype(),
+  Tensor logits = Tensor::empty({normed.size(0), weight_.compute_value().size(0)}, normed.dtype(),
                                 hidden.device());
-  matmul(logits, normed, wte_.compute_value(), false, true);
+  matmul(logits, normed, weight_.compute_value(), false, true);
   logits = gather_from_tensor_region(logits, tp_);
   return logits.view({hidden.size(0), -1, logits.size(1)});
 }
 
 void LanguageModelHead::collect_parameters(std::vector<Parameter*>& out) {
-  ln_f_.collect_parameters(out);
+  norm_->collect_parameters(out);
 }
 
 }  // namespace ternion

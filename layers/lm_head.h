@@ -1,7 +1,7 @@
-// The language-model head and loss: final LayerNorm, logits against the (tied) token
-// embedding, softmax cross-entropy.
-//   h = ln_f(x)                       [N, C]   (N = batch * seq)
-//   logits = h wte^T                  [N, padded_vocab]; padding columns are masked
+// The language-model head and loss: the family's final norm, logits against the output
+// weight (the token embedding's where the family ties them), softmax cross-entropy.
+//   h = norm(x)                       [N, C]   (N = batch * seq)
+//   logits = h W^T                    [N, padded_vocab]; padding columns are masked
 //   losses[n] = cross_entropy(logits[n], targets[n])
 // With the backward's loss weight known at forward time (MicroBatchInfo::loss_weight, as in
 // training) and one tensor rank, the forward also turns the logits into their gradient in the
@@ -12,18 +12,20 @@
 // and returns dx. The logits are turned into their gradient in place, so the head holds one
 // [N, V] buffer, not two.
 //
-// Tensor parallel: each rank holds its vocabulary rows of wte and so its [N, V / tp] slice of
+// Tensor parallel: each rank holds its vocabulary rows of W and so its [N, V / tp] slice of
 // the logits, which are never gathered. The cross-entropy is vocab-parallel (Megatron-LM): the
 // row maxima are all-reduced (max), then the sums of exponentials and the target logits (sum);
 // every rank then has every token's loss, and the gradient of its logits needs no
 // communication. h enters through copy_to_tensor_region (backward all-reduces dh); under
-// sequence parallelism ln_f runs on this rank's share of the sequence and h is all-gathered.
+// sequence parallelism the norm runs on this rank's share of the sequence and h is all-gathered.
 #pragma once
 
+#include <memory>
 #include <optional>
 
-#include "layers/layer_norm.h"
+#include "layers/block_parts.h"
 #include "layers/model_config.h"
+#include "parallel/tensor_parallel.h"
 
 namespace ternion {
 
@@ -33,17 +35,18 @@ double summed_loss(const Tensor& losses);
 
 class LanguageModelHead {
  public:
-  // `tied_weight` is the token embedding's parameter (or shard): the Embedding's, or on a last
-  // pipeline chunk without one, the chunk's own copy.
-  LanguageModelHead(std::string name, const ModelConfig& config, Parameter& tied_weight,
-                    const TensorParallel& tp = {});
+  // `weight` [padded_vocab (/ tp), C] is the output weight (or shard), not owned: the
+  // Embedding's wte where tied (on a last pipeline chunk without the embedding, the chunk's
+  // own copy of it), else the model's own.
+  LanguageModelHead(std::string name, const ModelConfig& config, std::unique_ptr<Norm> norm,
+                    Parameter& weight, const TensorParallel& tp = {});
 
   Tensor forward(const Tensor& hidden, const Tensor& targets, ActivationContext& ctx);
   Tensor backward(float loss_weight, ActivationContext& ctx);
   // Logits [batch, seq, padded_vocab] over the whole vocabulary, without the loss
   // (evaluation and generation; gathered over the tensor-parallel group).
   Tensor logits(const Tensor& hidden, ActivationContext& ctx);
-  void collect_parameters(std::vector<Parameter*>& out);  // ln_f only: wte is the embedding's
+  void collect_parameters(std::vector<Parameter*>& out);  // the norm's only: W is the model's
 
  private:
   struct Saved : SavedActivations {
@@ -52,13 +55,13 @@ class LanguageModelHead {
     // Set where the forward left the logits' gradient in `logits` (with this loss weight).
     std::optional<float> gradient_weight;
   };
-  // ln_f, then the whole sequence on every rank: [N, C].
+  // The norm, then the whole sequence on every rank: [N, C].
   Tensor normed_rows(const Tensor& hidden, ActivationContext& ctx);
   std::string name_;
   std::int64_t vocab_size_;
   TensorParallel tp_;
-  LayerNorm ln_f_;
-  Parameter& wte_;
+  std::unique_ptr<Norm> norm_;
+  Parameter& weight_;
 };
 
 }  // namespace ternion

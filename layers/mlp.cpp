@@ -7,7 +7,7 @@
 namespace ternion {
 
 Mlp::Mlp(std::string name, const ModelConfig& config, const TensorParallel& tp)
-    : Layer(std::move(name)),
+    : ResidualBranch(std::move(name)),
       fc_(this->name() + ".fc", config.d_model, config.ff_width(), true,
           static_cast<float>(config.init_std), tp, LinearActivation::gelu),
       proj_(this->name() + ".proj", config.ff_width(), config.d_model, true,

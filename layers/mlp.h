@@ -7,18 +7,19 @@
 // down projection's all-reduce) and once backward (the up projection's input gradient).
 #pragma once
 
+#include "layers/block_parts.h"
 #include "layers/dropout.h"
 #include "layers/linear.h"
 #include "layers/model_config.h"
 
 namespace ternion {
 
-class Mlp : public Layer {
+class Mlp : public ResidualBranch {
  public:
   Mlp(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
-  // residual + forward(input), as CausalSelfAttention::forward_residual.
-  Tensor forward_residual(const Tensor& input, const Tensor& residual, ActivationContext& ctx);
+  Tensor forward_residual(const Tensor& input, const Tensor& residual,
+                          ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 

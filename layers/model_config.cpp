@@ -3,11 +3,15 @@
 #include <string>
 
 #include "layers/layer_registry.h"
+#include "layers/model_family.h"
 
 namespace ternion {
 
 void ModelConfig::validate(const ConfigDocument& doc) const {
   const char* kSection = "model";
+  if (!is_model_family(family))
+    config_fail(doc, kSection, "family",
+                "unknown family '" + family + "' (known: " + model_family_names() + ")");
   // Token ids are int32 and the kernels index a row's columns, a head's positions and a
   // layer's features in 32 bits: every size stays below 2^31.
   constexpr std::int64_t kMaxSize = (std::int64_t{1} << 31) - 1;
@@ -50,6 +54,7 @@ void ModelConfig::validate(const ConfigDocument& doc) const {
                     std::to_string(d_model) + ")");
   if (!(dropout >= 0 && dropout < 1)) config_fail(doc, kSection, "dropout", "must be in [0, 1)");
   if (!(init_std > 0)) config_fail(doc, kSection, "init_std", "must be positive");
+  model_family(family).validate(*this, doc);
   if (!LayerRegistry::instance().has(block))
     config_fail(doc, kSection, "block",
                 "unknown block type '" + block + "' (registered: " +

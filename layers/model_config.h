@@ -1,5 +1,8 @@
-// The `model:` config section: a GPT-2-style decoder (pre-LayerNorm blocks of causal
-// self-attention and a GELU MLP, a final LayerNorm, an LM head tied to the token embedding).
+// The `model:` config section: a decoder of one registered family (layers/model_family.h).
+//   gpt2   pre-LayerNorm blocks of causal self-attention and a GELU MLP, learned positions, a
+//          final LayerNorm, an LM head tied to the token embedding
+//   llama  pre-RMSNorm blocks of grouped-query attention with rotary positions and a SwiGLU
+//          MLP, no biases, a final RMSNorm, an LM head untied by default
 #pragma once
 
 #include <cstdint>
@@ -10,6 +13,7 @@
 namespace ternion {
 
 struct ModelConfig {
+  std::string family = "gpt2";           // registered model family (layers/model_family.h)
   std::int64_t vocab_size = 256;         // real tokens (256 = bytes, as ternion-prepare makes)
   std::int64_t vocab_pad_multiple = 64;  // the embedding has vocab_size rounded up to this
   std::int64_t seq_len = 256;            // context length (learned positions)
@@ -21,10 +25,16 @@ struct ModelConfig {
   double init_std = 0.02;                // weights ~ N(0, init_std); residual projections
                                          // are scaled by 1/sqrt(2 n_layer) (GPT-2)
   std::string block = "transformer";     // block type from the layer registry
-  std::string init_from;                 // a Hugging Face GPT-2 directory to start from
+  std::string init_from;                 // a Hugging Face directory of the family to start from
+  // llama only (each refused in a gpt2 config that sets it):
+  std::int64_t n_kv_head = 0;            // key/value heads (grouped-query); 0 = n_head
+  double rope_theta = 10000.0;           // rotary embedding base
+  double norm_eps = 1e-5;                // RMSNorm epsilon
+  bool tie_embeddings = false;           // the LM head shares the token embedding
 
   template <class V>
   void visit(V& v) {
+    v("family", family, "model family: gpt2 or llama");
     v("vocab_size", vocab_size, "vocabulary size (256 for byte-level data)");
     v("vocab_pad_multiple", vocab_pad_multiple, "pad the vocabulary to a multiple of this");
     v("seq_len", seq_len, "context length in tokens");
@@ -36,7 +46,12 @@ struct ModelConfig {
     v("init_std", init_std, "standard deviation of the weight initialisation");
     v("block", block, "registered block type for every layer (see layers/layer_registry.h)");
     v("init_from", init_from,
-      "start from a Hugging Face GPT-2 directory (model.safetensors; ternion-export writes one)");
+      "start from a Hugging Face directory of the family (model.safetensors and config.json; "
+      "ternion-export writes one)");
+    v("n_kv_head", n_kv_head, "llama: key/value heads, dividing n_head (0 = n_head)");
+    v("rope_theta", rope_theta, "llama: base of the rotary position embedding");
+    v("norm_eps", norm_eps, "llama: RMSNorm epsilon");
+    v("tie_embeddings", tie_embeddings, "llama: the LM head shares the token embedding's weight");
   }
 
   std::int64_t padded_vocab_size() const {
@@ -44,6 +59,7 @@ struct ModelConfig {
   }
   std::int64_t ff_width() const { return d_ff > 0 ? d_ff : 4 * d_model; }
   std::int64_t head_size() const { return d_model / n_head; }
+  std::int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
 
   void validate(const ConfigDocument& doc) const;
 };

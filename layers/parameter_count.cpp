@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "framework/error.h"
+#include "layers/model_family.h"
 
 namespace ternion {
 
@@ -16,21 +17,6 @@ StageBlocks pipeline_stage_blocks(std::int64_t n_layer, std::int64_t pp_size,
   return blocks;
 }
 
-namespace {
-
-// Elements of one tp shard of a transformer block (see layers/transformer_block.h).
-std::int64_t block_parameters(const ModelConfig& config, std::int64_t tp) {
-  const std::int64_t c = config.d_model, ff = config.ff_width();
-  const std::int64_t layer_norms = 2 * (2 * c);       // ln_1, ln_2: replicated
-  const std::int64_t qkv = (3 * c * c + 3 * c) / tp;  // column-parallel
-  const std::int64_t attn_proj = c * c / tp + c;      // row-parallel, bias replicated
-  const std::int64_t mlp_fc = (ff * c + ff) / tp;     // column-parallel
-  const std::int64_t mlp_proj = c * ff / tp + c;      // row-parallel, bias replicated
-  return layer_norms + qkv + attn_proj + mlp_fc + mlp_proj;
-}
-
-}  // namespace
-
 std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& layout, int rank,
                                 std::int64_t virtual_stages) {
   TN_CHECK_AS(ConfigError, config.block == "transformer",
@@ -38,7 +24,7 @@ std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& lay
               "counts know the sharding of the built-in 'transformer' block only, not '",
               config.block, "'");
   const std::int64_t tp = layout.tp_size, c = config.d_model;
-  TN_CHECK(config.n_head % tp == 0 && config.ff_width() % tp == 0 &&
+  TN_CHECK(config.n_head % tp == 0 && config.kv_heads() % tp == 0 && config.ff_width() % tp == 0 &&
                config.padded_vocab_size() % tp == 0,
            "the model does not shard over tp = ", tp, " (ParallelConfig::validate_model_fit)");
   const RankPlacement& p = layout.at(rank);
@@ -49,11 +35,14 @@ std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& lay
     blocks += pipeline_stage_blocks(config.n_layer, layout.pp_size * virtual_stages,
                                     v * layout.pp_size + p.coords.pp_rank)
                   .size();
-  std::int64_t count = blocks * block_parameters(config, tp);
-  if (p.is_first_stage) count += token_embedding + config.seq_len * c;  // wte, wpe
+  const ModelFamily& family = model_family(config.family);
+  const bool tied = family.ties_embeddings(config);
+  std::int64_t count = blocks * family.block_parameters(config, tp);
+  if (p.is_first_stage) count += token_embedding + family.position_parameters(config);
   if (p.is_last_stage) {
-    count += 2 * c;                                   // ln_f
-    if (!p.is_first_stage) count += token_embedding;  // the LM head's copy of wte
+    count += family.final_norm_parameters(config);
+    // The head's own weight, or its copy of the tied wte.
+    if (!tied || !p.is_first_stage) count += token_embedding;
   }
   return count;
 }
@@ -61,6 +50,7 @@ std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& lay
 ModelShardingShape model_sharding_shape(const ModelConfig& config) {
   ModelShardingShape shape;
   shape.n_head = config.n_head;
+  shape.n_kv_head = config.kv_heads();
   shape.n_layer = config.n_layer;
   shape.ff_width = config.ff_width();
   shape.ff_width_is_d_ff = config.d_ff > 0;

@@ -52,6 +52,11 @@ void ParallelConfig::validate_model_fit(const ConfigDocument& doc,
                 "n_head (" + std::to_string(model.n_head) +
                     ") is not a multiple of parallel.tensor (" + tp +
                     "): each tensor-parallel rank takes whole attention heads");
+  if (model.n_kv_head > 0 && model.n_kv_head % tensor != 0)
+    config_fail(doc, "model", "n_kv_head",
+                "n_kv_head (" + std::to_string(model.n_kv_head) +
+                    ") is not a multiple of parallel.tensor (" + tp +
+                    "): each tensor-parallel rank takes whole key/value heads");
   if (model.ff_width % tensor != 0)
     config_fail(doc, "model", model.ff_width_is_d_ff ? "d_ff" : "d_model",
                 "the MLP width (" + std::to_string(model.ff_width) +

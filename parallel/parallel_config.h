@@ -15,6 +15,7 @@ namespace ternion {
 // caller fills this from it).
 struct ModelShardingShape {
   std::int64_t n_head = 1;
+  std::int64_t n_kv_head = 0;            // key/value heads; 0 = n_head (no grouped-query)
   std::int64_t n_layer = 1;
   std::int64_t ff_width = 1;             // the MLP's hidden width
   bool ff_width_is_d_ff = false;         // model.d_ff set explicitly (else 4 x model.d_model)

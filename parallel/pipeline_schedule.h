@@ -68,6 +68,14 @@ struct PipelineAction {
   friend bool operator==(const PipelineAction&, const PipelineAction&) = default;
 };
 
+// One action as it ran (seconds): a compute spans its cost, a receive its wait, a send is a
+// point. The simulator's clock and the executor's timeline (for traces) alike.
+struct PipelineSpan {
+  double start = 0;
+  double end = 0;
+  PipelineAction action;
+};
+
 // The other end of a send or receive: a pipeline rank and the chunk there.
 struct PipelinePeer {
   int stage = 0;

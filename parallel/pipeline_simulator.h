@@ -30,13 +30,6 @@
 
 namespace ternion {
 
-// One action as it ran: a compute spans its cost, a receive its wait, a send is a point.
-struct PipelineSpan {
-  double start = 0;
-  double end = 0;
-  PipelineAction action;
-};
-
 struct PipelineSimulation {
   bool deadlocked = false;
   // Where, one clause per stuck rank: "stage 1 blocks at action 4 of 30,

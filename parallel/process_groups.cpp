@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "framework/logging.h"
+#include "parallel/comm/self_communicator.h"
 
 namespace ternion {
 
@@ -47,6 +48,13 @@ std::string group_line(const char* kind, const Communicator* comm) {
 }
 
 }  // namespace
+
+std::unique_ptr<ProcessGroups> ProcessGroups::one_rank() {
+  auto world = std::make_unique<SelfCommunicator>("world");
+  auto groups = std::make_unique<ProcessGroups>(*world, make_rank_layout(1, 1, 1, 1));
+  groups->owned_world_ = std::move(world);
+  return groups;
+}
 
 ProcessGroups::ProcessGroups(Communicator& world, RankLayout layout)
     : world_(world), layout_(std::move(layout)) {

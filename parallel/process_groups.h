@@ -30,6 +30,10 @@ namespace ternion {
 class ProcessGroups {
  public:
   ProcessGroups(Communicator& world, RankLayout layout);
+  // The one-rank layout over a communicator of this process alone
+  // (parallel/comm/self_communicator.h): a run on one rank takes the parallel path's one-rank
+  // case, so nothing branches on whether groups exist.
+  static std::unique_ptr<ProcessGroups> one_rank();
   ProcessGroups(const ProcessGroups&) = delete;
   ProcessGroups& operator=(const ProcessGroups&) = delete;
 
@@ -64,6 +68,7 @@ class ProcessGroups {
   std::string describe() const;
 
  private:
+  std::unique_ptr<Communicator> owned_world_;  // one_rank()'s; else the world is the caller's
   Communicator& world_;
   RankLayout layout_;
   std::unique_ptr<Communicator> tensor_;

@@ -224,6 +224,7 @@ void save_checkpoint(const TrainConfig& config, std::int64_t step, CheckpointRet
       meta.ranks = ranks;
       meta.model = checkpoint_model_sizes(config.model);
       meta.optimizer = config.optimizer.type;
+      meta.family = config.model.family;
       meta.block = config.model.block;
       write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml(config));
       write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), checkpoint_meta_json(meta));
@@ -268,9 +269,14 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
   TN_CHECK_AS(CheckpointError, fs::exists(meta_path), "'", dir,
               "' is not a complete checkpoint (no checkpoint.json)");
   const CheckpointMeta meta = read_checkpoint_meta(meta_path);
+  // Another family's parameters: say so, rather than name the first tensor it lacks.
+  TN_CHECK_AS(CheckpointError, meta.family == model.family, "checkpoint '", dir,
+              "' was saved with model.family = ", meta.family, "; this run has ", model.family);
   for (const auto& [key, value] : checkpoint_model_sizes(model)) {
     const auto saved = std::find_if(meta.model.begin(), meta.model.end(),
                                     [&](const auto& size) { return size.first == key; });
+    // n_kv_head was recorded later; checkpoints without it are of plain multi-head models.
+    if (saved == meta.model.end() && key == "n_kv_head" && value == model.n_head) continue;
     TN_CHECK_AS(CheckpointError, saved != meta.model.end(), "checkpoint file '", meta_path,
                 "': field 'model.", key, "' is missing");
     TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
@@ -375,14 +381,19 @@ std::string checkpoint_config_path(const std::string& path) {
 
 }  // namespace
 
-std::string checkpoint_block_type(const std::string& path) {
+std::string checkpoint_model_key(const std::string& path, const std::string& key,
+                                 const std::string& fallback) {
   const std::string config_path = checkpoint_config_path(path);
   try {
-    const YAML::Node block = YAML::LoadFile(config_path)["model"]["block"];
-    return block && block.IsScalar() ? block.Scalar() : ModelConfig().block;
+    const YAML::Node value = YAML::LoadFile(config_path)["model"][key];
+    return value && value.IsScalar() ? value.Scalar() : fallback;
   } catch (const YAML::Exception& e) {
     TN_THROW(CheckpointError, config_path, ": ", e.what());
   }
+}
+
+std::string checkpoint_block_type(const std::string& path) {
+  return checkpoint_model_key(path, "block", ModelConfig().block);
 }
 
 std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, TrainConfig* config) {

@@ -67,8 +67,11 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                              const std::string& optimizer_type,
                              std::vector<ShardedTensor>& targets);
 
-// The model.block of a checkpoint (`path` as below), read before its block type must be
-// registered: a program that handles some block types names the others as such.
+// A model key of a checkpoint's config (`path` as below; `fallback` where it is absent), read
+// before the config is: model.block before its block type must be registered (a program that
+// handles some block types names the others as such), model.family.
+std::string checkpoint_model_key(const std::string& path, const std::string& key,
+                                 const std::string& fallback);
 std::string checkpoint_block_type(const std::string& path);
 
 // The whole model of a checkpoint (`path`: a checkpoint directory, or a save_dir with a

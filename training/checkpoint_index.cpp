@@ -183,13 +183,14 @@ std::vector<std::pair<std::string, std::int64_t>> checkpoint_model_sizes(const M
   return {{"vocab_size", m.vocab_size}, {"vocab_pad_multiple", m.vocab_pad_multiple},
           {"seq_len", m.seq_len},       {"n_layer", m.n_layer},
           {"n_head", m.n_head},         {"d_model", m.d_model},
-          {"d_ff", m.ff_width()}};
+          {"d_ff", m.ff_width()},       {"n_kv_head", m.kv_heads()}};
 }
 
 std::string checkpoint_meta_json(const CheckpointMeta& meta) {
   std::ostringstream out;
   out << "{\"format\": \"" << kCheckpointFormat << "\", \"step\": " << meta.step
       << ", \"ranks\": " << meta.ranks << ", \"optimizer\": \"" << meta.optimizer << "\"";
+  out << ", \"family\": " << json_string(meta.family);
   if (!meta.block.empty()) out << ", \"block\": " << json_string(meta.block);
   out << ", \"model\": {";
   for (std::size_t i = 0; i < meta.model.size(); ++i)
@@ -222,6 +223,7 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
   meta.step = f.integer("step", 0, kMaxStep);
   meta.ranks = static_cast<int>(f.integer("ranks", 1, kMaxRanks));
   if (f.has("optimizer")) meta.optimizer = f.string("optimizer");
+  if (f.has("family")) meta.family = f.string("family");
   if (f.has("block")) meta.block = f.string("block");
   const FieldReader model(path, f.node("model"), "model.");
   const YAML::Node sizes = f.node("model");

@@ -2,7 +2,7 @@
 // the checkpoint is, each rank_NNNNN.json what the pieces in that rank's safetensors file are.
 //
 //   checkpoint.json  {"format": "ternion-checkpoint-1", "step": 100, "ranks": 4,
-//                     "optimizer": "adamw", "block": "transformer",
+//                     "optimizer": "adamw", "family": "gpt2", "block": "transformer",
 //                     "model": {"vocab_size": 256, ...}}
 //   rank_00003.json  {"rank": 3, "pieces": [{"tensor": "model/wte", "key": "p0",
 //                     "global_shape": [256, 64], "local_shape": [128, 64], "shard_dim": 0,
@@ -11,8 +11,8 @@
 // Written by hand, read back with yaml-cpp (JSON is YAML). A loader indexes memory with these
 // numbers, so every field read is checked before it is used: its type, its range, and each
 // piece's slice against its tensor's shape. A damaged file is a CheckpointError naming the
-// file and the field, never a crash. Checkpoints written before "optimizer" and "block" were
-// recorded lack them; they still load.
+// file and the field, never a crash. Checkpoints written before "optimizer", "family" and
+// "block" were recorded lack them; they still load (a checkpoint without "family" is GPT-2's).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,7 @@ struct CheckpointMeta {
   // The model sizes it was saved with (checkpoint_model_sizes), as recorded.
   std::vector<std::pair<std::string, std::int64_t>> model;
   std::string optimizer;  // optimizer.type; empty in checkpoints that predate recording it
+  std::string family = "gpt2";  // model.family
   std::string block;      // model.block; empty in checkpoints that predate recording it
 };
 

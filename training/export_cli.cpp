@@ -12,7 +12,7 @@
 #include "framework/safetensors.h"
 #include "training/checkpoint.h"
 #include "training/cli_option_values.h"
-#include "training/hf_export.h"
+#include "training/hf_interop.h"
 
 namespace ternion {
 
@@ -52,17 +52,21 @@ int run(int argc, char** argv) {
   TN_CHECK_AS(UsageError, !checkpoint.empty(), "--checkpoint DIR is required");
   TN_CHECK_AS(UsageError, !output.empty(), "--output DIR is required");
 
-  // A registered custom block would load, then fail in to_hf_gpt2; an unregistered one would
-  // fail as an unknown type: either way, GPT-2 has the built-in block only.
+  // A registered custom block would load, then fail in the mapping; an unregistered one would
+  // fail as an unknown type: either way, only the families' built-in block has a Hugging Face
+  // counterpart.
+  ModelConfig family;
+  family.family = checkpoint_model_key(checkpoint, "family", family.family);
   if (const std::string block = checkpoint_block_type(checkpoint); block != ModelConfig().block)
     TN_THROW(CheckpointError, "cannot export '", checkpoint, "': its block type '", block,
-             "' has no Hugging Face GPT-2 counterpart (only the built-in '", ModelConfig().block,
-             "' block exports)");
+             "' has no Hugging Face ", hf_mapping(family).family_name,
+             " counterpart (only the built-in '", ModelConfig().block, "' block exports)");
   TrainConfig config;
   std::unique_ptr<GptModel> model = load_model_from_checkpoint(checkpoint, &config);
   std::map<std::string, Tensor> params;
   for (const Parameter* p : model->parameters()) params[p->name] = p->value;
-  const auto hf = to_hf_gpt2(config.model, params);
+  const HfMapping& mapping = hf_mapping(config.model);
+  const auto hf = mapping.to_hf(config.model, params);
 
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -74,7 +78,7 @@ int run(int argc, char** argv) {
   write_safetensors(weights + ".tmp", hf, {{"format", "pt"}});  // checked and fsynced
   {
     std::ofstream out(json + ".tmp", std::ios::binary);
-    out << hf_gpt2_config_json(config.model);
+    out << mapping.config_json(config.model);
     out.close();
     TN_CHECK_AS(CheckpointError, !out.fail(), "cannot write '", json, ".tmp'");
   }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "layers/kv_cache_decoder.h"
 #include "training/checkpoint.h"
 #include "training/cli_option_values.h"
 #include "training/trainer.h"
@@ -93,10 +94,10 @@ int run(Options o) {
   o.sample.temperature = o.temperature.value_or(config.training.sample_temperature);
   o.sample.top_k = o.top_k.value_or(config.training.sample_top_k);
   o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
-  // One rank: the KV cache for the built-in block; a registered custom block (whose keys and
-  // values the decoder cannot know) reruns its window per token.
+  // One rank: the KV cache where the decoder knows the model's keys and values; otherwise (a
+  // registered custom block) each token reruns its window.
   const std::string text =
-      config.model.block == "transformer"
+      KvCacheDecoder::supports(config.model)
           ? generate_text_cached(config.model, *model, o.sample)
           : generate_text(config.model, o.sample, 1, [&](const Tensor& tokens) {
               MicroBatchInfo info;

@@ -7,41 +7,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include "kernels/layer_norm.h"
+#include "training/hf_parameter_source.h"
 
 namespace ternion {
 
 namespace {
-
-// The parameters by name, each taken once; whatever is left over afterwards is a parameter the
-// mapping does not know, which would otherwise be dropped from the export without a word.
-class ParameterSource {
- public:
-  explicit ParameterSource(const std::map<std::string, Tensor>& params) : params_(params) {}
-
-  Tensor take(const std::string& name, const Shape& shape) {
-    auto it = params_.find(name);
-    if (it == params_.end())
-      TN_THROW(CheckpointError, "cannot export to GPT-2: parameter '", name, "' is missing");
-    const Tensor& t = it->second;
-    TN_CHECK(t.defined() && t.device().is_cpu(), "parameter '", name, "' is not a CPU tensor");
-    if (t.shape() != shape)
-      TN_THROW(CheckpointError, "cannot export to GPT-2: parameter '", name, "' is ",
-               shape_str(t.shape()), ", expected ", shape_str(shape));
-    taken_.insert(name);
-    return t.contiguous();
-  }
-
-  void check_all_taken() const {
-    for (const auto& [name, t] : params_)
-      if (!taken_.count(name))
-        TN_THROW(CheckpointError, "cannot export to GPT-2: parameter '", name,
-                 "' has no GPT-2 counterpart (only the \"transformer\" block is supported)");
-  }
-
- private:
-  const std::map<std::string, Tensor>& params_;
-  std::set<std::string> taken_;
-};
 
 // [rows, cols] -> [cols, rows], for any dtype (the element bytes are moved, never converted).
 Tensor transpose(const Tensor& t) {
@@ -92,7 +62,7 @@ std::vector<std::pair<std::string, Tensor>> to_hf_gpt2(const ModelConfig& config
   const std::int64_t c = config.d_model, f = config.ff_width(), hs = config.head_size();
   TN_CHECK(config.n_head > 0 && hs * config.n_head == c, "n_head ", config.n_head,
            " does not divide d_model ", c);
-  ParameterSource source(params);
+  ParameterSource source(params, "GPT-2");
   std::vector<std::pair<std::string, Tensor>> out;
   auto as_is = [&](const std::string& ours, const std::string& theirs, const Shape& shape) {
     out.emplace_back(theirs, source.take(ours, shape).clone());
@@ -228,6 +198,9 @@ void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
     TN_THROW(CheckpointError, "'", path, "' is not valid JSON: ", e.what());
   }
   TN_CHECK_AS(CheckpointError, root.IsMap(), "'", path, "' is not a JSON object");
+  TN_CHECK_AS(CheckpointError, !root["model_type"].IsScalar() || root["model_type"].Scalar() == "gpt2",
+              "'", path, "' gives model_type '", root["model_type"].Scalar(),
+              "', but model.family is gpt2");
 
   auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
     const YAML::Node node = root[key];

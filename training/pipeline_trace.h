@@ -12,7 +12,7 @@
 #include <string>
 
 #include "parallel/process_groups.h"
-#include "training/pipeline_executor.h"
+#include "parallel/pipeline_executor.h"
 
 namespace ternion {
 

@@ -14,6 +14,7 @@
 #include "framework/device_runtime.h"
 #include "framework/logging.h"
 #include "kernels/threads.h"
+#include "layers/model_family.h"
 #include "layers/parameter_count.h"
 #include "parallel/comm/comm_backend.h"
 #include "parallel/comm/mpi_runtime.h"
@@ -309,11 +310,16 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
   check_host_memory(s.doc, *s.config, world_size);
 }
 
+// The model's shape, size and forward FLOPs per token (the figure MFU is quoted against:
+// scripts/gpu-check.sh reads it from here).
 std::string model_line(const ModelConfig& m, std::int64_t params) {
-  return detail::concat("ternion: GPT ", m.n_layer, " layers x ", m.d_model, " wide, ", m.n_head,
-                        " heads, vocab ", m.vocab_size, " (padded ", m.padded_vocab_size(),
-                        "), context ", m.seq_len, ": ", human_count(static_cast<double>(params)),
-                        " parameters (", params, ")");
+  const std::string kv_heads =
+      m.kv_heads() != m.n_head ? detail::concat(" (", m.kv_heads(), " key/value)") : "";
+  return detail::concat("ternion: ", m.family, " ", m.n_layer, " layers x ", m.d_model, " wide, ",
+                        m.n_head, " heads", kv_heads, ", vocab ", m.vocab_size, " (padded ",
+                        m.padded_vocab_size(), "), context ", m.seq_len, ": ",
+                        human_count(static_cast<double>(params)), " parameters (", params,
+                        "), ", forward_flops_per_token(m), " forward FLOPs per token");
 }
 
 // What each rank built, gathered to rank 0 and logged one line a rank: the proof that the
@@ -430,8 +436,11 @@ std::string stage_contents(const ModelConfig& m, const RankLayout& layout, int r
                                      std::to_string(blocks.end - 1);
   }
   if (p.is_first_stage) text += ", embeddings";
-  if (p.is_last_stage) text += p.is_first_stage ? ", ln_f" : ", ln_f, LM head (tied wte copy)";
-  return text;
+  if (!p.is_last_stage) return text;
+  const ModelFamily& family = model_family(m.family);
+  text += ", " + family.final_norm_name();
+  if (!family.ties_embeddings(m)) return text + ", LM head";
+  return p.is_first_stage ? text : text + ", LM head (tied wte copy)";
 }
 
 // Several ranks, --dry-run: the data on every rank, the layout and its process groups; rank 0

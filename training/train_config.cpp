@@ -3,6 +3,7 @@
 #include "data/byte_tokenizer.h"
 #include "kernels/attention.h"
 #include "kernels/linear.h"
+#include "layers/model_family.h"
 #include "layers/parameter_count.h"
 
 #include <algorithm>
@@ -151,8 +152,10 @@ std::int64_t TrainConfig::micro_batches_per_step(std::int64_t world_size) const 
 }
 
 namespace {
-void print_sections(std::ostream& out, const TrainConfig& c) {
-  print_config_section(out, "model", c.model);
+// `model_keys_omitted`: the model keys the config's family does not use.
+void print_sections(std::ostream& out, const TrainConfig& c,
+                    std::set<std::string> model_keys_omitted) {
+  print_config_section(out, "model", c.model, std::move(model_keys_omitted));
   print_config_section(out, "parallel", c.parallel);
   print_config_section(out, "training", c.training);
   print_config_section(out, "optimizer", c.optimizer);
@@ -164,12 +167,14 @@ void print_sections(std::ostream& out, const TrainConfig& c) {
 
 std::string config_yaml(const TrainConfig& config) {
   std::ostringstream out;
-  print_sections(out, config);
+  // Only the keys the family reads: a GPT-2 checkpoint's config refuses Llama's keys on load.
+  const std::vector<std::string> unused = model_family(config.model.family).unused_keys();
+  print_sections(out, config, {unused.begin(), unused.end()});
   return out.str();
 }
 
 void print_config_schema(std::ostream& out) {
-  print_sections(out, TrainConfig{});
+  print_sections(out, TrainConfig{}, {});
 }
 
 

@@ -4,33 +4,23 @@
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <csignal>
-#include <cstring>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
-#include <numeric>
-#include <sstream>
+#include <cstring>
 
-#include "data/byte_tokenizer.h"
 #include "framework/device_runtime.h"
 #include "framework/logging.h"
-#include "framework/philox.h"
 #include "kernels/attention.h"
 #include "kernels/convert.h"
 #include "kernels/elementwise.h"
 #include "kernels/linear.h"
 #include "optimizers/grad_clip.h"
-#include "layers/kv_cache_decoder.h"
-#include "layers/parameter_count.h"
 #include "optimizers/lr_schedule.h"
 #include "parallel/comm/comm_backend.h"
-#include "framework/safetensors.h"
 #include "training/checkpoint.h"
-#include "training/hf_export.h"
+#include "training/hf_import.h"
 #include "training/pipeline_trace.h"
 
 namespace ternion {
@@ -107,9 +97,9 @@ class StopSignals {
 
 // training.device: CUDA ranks take GPU node_local_rank % GPUs (several ranks may share one,
 // with parallel.backend: mpi).
-Device training_device(const TrainConfig& config, const ProcessGroups* groups) {
+Device training_device(const TrainConfig& config, const ProcessGroups& groups) {
   if (config.training.device != "cuda") return Device::cpu();
-  return init_cuda_device(groups != nullptr ? groups->node_local().rank() : 0);
+  return init_cuda_device(groups.node_local().rank());
 }
 
 std::int64_t count_valid(const Tensor& targets) {
@@ -132,10 +122,11 @@ TokenShard open_data_file(const std::string& key, const std::string& path,
 
 Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
     : config_(config),
-      groups_(groups),
-      device_(training_device(config, groups)),
+      own_groups_(groups == nullptr ? ProcessGroups::one_rank() : nullptr),
+      groups_(groups != nullptr ? *groups : *own_groups_),
+      device_(training_device(config, groups_)),
       precision_(parse_precision(config.training.precision, "training.precision")),
-      tp_{groups != nullptr && groups->tp_size() > 1 ? &groups->tensor() : nullptr,
+      tp_{groups_.tp_size() > 1 ? &groups_.tensor() : nullptr,
           config.parallel.sequence_parallel},
       train_shard_(open_data_file("data.train", config.data.train, config.model)),
       val_shard_(config.data.val.empty()
@@ -147,7 +138,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
       chunks_(),
       checkpoint_retention_(config.checkpoint.keep) {
   // Every rank writes its part of each checkpoint: each checks now, not after training.
-  check_save_dir_writable(config, groups != nullptr ? groups->world().rank() : 0);
+  check_save_dir_writable(config, groups_.world().rank());
   AttentionKernel attention = AttentionKernel::automatic;
   TN_CHECK_AS(ConfigError, parse_attention_kernel(config.training.attention, attention),
               "training.attention: must be auto, cudnn or cublas, got '",
@@ -159,44 +150,35 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
               "training.gelu_epilogue: must be check, on or off, got '",
               config.training.gelu_epilogue, "'");
   set_gelu_epilogue(gelu_epilogue);
-  if (groups != nullptr) {
-    const std::vector<std::vector<int>> spanning =
-        tensor_groups_spanning_nodes(groups->layout(), groups->node_of_rank());
-    TN_CHECK_AS(ConfigError, spanning.empty(), "parallel.tensor = ", groups->tp_size(),
-                ": tensor group ", rank_list_str(spanning.empty() ? std::vector<int>{} : spanning.front()),
-                " spans nodes; tensor parallelism all-reduces activations every layer, so a "
-                "tensor group must fit within one node's ranks");
-  }
+  const std::vector<std::vector<int>> spanning =
+      tensor_groups_spanning_nodes(groups_.layout(), groups_.node_of_rank());
+  TN_CHECK_AS(ConfigError, spanning.empty(), "parallel.tensor = ", groups_.tp_size(),
+              ": tensor group ", rank_list_str(spanning.empty() ? std::vector<int>{} : spanning.front()),
+              " spans nodes; tensor parallelism all-reduces activations every layer, so a "
+              "tensor group must fit within one node's ranks");
   if (val_shard_)
     val_sampler_.emplace(*val_shard_, config.model.seq_len,
                          static_cast<std::uint64_t>(config.training.seed), "data.val");
   // This rank's model chunks: chunk c of pipeline rank s is virtual stage c * pp + s.
-  const int stages = groups != nullptr ? groups->pp_size() : 1;
-  const int stage = groups != nullptr ? groups->pp_rank() : 0;
+  const int stages = groups_.pp_size();
+  const int stage = groups_.pp_rank();
   const auto virtual_stages = static_cast<int>(config.parallel.virtual_stages);
   const int total = stages * virtual_stages;
-  for (int c = 0; c < virtual_stages; ++c) {
-    const int v = c * stages + stage;
-    const StageBlocks blocks = pipeline_stage_blocks(config.model.n_layer, total, v);
-    chunks_.push_back(std::make_unique<GptModel>(
-        config.model, tp_, ModelChunk{blocks.begin, blocks.end, v == 0, v == total - 1}));
-    chunks_.back()->initialize(static_cast<std::uint64_t>(config.training.seed));
-    for (Parameter* p : chunks_.back()->parameters()) parameters_.push_back(p);
+  chunks_ = build_pipeline_chunks(config.model, tp_, stages, stage, virtual_stages);
+  for (auto& chunk : chunks_) {
+    chunk->initialize(static_cast<std::uint64_t>(config.training.seed));
+    for (Parameter* p : chunk->parameters()) parameters_.push_back(p);
   }
   if (total > 1) {
-    const std::int64_t sequence_parts = config.parallel.sequence_parallel ? tp_.size() : 1;
-    std::vector<GptModel*> chunk_pointers;
-    for (auto& chunk : chunks_) chunk_pointers.push_back(chunk.get());
-    pipeline_ = std::make_unique<PipelineExecutor>(chunk_pointers, groups->pipeline(),
-                                                   config.model.d_model, sequence_parts);
-    pipeline_->set_activation_format(compute_dtype(precision_), device_);
-    const int micro_batches = static_cast<int>(config.micro_batches_per_step(groups->world().size()));
+    pipeline_ = std::make_unique<PipelineExecutor>(groups_.pipeline(), virtual_stages,
+                                                   compute_dtype(precision_), device_);
+    const int micro_batches = static_cast<int>(config.micro_batches_per_step(groups_.world().size()));
     schedule_ = pipeline_schedule(config.parallel.pipeline_schedule(), stages, micro_batches,
                                   virtual_stages, stage);
   }
   // Both set: the checkpoint holds the whole training state, so it wins; said once.
   if (!config.model.init_from.empty() && config.checkpoint.load.empty()) {
-    load_hf_weights(config.model.init_from);
+    import_hf_weights(config.model, config.model.init_from, parameters_);
     log_info("ternion: weights initialised from the Hugging Face model in ", config.model.init_from);
   } else if (!config.model.init_from.empty()) {
     log_info("ternion: checkpoint.load wins over model.init_from: resuming from '",
@@ -214,14 +196,15 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
     const auto& params = (*chunk)->parameters();
     for (auto p = params.rbegin(); p != params.rend(); ++p) {
       backward_order.push_back(*p);
-      late.push_back(pipelined() && *p == (*chunk)->token_embedding());
+      late.push_back(pipelined() && *p == (*chunk)->tied_embedding());
     }
-    if ((*chunk)->chunk().has_head && !(*chunk)->chunk().has_embedding)
-      tied_copies_.push_back((*chunk)->token_embedding());
+    if ((*chunk)->chunk().has_head && !(*chunk)->chunk().has_embedding &&
+        (*chunk)->tied_embedding() != nullptr)
+      tied_copies_.push_back((*chunk)->tied_embedding());
   }
-  if (groups != nullptr && groups->dp_size() > 1) {
+  if (groups_.dp_size() > 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.parallel.bucket_size_mb * 1e6);
-    reducer_ = std::make_unique<GradientReducer>(backward_order, late, groups->data(),
+    reducer_ = std::make_unique<GradientReducer>(backward_order, late, groups_.data(),
                                                  bucket_bytes, config.parallel.zero_stage == 1);
     for (auto& chunk : chunks_)
       chunk->set_gradient_ready_hook([this](const MicroBatchInfo& info,
@@ -258,13 +241,23 @@ std::int64_t Trainer::model_parameter_count() {
   double count = 0.0;
   for (const auto& chunk : chunks_)
     for (const Parameter* p : chunk->parameters())
-      if (chunk->chunk().has_embedding || p != chunk->token_embedding())
+      if (chunk->chunk().has_embedding || p != chunk->tied_embedding())
         count += static_cast<double>(shape_numel(p->global_shape));
   return static_cast<std::int64_t>(sum_over_pipeline(count) + 0.5);
 }
 
+std::vector<GptModel*> Trainer::chunk_pointers() const {
+  std::vector<GptModel*> out;
+  for (const auto& chunk : chunks_) out.push_back(chunk.get());
+  return out;
+}
+
+std::int64_t Trainer::sequence_parts() const {
+  return config_.parallel.sequence_parallel ? tp_.size() : 1;
+}
+
 double Trainer::sum_over_pipeline(double value) {
-  return pipelined() ? all_reduce_double(groups_->pipeline(), value) : value;
+  return pipelined() ? all_reduce_double(groups_.pipeline(), value) : value;
 }
 
 StepMetrics Trainer::train_step(std::int64_t step) {
@@ -274,12 +267,12 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   reset_device_peak_memory(device_);
   const std::size_t resident = device_memory_stats(device_).in_use;
   const std::int64_t micro = config_.parallel.micro_batch_size;
-  const int world = groups_ != nullptr ? groups_->world().size() : 1;
+  const int world = groups_.world().size();
   const std::int64_t n_micro = config_.micro_batches_per_step(world);
   last_micro_batch_ = n_micro - 1;
   // This data-parallel rank's share of the global batch: sequences [first, first + share).
   const std::int64_t share = n_micro * micro;
-  const std::int64_t first = groups_ != nullptr ? groups_->dp_rank() * share : 0;
+  const std::int64_t first = groups_.dp_rank() * share;
 
   std::vector<TokenBatch> batches;
   double valid_tokens = 0.0;
@@ -288,7 +281,7 @@ StepMetrics Trainer::train_step(std::int64_t step) {
     valid_tokens += static_cast<double>(count_valid(batch.targets));
     batches.push_back(on_device(batch));
   }
-  if (reducer_) valid_tokens = all_reduce_double(groups_->data(), valid_tokens);
+  if (reducer_) valid_tokens = all_reduce_double(groups_.data(), valid_tokens);
   const float loss_weight = valid_tokens > 0 ? static_cast<float>(1.0 / valid_tokens) : 0.0f;
   if (reducer_) reducer_->begin_step();
 
@@ -306,30 +299,24 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   info.training = true;
   info.sample_offset = first;
   info.loss_weight = loss_weight;  // known now: the LM head's forward also gives its gradient
-  double loss_sum = 0.0;
+  // Each micro-batch's losses stay on the device until every backward is queued: reading
+  // them earlier would make the host wait for the GPU once per micro-batch.
+  ModelStage stage(chunk_pointers(), batches, ModelStage::Mode::train, info, sequence_parts());
   if (pipelined()) {
-    last_pipeline_step_ = pipeline_->train(schedule_, batches, info, loss_weight);
-    loss_sum = sum_over_pipeline(last_pipeline_step_.loss_sum);
+    last_pipeline_step_ = pipeline_->train(schedule_, stage);
   } else {
-    GptModel& model = *chunks_.front();
-    // Each micro-batch's losses stay on the device until every backward is queued: reading
-    // them earlier would make the host wait for the GPU once per micro-batch.
-    std::vector<Tensor> losses;
-    for (std::int64_t m = 0; m < n_micro; ++m) {
-      info.micro_batch = m;
-      info.sample_offset = first + m * micro;
-      ActivationContext ctx(info);
+    // One stage: forward then backward of each micro-batch.
+    for (int m = 0; m < static_cast<int>(n_micro); ++m) {
       const DeviceTimestamp forward_start = record_timestamp(device_);
-      losses.push_back(model.forward_losses(batches[m].inputs, batches[m].targets, ctx));
+      stage.forward(m, 0, Tensor());
       forwards.emplace_back(forward_start, record_timestamp(device_));
-      model.backward(loss_weight, ctx);
-      TN_CHECK(ctx.empty(), "activations left over after backward");
+      stage.backward(m, 0, Tensor());
     }
-    for (const Tensor& micro_losses : losses) loss_sum += summed_loss(micro_losses);
   }
+  double loss_sum = sum_over_pipeline(stage.loss_sum());
 
   const DeviceTimestamp forward_backward_end = record_timestamp(device_);
-  if (reducer_) loss_sum = all_reduce_double(groups_->data(), loss_sum);
+  if (reducer_) loss_sum = all_reduce_double(groups_.data(), loss_sum);
 
   StepMetrics metrics;
   metrics.step = step;
@@ -378,10 +365,10 @@ void Trainer::reduce_partial_gradients() {
   // The tied embedding's two copies, on the first and the last stage, each hold part of its
   // gradient (the lookup's and the LM head's): summed, both copies take the same update.
   auto tied_embedding_sums = [&] {
-    if (!pipelined() || groups_->embedding() == nullptr || groups_->embedding()->size() < 2) return;
+    if (!pipelined() || groups_.embedding() == nullptr || groups_.embedding()->size() < 2) return;
     for (auto& chunk : chunks_)
-      if (chunk->token_embedding() != nullptr)
-        groups_->embedding()->all_reduce(chunk->token_embedding()->grad, ReduceOp::Sum);
+      if (chunk->tied_embedding() != nullptr)
+        groups_.embedding()->all_reduce(chunk->tied_embedding()->grad, ReduceOp::Sum);
   };
   if (reducer_) {
     reducer_->finish(tied_embedding_sums);  // then the data-parallel sums complete
@@ -413,20 +400,19 @@ double Trainer::grad_norm() {
   }
   double sum = 0.0;
   for (double squares : sums_of_squares(counted)) sum += squares;
-  if (groups_ != nullptr && groups_->model_parallel().size() > 1)
-    sum = all_reduce_double(groups_->model_parallel(), sum);
-  if (reducer_ && reducer_->zero1()) sum = all_reduce_double(groups_->data(), sum);
+  if (groups_.model_parallel().size() > 1) sum = all_reduce_double(groups_.model_parallel(), sum);
+  if (reducer_ && reducer_->zero1()) sum = all_reduce_double(groups_.data(), sum);
   return std::sqrt(sum);
 }
 
-bool Trainer::writes_output() const { return groups_ == nullptr || groups_->world().rank() == 0; }
+bool Trainer::writes_output() const { return groups_.world().rank() == 0; }
 
 double Trainer::evaluate() {
   TN_CHECK(val_sampler_.has_value(), "evaluation without data.val");
   const std::int64_t micro = config_.parallel.micro_batch_size;
   // The data-parallel replicas share the evaluation batches (b = dp_rank, dp_rank + dp, ...).
-  const std::int64_t dp = reducer_ ? groups_->dp_size() : 1;
-  const std::int64_t dp_rank = reducer_ ? groups_->dp_rank() : 0;
+  const std::int64_t dp = reducer_ ? groups_.dp_size() : 1;
+  const std::int64_t dp_rank = reducer_ ? groups_.dp_rank() : 0;
   double loss_sum = 0.0, valid_tokens = 0.0;
   std::vector<TokenBatch> batches;
   for (std::int64_t b = dp_rank; b < config_.training.eval_batches; b += dp) {
@@ -434,19 +420,17 @@ double Trainer::evaluate() {
     valid_tokens += static_cast<double>(count_valid(batch.targets));
     batches.push_back(on_device(batch));
   }
+  ModelStage stage(chunk_pointers(), batches, ModelStage::Mode::evaluate, MicroBatchInfo{},
+                   sequence_parts());
   if (pipelined()) {
-    loss_sum = sum_over_pipeline(pipeline_->evaluate(batches));
+    pipeline_->forward_only(static_cast<int>(batches.size()), stage);
   } else {
-    for (const TokenBatch& batch : batches) {
-      MicroBatchInfo info;
-      info.training = false;
-      ActivationContext ctx(info);
-      loss_sum += chunks_.front()->forward(batch.inputs, batch.targets, ctx);
-    }
+    for (int m = 0; m < static_cast<int>(batches.size()); ++m) stage.forward(m, 0, Tensor());
   }
+  loss_sum = sum_over_pipeline(stage.loss_sum());
   if (reducer_) {
-    loss_sum = all_reduce_double(groups_->data(), loss_sum);
-    valid_tokens = all_reduce_double(groups_->data(), valid_tokens);
+    loss_sum = all_reduce_double(groups_.data(), loss_sum);
+    valid_tokens = all_reduce_double(groups_.data(), valid_tokens);
   }
   check_communication_health();  // the losses were read on the host
   return valid_tokens > 0 ? loss_sum / valid_tokens : 0.0;
@@ -513,11 +497,9 @@ StepMetrics Trainer::run() {
                 "resume from an earlier checkpoint with a lower optimizer.lr, or check the data");
     // Every rank stops together: a signal to any of them is a signal to all.
     double stop = g_stop_requested ? 1.0 : 0.0;
-    if (groups_ != nullptr) {
-      Tensor flag = Tensor::from_vector({static_cast<float>(stop)}, {1});
-      groups_->world().all_reduce(flag, ReduceOp::Max);
-      stop = flag.data<float>()[0];
-    }
+    Tensor flag = Tensor::from_vector({static_cast<float>(stop)}, {1});
+    groups_.world().all_reduce(flag, ReduceOp::Max);
+    stop = flag.data<float>()[0];
     const bool save_now = !k.save_dir.empty() &&
                           ((k.save_interval > 0 && step % k.save_interval == 0) ||
                            step == t.steps || stop > 0);
@@ -547,7 +529,7 @@ StepMetrics Trainer::run() {
   }
   log_info("ternion: activations and temporaries peaked at ",
            detail::concat(static_cast<long long>(peak_activation_mb * 10 + 0.5) / 10.0),
-           " MB per step", groups_ != nullptr ? " per rank" : "");
+           " MB per step", groups_.world().size() > 1 ? " per rank" : "");
   return last;
 }
 
@@ -562,101 +544,11 @@ std::string Trainer::generate(const SampleOptions& options) {
                        [this](const Tensor& tokens) { return full_logits(tokens); });
 }
 
-namespace {
-
-// The prompt's bytes as tokens (token 0 for an empty prompt). A byte the vocabulary has no
-// token for is refused: dropping it would sample from a prompt other than the one printed.
-std::vector<std::int32_t> prompt_tokens(const ModelConfig& mc, const SampleOptions& options) {
-  const std::string problem = prompt_problem(options.prompt, mc.vocab_size);
-  TN_CHECK_AS(UsageError, problem.empty(), problem);
-  std::vector<std::int32_t> tokens;
-  for (std::uint16_t token : encode_bytes(options.prompt)) tokens.push_back(token);
-  if (tokens.empty()) tokens.push_back(0);
-  return tokens;
-}
-
-// The sampling step of both generators, so that they draw the same text from the same logits:
-// the top-k of the real vocabulary in `logits` (a row of padded_vocab), weighted
-// exp((logit - max) / temperature), chosen by the draw-th uniform of `stream`.
-std::int32_t sample_token(const float* logits, const ModelConfig& mc, const SampleOptions& options,
-                          const RngStream& stream, std::int64_t draw) {
-  std::vector<std::int32_t> order(mc.vocab_size);
-  std::iota(order.begin(), order.end(), 0);
-  const std::int64_t k =
-      options.top_k > 0 ? std::min<std::int64_t>(options.top_k, mc.vocab_size) : mc.vocab_size;
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
-  std::vector<double> weights(k);
-  const double top = logits[order[0]];
-  double total = 0.0;
-  for (std::int64_t j = 0; j < k; ++j) {
-    weights[j] = std::exp((logits[order[j]] - top) / options.temperature);
-    total += weights[j];
-  }
-  double r = philox_uniform(stream, static_cast<std::uint64_t>(draw)) * total;
-  std::int64_t choice = 0;
-  while (choice + 1 < k && r >= weights[choice]) r -= weights[choice++];
-  return order[choice];
-}
-
-std::string decode_generated(const std::vector<std::int32_t>& tokens, std::size_t prompt_length) {
-  return decode_bytes(std::span<const std::int32_t>(tokens.data() + prompt_length,
-                                                    tokens.size() - prompt_length));
-}
-
-}  // namespace
-
-std::string generate_text(const ModelConfig& mc, const SampleOptions& options,
-                          std::int64_t window_multiple,
-                          const std::function<Tensor(const Tensor&)>& logits_of) {
-  std::vector<std::int32_t> tokens = prompt_tokens(mc, options);
-  const std::size_t prompt_length = tokens.size();
-  const RngStream stream{options.seed, hash_name("sample")};
-  for (std::int64_t i = 0; i < options.max_tokens; ++i) {
-    // No KV cache here: each new token reruns the last seq_len tokens (cheap at sample sizes).
-    const std::int64_t window = std::min<std::int64_t>(mc.seq_len, tokens.size());
-    // Sequence parallelism splits the sequence evenly over the tensor group: pad the window
-    // at its end, which causal attention keeps from changing the positions before.
-    const std::int64_t parts = window_multiple;
-    const std::int64_t padded = (window + parts - 1) / parts * parts;
-    Tensor input = Tensor::zeros({1, padded}, DType::I32);
-    std::copy(tokens.end() - window, tokens.end(), input.data<std::int32_t>());
-    Tensor logits = logits_of(input);
-    const float* last = logits.data<float>() + (window - 1) * logits.size(2);
-    tokens.push_back(sample_token(last, mc, options, stream, i));
-  }
-  return decode_generated(tokens, prompt_length);
-}
-
-std::string generate_text_cached(const ModelConfig& mc, const GptModel& model,
-                                 const SampleOptions& options) {
-  TN_CHECK(mc.vocab_size == model.config().vocab_size && mc.seq_len == model.config().seq_len,
-           "generate_text_cached: the config is not the model's");
-  std::vector<std::int32_t> tokens = prompt_tokens(mc, options);
-  const std::size_t prompt_length = tokens.size();
-  const RngStream stream{options.seed, hash_name("sample")};
-  KvCacheDecoder decoder(model);
-  for (std::int64_t i = 0; i < options.max_tokens; ++i) {
-    // The cache holds every token but the newest while they fit (the window starts at token
-    // 0), so the newest is one append; once they no longer fit, the window of the last
-    // seq_len tokens starts at position 0 again and the cache is rebuilt from it.
-    Tensor logits;
-    if (i > 0 && !decoder.full()) {
-      logits = decoder.append(tokens.back());
-    } else {
-      const std::size_t window = std::min<std::size_t>(mc.seq_len, tokens.size());
-      logits = decoder.prime(std::span<const std::int32_t>(tokens).last(window));
-    }
-    tokens.push_back(sample_token(logits.data<float>(), mc, options, stream, i));
-  }
-  return decode_generated(tokens, prompt_length);
-}
-
 void Trainer::trace_last_step(std::int64_t step) {
   const double measured =
-      write_pipeline_trace(config_.logging.trace_file, last_pipeline_step_, *groups_, step);
-  const double p = static_cast<double>(groups_->pp_size());
-  const double m = static_cast<double>(config_.micro_batches_per_step(groups_->world().size()));
+      write_pipeline_trace(config_.logging.trace_file, last_pipeline_step_, groups_, step);
+  const double p = static_cast<double>(groups_.pp_size());
+  const double m = static_cast<double>(config_.micro_batches_per_step(groups_.world().size()));
   const double v = static_cast<double>(config_.parallel.virtual_stages);
   const double formula = ((p - 1) / v) / (m + (p - 1) / v);
   log_info("ternion: step ", step, " traced to ", config_.logging.trace_file,
@@ -665,85 +557,6 @@ void Trainer::trace_last_step(std::int64_t step) {
            static_cast<long long>(formula * 1000 + 0.5) / 10.0, "%");
 }
 
-void Trainer::load_hf_weights(const std::string& dir) {
-  const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
-  if (std::filesystem::exists(config_path)) {
-    std::ifstream in(config_path, std::ios::binary);
-    std::ostringstream text;
-    if (in.is_open()) text << in.rdbuf();
-    TN_CHECK_AS(CheckpointError, in.is_open() && !in.bad(), "model.init_from '", dir,
-                "': cannot read '", config_path, "'");
-    try {
-      check_hf_gpt2_config(config_.model, text.str(), config_path);
-    } catch (const CheckpointError& e) {
-      TN_THROW(CheckpointError, "model.init_from '", dir, "': ", e.what());
-    }
-  }
-  const std::string path = (std::filesystem::path(dir) / "model.safetensors").string();
-  std::map<std::string, Tensor> whole;
-  try {
-    const SafetensorsFile file = SafetensorsFile::open(path);
-    std::vector<std::pair<std::string, Tensor>> hf;
-    for (const SafetensorsEntry& entry : file.entries())
-      hf.emplace_back(entry.name, file.read(entry.name));
-    whole = from_hf_gpt2(config_.model, hf);
-  } catch (const Error& e) {
-    if (!e.is_user_error()) throw;
-    TN_THROW(CheckpointError, "model.init_from '", dir, "': ", e.what());
-  }
-  for (Parameter* p : parameters_) {
-    const Tensor& full = whole.at(p->name);
-    p->value.copy_from(p->is_sharded() ? full.slice(p->shard_dim, p->shard_offset,
-                                                    p->value.size(p->shard_dim))
-                                       : full);
-  }
-}
-
-void Trainer::save_checkpoint(std::int64_t step) {
-  check_communication_health();  // never save what a failed collective left behind
-  const int dp_rank = groups_ != nullptr ? groups_->dp_rank() : 0;
-  const bool zero1 = reducer_ && reducer_->zero1();
-  auto tied = [&](const Parameter* p) {
-    return std::find(tied_copies_.begin(), tied_copies_.end(), p) != tied_copies_.end();
-  };
-  // Each element once: replicated copies (over data ranks, over tensor ranks, the tied
-  // embedding's second copy) are left to one owner.
-  std::vector<ShardedTensor> mine;
-  for (Parameter* p : parameters_) {
-    if (tied(p) || dp_rank != 0 || (!p->is_sharded() && tp_.rank() != 0)) continue;
-    mine.push_back({"model/" + p->name, p, p->value.view({-1}), 0, p->value.numel()});
-  }
-  const std::vector<std::string> kinds = optimizer_->state_kinds();
-  for (std::size_t i = 0; i < segments_.size(); ++i) {
-    const ParameterSegment& s = segments_[i];
-    if (tied(s.param) || (!zero1 && dp_rank != 0) || (!s.param->is_sharded() && tp_.rank() != 0))
-      continue;
-    const std::vector<Tensor> state = optimizer_->state_of(i);
-    for (std::size_t j = 0; j < kinds.size(); ++j)
-      mine.push_back({"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
-  }
-  ::ternion::save_checkpoint(config_, step, checkpoint_retention_, mine,
-                             groups_ != nullptr ? &groups_->world() : nullptr);
-}
-
-std::int64_t Trainer::load_checkpoint(const std::string& dir) {
-  std::vector<ShardedTensor> targets;
-  for (Parameter* p : parameters_) targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
-  const std::vector<std::string> kinds = optimizer_->state_kinds();
-  for (std::size_t i = 0; i < segments_.size(); ++i)
-    for (const std::string& kind : kinds)
-      targets.push_back({"optim/" + kind + "/" + segments_[i].param->name, segments_[i].param,
-                         Tensor(), segments_[i].begin, segments_[i].end});
-  const std::int64_t step =
-      ::ternion::load_checkpoint(dir, config_.model, config_.optimizer.type, targets);
-  std::size_t t = 0;
-  for (Parameter* p : parameters_) p->value.view({-1}).copy_from(targets[t++].data);
-  for (std::size_t i = 0; i < segments_.size(); ++i) {
-    std::vector<Tensor> state = optimizer_->state_of(i);
-    for (Tensor& s : state) s.copy_from(targets[t++].data);
-  }
-  return step;
-}
 
 Tensor Trainer::full_logits(const Tensor& tokens) {
   // Sampling reads the logits on the host, in f32 (and only once no communication has failed).
@@ -752,19 +565,20 @@ Tensor Trainer::full_logits(const Tensor& tokens) {
     check_communication_health();
     return host;
   };
-  const Tensor device_tokens = tokens.to(device_);
+  const std::vector<TokenBatch> batch{{tokens.to(device_), Tensor()}};
+  ModelStage stage(chunk_pointers(), batch, ModelStage::Mode::logits, MicroBatchInfo{},
+                   sequence_parts());
   if (!pipelined()) {
-    MicroBatchInfo info;
-    info.training = false;
-    ActivationContext ctx(info);
-    return on_host(chunks_.front()->logits(device_tokens, ctx));
+    stage.forward(0, 0, Tensor());
+    return on_host(stage.logits());
   }
   // The last stage computes them; every stage samples the same token from them.
-  Tensor logits = pipeline_->logits(device_tokens);
+  pipeline_->forward_only(1, stage);
+  Tensor logits = stage.logits();
   logits = logits.defined() ? on_host(logits)
                             : Tensor::empty({tokens.size(0), tokens.size(1),
                                              config_.model.padded_vocab_size()});
-  groups_->pipeline().broadcast(logits, groups_->pp_size() - 1);
+  groups_.pipeline().broadcast(logits, groups_.pp_size() - 1);
   return logits;
 }
 

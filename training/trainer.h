@@ -31,19 +31,14 @@
 #include "parallel/gradient_reducer.h"
 #include "parallel/process_groups.h"
 #include "training/checkpoint_retention.h"
+#include "training/generation.h"
 #include "training/metrics_writer.h"
-#include "training/pipeline_executor.h"
+#include "parallel/pipeline_executor.h"
+#include "training/model_stage.h"
 #include "training/train_config.h"
 
 namespace ternion {
 
-struct SampleOptions {
-  std::string prompt;
-  std::int64_t max_tokens = 200;
-  double temperature = 0.8;
-  std::int64_t top_k = 40;
-  std::uint64_t seed = 0;
-};
 
 class Trainer {
  public:
@@ -90,18 +85,20 @@ class Trainer {
   void reduce_partial_gradients();
   bool writes_output() const;  // rank 0 of the job writes the metrics file
   bool pipelined() const { return pipeline_ != nullptr; }
+  std::vector<GptModel*> chunk_pointers() const;
+  std::int64_t sequence_parts() const;  // of a micro-batch's sequence, under sequence parallelism
   // The pipeline group's sum of a value only some stages hold (the loss on the last stage).
   double sum_over_pipeline(double value);
   Tensor full_logits(const Tensor& tokens);  // on every rank
   void trace_last_step(std::int64_t step);    // logging.trace_file
-  void load_hf_weights(const std::string& dir);  // model.init_from
 
   // Token batches onto this rank's device (targets are counted on the host first).
   TokenBatch on_device(const TokenBatch& batch) const;
   void after_master_update();  // re-rounds the bf16 compute copies (mixed precision)
 
   TrainConfig config_;
-  const ProcessGroups* groups_;
+  std::unique_ptr<ProcessGroups> own_groups_;  // the one-rank layout, made without `groups`
+  const ProcessGroups& groups_;
   Device device_;         // training.device: where parameters, activations and gradients live
   Precision precision_;   // training.precision
   TensorParallel tp_;
@@ -124,21 +121,6 @@ class Trainer {
   PipelineStepResult last_pipeline_step_;
   std::unique_ptr<Optimizer> optimizer_;
 };
-
-// Samples `options.max_tokens` bytes after `options.prompt` (temperature, top-k, seeded):
-// `logits_of` maps tokens [1, T] to logits [1, T, padded_vocab]; windows of the last seq_len
-// tokens are padded at their end to a multiple of `window_multiple` (sequence parallelism).
-// No KV cache: each new token reruns its window (any layout: `logits_of` may be collective).
-std::string generate_text(const ModelConfig& model, const SampleOptions& options,
-                          std::int64_t window_multiple,
-                          const std::function<Tensor(const Tensor&)>& logits_of);
-// The same text as generate_text on `model`'s logits (the same sampling step and random
-// stream), through a KV cache (layers/kv_cache_decoder.h): while the tokens fit in seq_len,
-// each new token runs one position; past it, each token re-primes the cache with the window
-// of the last seq_len tokens, as the windowed path renumbers it. `model` is the whole
-// "transformer" model on one rank.
-std::string generate_text_cached(const ModelConfig& model_config, const GptModel& model,
-                                 const SampleOptions& options);
 
 // Opens a token file named by config key `key` and checks that it fits the model: tokens
 // below model.vocab_size, at least one window of seq_len + 1 tokens. DataError otherwise.

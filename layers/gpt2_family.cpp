@@ -1,0 +1,81 @@
+// GPT-2 (Radford et al. 2019, Hugging Face's GPT2LMHeadModel): learned positions, pre-LayerNorm
+// blocks of causal multi-head attention and a GELU MLP with biases, the head tied to wte.
+#include "layers/attention.h"
+#include "layers/layer_norm.h"
+#include "layers/mlp.h"
+#include "layers/model_family.h"
+
+namespace ternion {
+
+namespace {
+
+class Gpt2Family : public ModelFamily {
+ public:
+  void validate(const ModelConfig&, const ConfigDocument& doc) const override {
+    for (const std::string& key : unused_keys())
+      if (!doc.location("model", key).empty())
+        config_fail(doc, "model", key,
+                    "is a llama key: model.family gpt2 has learned positions, LayerNorm with "
+                    "eps 1e-5, multi-head attention and a head tied to the embedding");
+  }
+
+  std::vector<std::string> unused_keys() const override {
+    return {"n_kv_head", "rope_theta", "norm_eps", "tie_embeddings"};
+  }
+
+  TransformerBlockParts block_parts(const std::string& name, const ModelConfig& config,
+                                    const TensorParallel& tp) const override {
+    TransformerBlockParts parts;
+    parts.norm_1 = std::make_unique<LayerNorm>(name + ".ln_1", config.d_model, tp);
+    parts.attention = std::make_unique<CausalSelfAttention>(name + ".attn", config, tp);
+    parts.norm_2 = std::make_unique<LayerNorm>(name + ".ln_2", config.d_model, tp);
+    parts.mlp = std::make_unique<Mlp>(name + ".mlp", config, tp);
+    return parts;
+  }
+
+  std::unique_ptr<Embedding> embedding(const ModelConfig& config,
+                                       const TensorParallel& tp) const override {
+    return std::make_unique<Embedding>("embedding", config, tp, /*learned_positions=*/true);
+  }
+
+  std::unique_ptr<Norm> final_norm(const ModelConfig& config,
+                                   const TensorParallel& tp) const override {
+    return std::make_unique<LayerNorm>(final_norm_name(), config.d_model, tp);
+  }
+
+  std::string final_norm_name() const override { return "ln_f"; }
+
+  bool ties_embeddings(const ModelConfig&) const override { return true; }
+
+  std::int64_t block_parameters(const ModelConfig& config, std::int64_t tp) const override {
+    const std::int64_t c = config.d_model, ff = config.ff_width();
+    const std::int64_t layer_norms = 2 * (2 * c);       // ln_1, ln_2: replicated
+    const std::int64_t qkv = (3 * c * c + 3 * c) / tp;  // column-parallel
+    const std::int64_t attn_proj = c * c / tp + c;      // row-parallel, bias replicated
+    const std::int64_t mlp_fc = (ff * c + ff) / tp;     // column-parallel
+    const std::int64_t mlp_proj = c * ff / tp + c;      // row-parallel, bias replicated
+    return layer_norms + qkv + attn_proj + mlp_fc + mlp_proj;
+  }
+  std::int64_t position_parameters(const ModelConfig& config) const override {
+    return config.seq_len * config.d_model;  // wpe
+  }
+  std::int64_t final_norm_parameters(const ModelConfig& config) const override {
+    return 2 * config.d_model;
+  }
+
+  double block_forward_flops(const ModelConfig& config) const override {
+    const double d = static_cast<double>(config.d_model);
+    const double ff = static_cast<double>(config.ff_width());
+    return 2.0 * (3 * d * d + d * d + 2 * d * ff)       // qkv, proj, fc, proj
+           + 2.0 * 2.0 * d * config.seq_len / 2.0;      // causal QK^T and PV
+  }
+};
+
+}  // namespace
+
+const ModelFamily& gpt2_family() {
+  static const Gpt2Family family;
+  return family;
+}
+
+}  // namespace ternion

@@ -1,0 +1,91 @@
+// Llama (Touvron et al. 2023; Hugging Face's LlamaForCausalLM): no learned positions (rotary
+// ones in attention), pre-RMSNorm blocks of grouped-query attention and a SwiGLU MLP without
+// biases, the head untied from the embedding unless model.tie_embeddings.
+#include <string>
+
+#include "layers/grouped_query_attention.h"
+#include "layers/model_family.h"
+#include "layers/rms_norm.h"
+#include "layers/swiglu_mlp.h"
+
+namespace ternion {
+
+namespace {
+
+class LlamaFamily : public ModelFamily {
+ public:
+  void validate(const ModelConfig& config, const ConfigDocument& doc) const override {
+    const std::string heads = std::to_string(config.n_head);
+    if (config.n_kv_head < 0 || (config.n_kv_head > 0 && config.n_head % config.n_kv_head != 0))
+      config_fail(doc, "model", "n_kv_head",
+                  "must divide model.n_head (" + heads + ") (0 = n_head), got " +
+                      std::to_string(config.n_kv_head));
+    if (config.d_model % config.n_head == 0 && config.head_size() % 2 != 0)
+      config_fail(doc, "model", "n_head",
+                  "gives heads of " + std::to_string(config.head_size()) +
+                      " features (model.d_model / model.n_head): rotary embeddings rotate pairs, "
+                      "so the head size must be even");
+    if (!(config.rope_theta > 1)) config_fail(doc, "model", "rope_theta", "must be above 1");
+    if (!(config.norm_eps > 0 && config.norm_eps < 1))
+      config_fail(doc, "model", "norm_eps", "must be in (0, 1)");
+  }
+
+  std::vector<std::string> unused_keys() const override { return {}; }
+
+  TransformerBlockParts block_parts(const std::string& name, const ModelConfig& config,
+                                    const TensorParallel& tp) const override {
+    const auto eps = static_cast<float>(config.norm_eps);
+    TransformerBlockParts parts;
+    parts.norm_1 = std::make_unique<RmsNorm>(name + ".attn_norm", config.d_model, eps, tp);
+    parts.attention = std::make_unique<GroupedQueryAttention>(name + ".attn", config, tp);
+    parts.norm_2 = std::make_unique<RmsNorm>(name + ".mlp_norm", config.d_model, eps, tp);
+    parts.mlp = std::make_unique<SwiGluMlp>(name + ".mlp", config, tp);
+    return parts;
+  }
+
+  std::unique_ptr<Embedding> embedding(const ModelConfig& config,
+                                       const TensorParallel& tp) const override {
+    return std::make_unique<Embedding>("embedding", config, tp, /*learned_positions=*/false);
+  }
+
+  std::unique_ptr<Norm> final_norm(const ModelConfig& config,
+                                   const TensorParallel& tp) const override {
+    return std::make_unique<RmsNorm>(final_norm_name(), config.d_model,
+                                     static_cast<float>(config.norm_eps), tp);
+  }
+
+  std::string final_norm_name() const override { return "norm"; }
+
+  bool ties_embeddings(const ModelConfig& config) const override { return config.tie_embeddings; }
+
+  std::int64_t block_parameters(const ModelConfig& config, std::int64_t tp) const override {
+    const std::int64_t c = config.d_model, ff = config.ff_width(), hs = config.head_size();
+    const std::int64_t norms = 2 * c;                                            // replicated
+    const std::int64_t qkv = (config.n_head + 2 * config.kv_heads()) * hs * c / tp;  // column
+    const std::int64_t proj = c * c / tp;                                        // row
+    const std::int64_t gate_up = 2 * ff * c / tp;                               // column
+    const std::int64_t down = c * ff / tp;                                       // row
+    return norms + qkv + proj + gate_up + down;
+  }
+  std::int64_t position_parameters(const ModelConfig&) const override { return 0; }
+  std::int64_t final_norm_parameters(const ModelConfig& config) const override {
+    return config.d_model;
+  }
+
+  double block_forward_flops(const ModelConfig& config) const override {
+    const double d = static_cast<double>(config.d_model);
+    const double ff = static_cast<double>(config.ff_width());
+    const double kv = static_cast<double>(config.kv_heads() * config.head_size());
+    return 2.0 * ((d + 2 * kv) * d + d * d + 3 * d * ff)  // qkv, proj, gate_up, down
+           + 2.0 * 2.0 * d * config.seq_len / 2.0;        // causal QK^T and PV
+  }
+};
+
+}  // namespace
+
+const ModelFamily& llama_family() {
+  static const LlamaFamily family;
+  return family;
+}
+
+}  // namespace ternion

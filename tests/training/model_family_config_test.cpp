@@ -1,0 +1,99 @@
+// model.family: the Llama keys, each refused with the key named where it is wrong, and a GPT-2
+// config that sets a Llama key refused rather than silently ignored.
+#include <gtest/gtest.h>
+
+#include "training/train_config.h"
+
+namespace ternion {
+namespace {
+
+constexpr const char* kLlama =
+    "model:\n"
+    "  family: llama\n"
+    "  seq_len: 16\n"
+    "  n_layer: 2\n"
+    "  n_head: 4\n"
+    "  n_kv_head: 2\n"
+    "  d_model: 32\n"
+    "parallel:\n"
+    "  micro_batch_size: 2\n"
+    "training:\n"
+    "  steps: 3\n"
+    "  global_batch_size: 4\n"
+    "data:\n"
+    "  train: train.bin\n";
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides,
+                     std::int64_t world_size = 1) {
+  try {
+    TrainConfig::parse(yaml, "run.yaml", overrides, world_size);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelFamilyConfig, LlamaConfigReads) {
+  const TrainConfig c = TrainConfig::parse(kLlama, "run.yaml", {});
+  EXPECT_EQ(c.model.family, "llama");
+  EXPECT_EQ(c.model.kv_heads(), 2);
+  EXPECT_FALSE(c.model.tie_embeddings);
+  EXPECT_EQ(error_of(kLlama, {"model.n_kv_head=0"}), "");  // 0: as many as query heads
+}
+
+TEST(ModelFamilyConfig, BadLlamaValuesNameTheirKey) {
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"model.n_kv_head=3", "model.n_kv_head", "must divide model.n_head (4)"},
+      {"model.n_kv_head=-1", "model.n_kv_head", "must divide model.n_head"},
+      // 32 / 16 = 2 is even; 48 / 16 = 3 is not.
+      {"model.d_model=48", "model.n_head", "the head size must be even"},
+      {"model.rope_theta=0", "model.rope_theta", "must be above 1"},
+      {"model.norm_eps=0", "model.norm_eps", "must be in (0, 1)"},
+      {"model.family=mamba", "model.family", "unknown family 'mamba' (known: gpt2, llama)"},
+  };
+  for (const auto& [set, key, why] : cases) {
+    std::vector<std::string> overrides{set};
+    if (set == "model.d_model=48") overrides.push_back("model.n_head=16");
+    if (set == "model.d_model=48") overrides.push_back("model.n_kv_head=16");
+    const std::string msg = error_of(kLlama, overrides);
+    EXPECT_NE(msg.find(key), std::string::npos) << set << ": " << msg;
+    EXPECT_NE(msg.find(why), std::string::npos) << set << ": " << msg;
+  }
+}
+
+TEST(ModelFamilyConfig, KeyValueHeadsMustSplitOverTheTensorRanks) {
+  const std::string msg = error_of(kLlama, {"parallel.tensor=4"}, 4);
+  EXPECT_NE(msg.find("model.n_kv_head"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("n_kv_head (2) is not a multiple of parallel.tensor (4)"), std::string::npos)
+      << msg;
+  EXPECT_EQ(error_of(kLlama, {"parallel.tensor=2"}, 2), "");
+}
+
+// A checkpoint keeps its config without the keys its family does not use, so it loads again.
+TEST(ModelFamilyConfig, SavedConfigsKeepTheirFamilysKeysOnly) {
+  std::string gpt2 = kLlama;
+  gpt2.replace(gpt2.find("  family: llama\n"), 16, "");
+  gpt2.replace(gpt2.find("  n_kv_head: 2\n"), 15, "");
+  const std::string saved_gpt2 = config_yaml(TrainConfig::parse(gpt2, "run.yaml", {}));
+  EXPECT_EQ(saved_gpt2.find("n_kv_head"), std::string::npos) << saved_gpt2;
+  EXPECT_EQ(error_of(saved_gpt2, {}), "");
+  const std::string saved_llama = config_yaml(TrainConfig::parse(kLlama, "run.yaml", {}));
+  EXPECT_NE(saved_llama.find("n_kv_head: 2"), std::string::npos) << saved_llama;
+  EXPECT_EQ(TrainConfig::parse(saved_llama, "saved.yaml", {}).model.kv_heads(), 2);
+}
+
+TEST(ModelFamilyConfig, Gpt2RefusesLlamaKeys) {
+  std::string gpt2 = kLlama;
+  gpt2.replace(gpt2.find("  family: llama\n"), 16, "");
+  gpt2.replace(gpt2.find("  n_kv_head: 2\n"), 15, "");
+  EXPECT_EQ(error_of(gpt2, {}), "");
+  for (const std::string key : {"n_kv_head=2", "rope_theta=500000", "norm_eps=1e-6",
+                                "tie_embeddings=true"}) {
+    const std::string msg = error_of(gpt2, {"model." + key});
+    EXPECT_NE(msg.find("model." + key.substr(0, key.find('='))), std::string::npos) << msg;
+    EXPECT_NE(msg.find("is a llama key"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace ternion

@@ -1,0 +1,104 @@
+#include "training/generation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <span>
+
+#include "data/byte_tokenizer.h"
+#include "framework/philox.h"
+#include "layers/kv_cache_decoder.h"
+
+namespace ternion {
+
+namespace {
+
+// The prompt's bytes as tokens (token 0 for an empty prompt). A byte the vocabulary has no
+// token for is refused: dropping it would sample from a prompt other than the one printed.
+std::vector<std::int32_t> prompt_tokens(const ModelConfig& mc, const SampleOptions& options) {
+  const std::string problem = prompt_problem(options.prompt, mc.vocab_size);
+  TN_CHECK_AS(UsageError, problem.empty(), problem);
+  std::vector<std::int32_t> tokens;
+  for (std::uint16_t token : encode_bytes(options.prompt)) tokens.push_back(token);
+  if (tokens.empty()) tokens.push_back(0);
+  return tokens;
+}
+
+// The sampling step of both generators, so that they draw the same text from the same logits:
+// the top-k of the real vocabulary in `logits` (a row of padded_vocab), weighted
+// exp((logit - max) / temperature), chosen by the draw-th uniform of `stream`.
+std::int32_t sample_token(const float* logits, const ModelConfig& mc, const SampleOptions& options,
+                          const RngStream& stream, std::int64_t draw) {
+  std::vector<std::int32_t> order(mc.vocab_size);
+  std::iota(order.begin(), order.end(), 0);
+  const std::int64_t k =
+      options.top_k > 0 ? std::min<std::int64_t>(options.top_k, mc.vocab_size) : mc.vocab_size;
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
+  std::vector<double> weights(k);
+  const double top = logits[order[0]];
+  double total = 0.0;
+  for (std::int64_t j = 0; j < k; ++j) {
+    weights[j] = std::exp((logits[order[j]] - top) / options.temperature);
+    total += weights[j];
+  }
+  double r = philox_uniform(stream, static_cast<std::uint64_t>(draw)) * total;
+  std::int64_t choice = 0;
+  while (choice + 1 < k && r >= weights[choice]) r -= weights[choice++];
+  return order[choice];
+}
+
+std::string decode_generated(const std::vector<std::int32_t>& tokens, std::size_t prompt_length) {
+  return decode_bytes(std::span<const std::int32_t>(tokens.data() + prompt_length,
+                                                    tokens.size() - prompt_length));
+}
+
+}  // namespace
+
+std::string generate_text(const ModelConfig& mc, const SampleOptions& options,
+                          std::int64_t window_multiple,
+                          const std::function<Tensor(const Tensor&)>& logits_of) {
+  std::vector<std::int32_t> tokens = prompt_tokens(mc, options);
+  const std::size_t prompt_length = tokens.size();
+  const RngStream stream{options.seed, hash_name("sample")};
+  for (std::int64_t i = 0; i < options.max_tokens; ++i) {
+    // No KV cache here: each new token reruns the last seq_len tokens (cheap at sample sizes).
+    const std::int64_t window = std::min<std::int64_t>(mc.seq_len, tokens.size());
+    // Sequence parallelism splits the sequence evenly over the tensor group: pad the window
+    // at its end, which causal attention keeps from changing the positions before.
+    const std::int64_t parts = window_multiple;
+    const std::int64_t padded = (window + parts - 1) / parts * parts;
+    Tensor input = Tensor::zeros({1, padded}, DType::I32);
+    std::copy(tokens.end() - window, tokens.end(), input.data<std::int32_t>());
+    Tensor logits = logits_of(input);
+    const float* last = logits.data<float>() + (window - 1) * logits.size(2);
+    tokens.push_back(sample_token(last, mc, options, stream, i));
+  }
+  return decode_generated(tokens, prompt_length);
+}
+
+std::string generate_text_cached(const ModelConfig& mc, const GptModel& model,
+                                 const SampleOptions& options) {
+  TN_CHECK(mc.vocab_size == model.config().vocab_size && mc.seq_len == model.config().seq_len,
+           "generate_text_cached: the config is not the model's");
+  std::vector<std::int32_t> tokens = prompt_tokens(mc, options);
+  const std::size_t prompt_length = tokens.size();
+  const RngStream stream{options.seed, hash_name("sample")};
+  KvCacheDecoder decoder(model);
+  for (std::int64_t i = 0; i < options.max_tokens; ++i) {
+    // The cache holds every token but the newest while they fit (the window starts at token
+    // 0), so the newest is one append; once they no longer fit, the window of the last
+    // seq_len tokens starts at position 0 again and the cache is rebuilt from it.
+    Tensor logits;
+    if (i > 0 && !decoder.full()) {
+      logits = decoder.append(tokens.back());
+    } else {
+      const std::size_t window = std::min<std::size_t>(mc.seq_len, tokens.size());
+      logits = decoder.prime(std::span<const std::int32_t>(tokens).last(window));
+    }
+    tokens.push_back(sample_token(logits.data<float>(), mc, options, stream, i));
+  }
+  return decode_generated(tokens, prompt_length);
+}
+
+}  // namespace ternion

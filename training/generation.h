@@ -1,0 +1,37 @@
+// Sampling text from a model: the prompt's bytes, then max_tokens tokens drawn one at a time
+// (temperature, top-k, a seeded random stream), by rerunning the window (any layout) or
+// through a KV cache (one rank).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "layers/gpt_model.h"
+
+namespace ternion {
+
+struct SampleOptions {
+  std::string prompt;
+  std::int64_t max_tokens = 200;
+  double temperature = 0.8;
+  std::int64_t top_k = 40;
+  std::uint64_t seed = 0;
+};
+
+// Samples `options.max_tokens` bytes after `options.prompt` (temperature, top-k, seeded):
+// `logits_of` maps tokens [1, T] to logits [1, T, padded_vocab]; windows of the last seq_len
+// tokens are padded at their end to a multiple of `window_multiple` (sequence parallelism).
+// No KV cache: each new token reruns its window (any layout: `logits_of` may be collective).
+std::string generate_text(const ModelConfig& model, const SampleOptions& options,
+                          std::int64_t window_multiple,
+                          const std::function<Tensor(const Tensor&)>& logits_of);
+// The same text as generate_text on `model`'s logits (the same sampling step and random
+// stream), through a KV cache (layers/kv_cache_decoder.h): while the tokens fit in seq_len,
+// each new token runs one position; past it, each token re-primes the cache with the window
+// of the last seq_len tokens, as the windowed path renumbers it. `model` is the whole
+// "transformer" model on one rank.
+std::string generate_text_cached(const ModelConfig& model_config, const GptModel& model,
+                                 const SampleOptions& options);
+
+}  // namespace ternion

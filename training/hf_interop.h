@@ -1,0 +1,31 @@
+// Hugging Face interop of each model family: the pure mappings that ternion-export and
+// model.init_from use, looked up by `model.family`. Each family declares its own (GPT-2's in
+// training/hf_export.h, Llama's in training/hf_llama.h); nothing else names them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/tensor.h"
+#include "layers/model_config.h"
+
+namespace ternion {
+
+struct HfMapping {
+  const char* family_name;   // for messages: "GPT-2"
+  const char* architecture;  // config.json's "architectures" entry
+  // Our whole parameters by name -> Hugging Face's names and layouts, and back.
+  std::vector<std::pair<std::string, Tensor>> (*to_hf)(const ModelConfig&,
+                                                      const std::map<std::string, Tensor>&);
+  std::map<std::string, Tensor> (*from_hf)(const ModelConfig&,
+                                           const std::vector<std::pair<std::string, Tensor>>&);
+  std::string (*config_json)(const ModelConfig&);
+  // CheckpointError where a config.json (its text; `path` names it) does not describe `config`.
+  void (*check_config)(const ModelConfig&, const std::string& json, const std::string& path);
+};
+
+const HfMapping& hf_mapping(const ModelConfig& config);
+
+}  // namespace ternion

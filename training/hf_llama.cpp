@@ -1,0 +1,356 @@
+#include "training/hf_llama.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include "training/hf_parameter_source.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace ternion {
+
+namespace {
+
+// `rows` rows of one of HF's separate weights (`part`, from `part_row`) that sit at
+// `fused_row` of our fused weight.
+struct RowBlock {
+  int part;
+  std::int64_t part_row, fused_row, rows;
+};
+
+// Our QKV: per key/value group g, the r query heads of the group, then key g, then value g.
+// Parts: 0 = q_proj, 1 = k_proj, 2 = v_proj.
+std::vector<RowBlock> qkv_blocks(const ModelConfig& config) {
+  const std::int64_t hs = config.head_size(), groups = config.kv_heads();
+  const std::int64_t r = config.n_head / groups;
+  std::vector<RowBlock> blocks;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t base = g * (r + 2) * hs;
+    blocks.push_back({0, g * r * hs, base, r * hs});
+    blocks.push_back({1, g * hs, base + r * hs, hs});
+    blocks.push_back({2, g * hs, base + (r + 1) * hs, hs});
+  }
+  return blocks;
+}
+
+// Our gate_up: row 2j is gate_proj's row j, row 2j + 1 up_proj's. Parts: 0 = gate, 1 = up.
+std::vector<RowBlock> gate_up_blocks(const ModelConfig& config) {
+  std::vector<RowBlock> blocks;
+  for (std::int64_t j = 0; j < config.ff_width(); ++j) {
+    blocks.push_back({0, j, 2 * j, 1});
+    blocks.push_back({1, j, 2 * j + 1, 1});
+  }
+  return blocks;
+}
+
+// Copies `rows` rows between two contiguous tensors of one dtype and row width.
+void copy_rows(const Tensor& from, std::int64_t from_row, const Tensor& to, std::int64_t to_row,
+               std::int64_t rows) {
+  const std::size_t row_bytes = from.nbytes() / static_cast<std::size_t>(from.size(0));
+  std::memcpy(
+      static_cast<char*>(to.raw_data()) + static_cast<std::size_t>(to_row) * row_bytes,
+      static_cast<const char*>(from.raw_data()) + static_cast<std::size_t>(from_row) * row_bytes,
+      static_cast<std::size_t>(rows) * row_bytes);
+}
+
+// Our fused weight (contiguous) -> HF's parts of `part_rows` rows each.
+std::vector<Tensor> split_rows(const Tensor& fused, const std::vector<RowBlock>& blocks,
+                               const std::vector<std::int64_t>& part_rows) {
+  std::vector<Tensor> parts;
+  for (std::int64_t rows : part_rows)
+    parts.push_back(Tensor::empty({rows, fused.size(1)}, fused.dtype()));
+  for (const RowBlock& b : blocks) copy_rows(fused, b.fused_row, parts[b.part], b.part_row, b.rows);
+  return parts;
+}
+
+// HF's parts (contiguous) -> our fused weight.
+Tensor fuse_rows(const std::vector<Tensor>& parts, const std::vector<RowBlock>& blocks) {
+  std::int64_t rows = 0;
+  for (const Tensor& p : parts) rows += p.size(0);
+  Tensor fused = Tensor::empty({rows, parts[0].size(1)}, parts[0].dtype());
+  for (const RowBlock& b : blocks) copy_rows(parts[b.part], b.part_row, fused, b.fused_row, b.rows);
+  return fused;
+}
+
+void check_sizes(const ModelConfig& config, const char* direction) {
+  TN_CHECK_AS(CheckpointError, config.family == "llama", "cannot ", direction,
+              " Llama weights for model.family '", config.family, "'");
+  TN_CHECK(config.n_head > 0 && config.head_size() * config.n_head == config.d_model, "n_head ",
+           config.n_head, " does not divide d_model ", config.d_model);
+  TN_CHECK(config.kv_heads() > 0 && config.n_head % config.kv_heads() == 0, "n_kv_head ",
+           config.kv_heads(), " does not divide n_head ", config.n_head);
+}
+
+// The shortest decimal that reads back as `value`, always with a fraction or exponent so that
+// a float field never reads as an integer: 500000.0 (not 5e+05), 1e-05, 0.02.
+std::string json_float(double value) {
+  if (value == std::trunc(value) && std::abs(value) < 1e15)
+    return std::to_string(static_cast<std::int64_t>(value)) + ".0";
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> to_hf_llama(
+    const ModelConfig& config, const std::map<std::string, Tensor>& params) {
+  check_sizes(config, "export");
+  const std::int64_t c = config.d_model, f = config.ff_width(), hs = config.head_size();
+  const std::int64_t q_rows = config.n_head * hs, kv_rows = config.kv_heads() * hs;
+  ParameterSource source(params, "Llama");
+  std::vector<std::pair<std::string, Tensor>> out;
+  auto as_is = [&](const std::string& ours, const std::string& theirs, const Shape& shape) {
+    out.emplace_back(theirs, source.take(ours, shape).clone());
+  };
+
+  const Tensor wte = source.take("wte", {config.padded_vocab_size(), c});
+  out.emplace_back("model.embed_tokens.weight", wte.slice(0, 0, config.vocab_size).clone());
+  for (std::int64_t i = 0; i < config.n_layer; ++i) {
+    const std::string ours = "h." + std::to_string(i) + ".";
+    const std::string theirs = "model.layers." + std::to_string(i) + ".";
+    // transformers' state_dict order: self_attn, mlp, then the two norms.
+    const auto qkv = split_rows(source.take(ours + "attn.qkv.weight", {q_rows + 2 * kv_rows, c}),
+                                qkv_blocks(config), {q_rows, kv_rows, kv_rows});
+    out.emplace_back(theirs + "self_attn.q_proj.weight", qkv[0]);
+    out.emplace_back(theirs + "self_attn.k_proj.weight", qkv[1]);
+    out.emplace_back(theirs + "self_attn.v_proj.weight", qkv[2]);
+    as_is(ours + "attn.proj.weight", theirs + "self_attn.o_proj.weight", {c, q_rows});
+    const auto gate_up = split_rows(source.take(ours + "mlp.gate_up.weight", {2 * f, c}),
+                                    gate_up_blocks(config), {f, f});
+    out.emplace_back(theirs + "mlp.gate_proj.weight", gate_up[0]);
+    out.emplace_back(theirs + "mlp.up_proj.weight", gate_up[1]);
+    as_is(ours + "mlp.down.weight", theirs + "mlp.down_proj.weight", {c, f});
+    as_is(ours + "attn_norm.weight", theirs + "input_layernorm.weight", {c});
+    as_is(ours + "mlp_norm.weight", theirs + "post_attention_layernorm.weight", {c});
+  }
+  as_is("norm.weight", "model.norm.weight", {c});
+  if (!config.tie_embeddings) {
+    const Tensor head = source.take("lm_head.weight", {config.padded_vocab_size(), c});
+    out.emplace_back("lm_head.weight", head.slice(0, 0, config.vocab_size).clone());
+  }
+  source.check_all_taken();
+  return out;
+}
+
+std::map<std::string, Tensor> from_hf_llama(const ModelConfig& config,
+                                            const std::vector<std::pair<std::string, Tensor>>& hf) {
+  check_sizes(config, "import");
+  const std::int64_t c = config.d_model, f = config.ff_width(), hs = config.head_size();
+  const std::int64_t q_rows = config.n_head * hs, kv_rows = config.kv_heads() * hs;
+  std::map<std::string, Tensor> theirs(hf.begin(), hf.end());
+  auto take = [&](const std::string& name, const Shape& shape) {
+    const auto it = theirs.find(name);
+    TN_CHECK_AS(CheckpointError, it != theirs.end(), "Llama weights have no '", name, "'");
+    TN_CHECK_AS(CheckpointError, it->second.shape() == shape && it->second.dtype() == DType::F32,
+                "Llama weight '", name, "' is ", it->second.str(), ", this model needs f32",
+                shape_str(shape));
+    Tensor t = it->second.contiguous();
+    theirs.erase(it);
+    return t;
+  };
+  // The padding rows of the embedding and head never reach the loss; they start at zero.
+  auto padded_vocab = [&](const Tensor& rows) {
+    Tensor t = Tensor::zeros({config.padded_vocab_size(), c});
+    t.slice(0, 0, config.vocab_size).copy_from(rows);
+    return t;
+  };
+
+  std::map<std::string, Tensor> ours;
+  const Tensor embed = take("model.embed_tokens.weight", {config.vocab_size, c});
+  ours["wte"] = padded_vocab(embed);
+  for (std::int64_t i = 0; i < config.n_layer; ++i) {
+    const std::string o = "h." + std::to_string(i) + ".";
+    const std::string t = "model.layers." + std::to_string(i) + ".";
+    ours[o + "attn_norm.weight"] = take(t + "input_layernorm.weight", {c}).clone();
+    ours[o + "attn.qkv.weight"] = fuse_rows({take(t + "self_attn.q_proj.weight", {q_rows, c}),
+                                             take(t + "self_attn.k_proj.weight", {kv_rows, c}),
+                                             take(t + "self_attn.v_proj.weight", {kv_rows, c})},
+                                            qkv_blocks(config));
+    ours[o + "attn.proj.weight"] = take(t + "self_attn.o_proj.weight", {c, q_rows}).clone();
+    ours[o + "mlp_norm.weight"] = take(t + "post_attention_layernorm.weight", {c}).clone();
+    ours[o + "mlp.gate_up.weight"] = fuse_rows(
+        {take(t + "mlp.gate_proj.weight", {f, c}), take(t + "mlp.up_proj.weight", {f, c})},
+        gate_up_blocks(config));
+    ours[o + "mlp.down.weight"] = take(t + "mlp.down_proj.weight", {c, f}).clone();
+  }
+  ours["norm.weight"] = take("model.norm.weight", {c}).clone();
+  if (!config.tie_embeddings) {
+    ours["lm_head.weight"] = padded_vocab(take("lm_head.weight", {config.vocab_size, c}));
+  } else if (theirs.count("lm_head.weight")) {
+    // Some writers store the tied head; a head that differs is an untied model's.
+    const Tensor head = take("lm_head.weight", {config.vocab_size, c});
+    TN_CHECK_AS(
+        CheckpointError, std::memcmp(head.raw_data(), embed.raw_data(), head.nbytes()) == 0,
+        "Llama weights have an 'lm_head.weight' that differs from 'model.embed_tokens.weight', "
+        "but model.tie_embeddings is true");
+  }
+  for (const auto& [name, tensor] : theirs) {
+    const std::string buffer = "rotary_emb.inv_freq";  // recomputed from rope_theta, not learned
+    const bool is_buffer = name.size() >= buffer.size() &&
+                           name.compare(name.size() - buffer.size(), buffer.size(), buffer) == 0;
+    if (!is_buffer)
+      TN_THROW(CheckpointError, "Llama weights have '", name,
+               "', which this model has no place for");
+  }
+  return ours;
+}
+
+std::string hf_llama_config_json(const ModelConfig& config) {
+  std::ostringstream out;
+  out << "{\n"
+      << "  \"architectures\": [\"LlamaForCausalLM\"],\n"
+      << "  \"model_type\": \"llama\",\n"
+      << "  \"vocab_size\": " << config.vocab_size << ",\n"
+      << "  \"hidden_size\": " << config.d_model << ",\n"
+      << "  \"intermediate_size\": " << config.ff_width() << ",\n"
+      << "  \"num_hidden_layers\": " << config.n_layer << ",\n"
+      << "  \"num_attention_heads\": " << config.n_head << ",\n"
+      << "  \"num_key_value_heads\": " << config.kv_heads() << ",\n"
+      << "  \"head_dim\": " << config.head_size() << ",\n"
+      << "  \"max_position_embeddings\": " << config.seq_len << ",\n"
+      << "  \"hidden_act\": \"silu\",\n"
+      << "  \"rms_norm_eps\": " << json_float(config.norm_eps) << ",\n"
+      << "  \"rope_theta\": " << json_float(config.rope_theta) << ",\n"
+      << "  \"rope_scaling\": null,\n"
+      << "  \"attention_bias\": false,\n"
+      << "  \"attention_dropout\": 0.0,\n"
+      << "  \"mlp_bias\": false,\n"
+      << "  \"initializer_range\": " << json_float(config.init_std) << ",\n"
+      << "  \"tie_word_embeddings\": " << (config.tie_embeddings ? "true" : "false") << ",\n"
+      << "  \"torch_dtype\": \"float32\"\n"
+      << "}\n";
+  return out.str();
+}
+
+void check_hf_llama_config(const ModelConfig& config, const std::string& json,
+                           const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(json);  // JSON is YAML; yaml-cpp already reads the checkpoints' JSON
+  } catch (const YAML::Exception& e) {
+    TN_THROW(CheckpointError, "'", path, "' is not valid JSON: ", e.what());
+  }
+  TN_CHECK_AS(CheckpointError, root.IsMap(), "'", path, "' is not a JSON object");
+
+  // `key` of `map`; none where the file leaves it out or gives null.
+  auto given = [&](const YAML::Node& map, const char* key) -> std::optional<YAML::Node> {
+    const YAML::Node node = map[key];
+    if (!node || node.IsNull()) return std::nullopt;
+    return node;
+  };
+  auto integer = [&](const YAML::Node& node, const std::string& label) {
+    try {
+      return node.as<std::int64_t>();
+    } catch (const YAML::Exception&) {
+      TN_THROW(CheckpointError, "'", path, "': ", label, " is not an integer");
+    }
+  };
+  auto number = [&](const YAML::Node& node, const std::string& label) {
+    try {
+      return node.as<double>();
+    } catch (const YAML::Exception&) {
+      TN_THROW(CheckpointError, "'", path, "': ", label, " is not a number");
+    }
+  };
+  auto boolean = [&](const YAML::Node& node, const std::string& label) {
+    try {
+      return node.as<bool>();
+    } catch (const YAML::Exception&) {
+      TN_THROW(CheckpointError, "'", path, "': ", label, " is not true or false");
+    }
+  };
+  auto text = [&](const YAML::Node& node) {
+    return node.IsScalar() ? node.Scalar() : std::string();
+  };
+
+  if (const auto type = given(root, "model_type"))
+    TN_CHECK_AS(CheckpointError, text(*type) == "llama", "'", path, "' gives model_type '",
+                text(*type), "', but model.family is llama: a '", text(*type),
+                "' model cannot start a llama one");
+
+  auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
+    if (const auto node = given(root, key)) {
+      const std::int64_t theirs = integer(*node, key);
+      TN_CHECK_AS(CheckpointError, theirs == ours, "'", path, "' gives ", key, " ", theirs,
+                  ", but ", our_key, " is ", ours);
+    }
+  };
+  check_size("hidden_size", config.d_model, "model.d_model");
+  check_size("num_hidden_layers", config.n_layer, "model.n_layer");
+  check_size("num_attention_heads", config.n_head, "model.n_head");
+  check_size("vocab_size", config.vocab_size, "model.vocab_size");
+  check_size("intermediate_size", config.ff_width(),
+             "the MLP width (model.d_ff, or 4 x model.d_model)");
+  check_size("head_dim", config.head_size(), "the head size (model.d_model / model.n_head)");
+  // transformers reads a null or absent num_key_value_heads as num_attention_heads.
+  if (given(root, "num_key_value_heads")) {
+    check_size("num_key_value_heads", config.kv_heads(), "model.n_kv_head (0 = model.n_head)");
+  } else if (given(root, "num_attention_heads")) {
+    const std::int64_t heads = integer(root["num_attention_heads"], "num_attention_heads");
+    TN_CHECK_AS(CheckpointError, heads == config.kv_heads(), "'", path,
+                "' gives no num_key_value_heads, so its key/value heads are num_attention_heads ",
+                heads, ", but model.n_kv_head (0 = model.n_head) is ", config.kv_heads());
+  }
+  // Rotary positions are not weights: a shorter context than the checkpoint's is fine.
+  if (const auto node = given(root, "max_position_embeddings")) {
+    const std::int64_t theirs = integer(*node, "max_position_embeddings");
+    TN_CHECK_AS(CheckpointError, config.seq_len <= theirs, "'", path,
+                "' gives max_position_embeddings ", theirs, ", but model.seq_len is ",
+                config.seq_len, ", longer than the model was made for");
+  }
+
+  auto check_close = [&](const std::string& label, double theirs, double ours,
+                         const char* our_key) {
+    // A float32 round trip of either value is not a mismatch.
+    TN_CHECK_AS(CheckpointError, std::abs(theirs - ours) <= 1e-6 * std::abs(ours), "'", path,
+                "' gives ", label, " ", theirs, ", but ", our_key, " is ", ours);
+  };
+  if (const auto eps = given(root, "rms_norm_eps"))
+    check_close("rms_norm_eps", number(*eps, "rms_norm_eps"), config.norm_eps, "model.norm_eps");
+  if (const auto tie = given(root, "tie_word_embeddings")) {
+    const bool theirs = boolean(*tie, "tie_word_embeddings");
+    TN_CHECK_AS(CheckpointError, theirs == config.tie_embeddings, "'", path,
+                "' gives tie_word_embeddings ", theirs ? "true" : "false",
+                ", but model.tie_embeddings is ", config.tie_embeddings ? "true" : "false");
+  }
+  if (const auto act = given(root, "hidden_act"))
+    TN_CHECK_AS(CheckpointError, text(*act) == "silu", "'", path, "' gives hidden_act '",
+                text(*act), "', but this model computes SwiGLU with SiLU ('silu')");
+  for (const char* key : {"attention_bias", "mlp_bias"})
+    if (const auto bias = given(root, key))
+      TN_CHECK_AS(CheckpointError, !boolean(*bias, key), "'", path, "' gives ", key,
+                  " true, but this model's projections have no biases");
+
+  // transformers 4.x keeps rope_theta at the top level and scaling in rope_scaling; 5.x moves
+  // both into rope_parameters (reading rope_scaling as its old name). Every theta given counts.
+  auto check_rope = [&](const YAML::Node& map, const std::string& prefix) {
+    if (const auto theta = given(map, "rope_theta"))
+      check_close(prefix + "rope_theta", number(*theta, prefix + "rope_theta"), config.rope_theta,
+                  "model.rope_theta");
+    if (const auto factor = given(map, "partial_rotary_factor"))
+      TN_CHECK_AS(CheckpointError, number(*factor, prefix + "partial_rotary_factor") == 1.0, "'",
+                  path, "' gives ", prefix, "partial_rotary_factor ", text(*factor),
+                  ", but ternion rotates every feature of a head");
+  };
+  check_rope(root, "");
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    const auto rope = given(root, key);
+    if (!rope) continue;
+    TN_CHECK_AS(CheckpointError, rope->IsMap(), "'", path, "': ", key, " is not a JSON object");
+    const auto type = given(*rope, "rope_type") ? given(*rope, "rope_type") : given(*rope, "type");
+    const std::string name = type ? text(*type) : "default";
+    TN_CHECK_AS(CheckpointError, name == "default", "'", path, "' gives ", key, " with rope_type '",
+                name,
+                "', but ternion implements plain rotary embeddings only (rope_type 'default')");
+    check_rope(*rope, std::string(key) + ".");
+  }
+}
+
+}  // namespace ternion
