@@ -1,8 +1,8 @@
 // Training-step throughput of a GPT on this machine's CPU cores, against the sgemm rate
 // OpenBLAS reaches on the same step's matrix shapes, measured in the same run.
 //
-//   bench_gpt_step [--layers 12 --heads 12 --width 768 --vocab 50257 --batch 4 --seq 64
-//                   --steps 5 --threads N]
+//   bench_gpt_step [--family gpt2|llama --layers 12 --heads 12 --kv-heads H --width 768 --ff F
+//                   --vocab 50257 --batch 4 --seq 64 --steps 5 --threads N]
 //
 // Prints ms/step (median), tokens/s, achieved GFLOP/s (3 x forward FLOPs per token: forward,
 // and backward at twice the forward), the time split into forward / backward / optimizer,
@@ -43,21 +43,19 @@ struct Gemm {
   float beta;
 };
 
-// The GEMMs of one training step: per linear layer y = x W^T, dx = dy W, dW += dy^T x.
-std::vector<Gemm> step_gemms(const ModelConfig& c, std::int64_t rows) {
+// The GEMMs of one training step, from the built model: every matrix the blocks and the head
+// multiply by is a weight [out, in] of a linear layer, y = x W^T, dx = dy W, dW += dy^T x (the
+// token embedding is a GEMM only where the head is tied to it; a lookup otherwise).
+std::vector<Gemm> step_gemms(const GptModel& model, std::int64_t rows) {
   std::vector<Gemm> out;
-  auto linear = [&](std::int64_t in, std::int64_t outf) {
+  for (const Parameter* p : model.parameters()) {
+    const bool lookup = p->name == "wpe" || (p->name == "wte" && model.tied_embedding() == nullptr);
+    if (p->value.dim() != 2 || lookup) continue;
+    const std::int64_t outf = p->value.size(0), in = p->value.size(1);
     out.push_back({rows, outf, in, false, true, 0.0f});
     out.push_back({rows, in, outf, false, false, 0.0f});
     out.push_back({outf, in, rows, true, false, 1.0f});
-  };
-  for (std::int64_t l = 0; l < c.n_layer; ++l) {
-    linear(c.d_model, 3 * c.d_model);
-    linear(c.d_model, c.d_model);
-    linear(c.d_model, c.ff_width());
-    linear(c.ff_width(), c.d_model);
   }
-  linear(c.d_model, c.padded_vocab_size());  // LM head against the tied embedding
   return out;
 }
 
@@ -95,7 +93,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::int64_t value = std::atoll(argv[i + 1]);
-    if (flag == "--layers") c.n_layer = value;
+    if (flag == "--family") c.family = argv[i + 1];
+    else if (flag == "--kv-heads") c.n_kv_head = value;
+    else if (flag == "--ff") c.d_ff = value;
+    else if (flag == "--layers") c.n_layer = value;
     else if (flag == "--heads") c.n_head = value;
     else if (flag == "--width") c.d_model = value;
     else if (flag == "--vocab") c.vocab_size = value;
@@ -150,12 +151,13 @@ int main(int argc, char** argv) {
   const double tokens_per_step = static_cast<double>(batch * seq);
   const double step_flops = 3.0 * forward_flops_per_token(c) * tokens_per_step;
   const double achieved = step_flops / step_s / 1e9;
-  const double shapes_rate = gemm_rate(step_gemms(c, batch * seq), 3);
+  const double shapes_rate = gemm_rate(step_gemms(model, batch * seq), 3);
   const double square_rate = gemm_rate({{2048, 2048, 2048, false, false, 0.0f}}, 3);
 
   std::printf("cpu:   %s\n", bench::cpu_description().c_str());
-  std::printf("model: %lld layers, %lld heads, d_model %lld, vocab %lld (padded %lld), %.1fM parameters\n",
-              (long long)c.n_layer, (long long)c.n_head, (long long)c.d_model, (long long)c.vocab_size,
+  std::printf("model: %s, %lld layers, %lld heads (%lld key/value), d_model %lld, vocab %lld (padded %lld), %.1fM parameters\n",
+              c.family.c_str(), (long long)c.n_layer, (long long)c.n_head,
+              (long long)c.kv_heads(), (long long)c.d_model, (long long)c.vocab_size,
               (long long)c.padded_vocab_size(), params / 1e6);
   std::printf("batch: %lld x %lld tokens, fp32, %d threads, %lld timed steps after 1 warm-up\n",
               (long long)batch, (long long)seq, num_threads(), (long long)steps);

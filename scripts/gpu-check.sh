@@ -568,6 +568,7 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "bench_gemm" 90 gemm_bench
   step "GPT-2 124M bf16, 1 GPU" 120 train_bench gpt2-124m "$repo/configs/gpu/gpt2-124m-bf16.yaml"
   step "GPT 1.3B bf16, 1 GPU" 150 train_bench gpt-1.3b "$repo/configs/gpu/gpt-1.3b-bf16.yaml"
+  step "Llama-3.2-1B shape bf16, 1 GPU" 150 train_bench llama-3.2-1b "$repo/configs/gpu/llama-3.2-1b-bf16.yaml"
   step "PyTorch GPT-2 124M baseline" 150 pytorch_baseline
   # training.deterministic: false lets cuDNN's attention backward take its faster algorithm.
   step "GPT-2 124M bf16, deterministic off" 60 train_bench gpt2-124m-nondeterministic \

@@ -394,9 +394,9 @@ int run_training(Communicator& world, const Setup& s) {
            count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",
            parallel.micro_batch_size, ")", layout, ", ", count_of(num_threads(), "thread", "threads"),
            world.size() > 1 ? " per rank" : "", ", optimizer ", config.optimizer.type,
-           ", parameters ", human_count(local_params * 4.0), "B",
+           ", parameters ", human_bytes(local_params * 4.0),
            world.size() > 1 ? " per rank" : "", ", optimizer state ",
-           human_count(static_cast<double>(trainer->optimizer_state_bytes())), "B",
+           human_bytes(static_cast<double>(trainer->optimizer_state_bytes())),
            config.training.device == "cuda"
                ? detail::concat(", on CUDA in ", config.training.precision, " (backend ",
                                 comm_backend_name(parallel.comm_backend(true)), ", attention ",

@@ -10,6 +10,7 @@
 
 #include "framework/philox.h"
 #include "layers/gpt_model.h"
+#include "layers/kv_cache_decoder.h"
 #include "layers/parameter_count.h"
 #include "parallel/rank_layout.h"
 
@@ -136,6 +137,29 @@ TEST(LlamaModel, DryRunCountsWhatIsBuilt) {
     EXPECT_EQ(parameters_on_rank(c, layout, layout.global_rank({0, 0, 0}), 1), first) << tied;
     EXPECT_EQ(parameters_on_rank(c, layout, layout.global_rank({0, 0, 1}), 1), last) << tied;
   }
+}
+
+// Decoding with a KV cache (the key/value heads only, rotated at their own positions) gives
+// each appended token the last row of the model's logits on its whole prefix.
+TEST(LlamaModel, KvCacheDecodingMatchesTheWholePrefix) {
+  GptModel model(llama_config(2, false));
+  model.initialize(3);
+  KvCacheDecoder decoder(model);
+  const Tensor tokens = random_tokens(1, 7, 29, 5);
+  const std::int32_t* ids = tokens.data<std::int32_t>();
+  decoder.prime(std::span<const std::int32_t>(ids, 3));
+  for (std::int64_t t = 3; t < 7; ++t) {
+    const std::vector<float> got = decoder.append(ids[t]).to_vector();
+    MicroBatchInfo info;
+    info.training = false;
+    ActivationContext ctx(info);
+    const Tensor logits = model.logits(tokens.slice(1, 0, t + 1).contiguous(), ctx);
+    const std::vector<float> want = logits.select(1, t).contiguous().to_vector();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-5) << "position " << t << " logit " << i;
+  }
+  EXPECT_EQ(decoder.positions(), 7);
 }
 
 }  // namespace
