@@ -22,6 +22,7 @@
 #include "kernels/matmul.h"
 #include "kernels/threads.h"
 #include "layers/gpt_model.h"
+#include "layers/model_facts.h"
 #include "optimizers/grad_clip.h"
 #include "optimizers/optimizer.h"
 

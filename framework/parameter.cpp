@@ -4,12 +4,21 @@
 
 namespace ternion {
 
+namespace {
+thread_local int shape_only_depth = 0;
+}  // namespace
+
+ShapeOnlyParameters::ShapeOnlyParameters() { ++shape_only_depth; }
+ShapeOnlyParameters::~ShapeOnlyParameters() { --shape_only_depth; }
+bool ShapeOnlyParameters::active() { return shape_only_depth > 0; }
+
 Parameter make_parameter(std::string name, const Shape& shape, ParameterInit init,
                          float init_std, bool weight_decay) {
   Parameter p;
   p.name = std::move(name);
-  p.value = Tensor::empty(shape);
-  p.grad = Tensor::zeros(shape);
+  const bool shape_only = ShapeOnlyParameters::active();
+  p.value = shape_only ? Tensor::shape_only(shape) : Tensor::empty(shape);
+  p.grad = shape_only ? Tensor::shape_only(shape) : Tensor::zeros(shape);
   p.global_shape = shape;
   p.init = init;
   p.init_std = init_std;

@@ -53,6 +53,19 @@ struct ParameterSegment {
 };
 std::vector<ParameterSegment> whole_parameters(const std::vector<Parameter*>& params);
 
+// While one lives on this thread, new parameters are shapes without memory
+// (Tensor::shape_only): a model built under it costs no memory and says exactly what it would
+// hold, which is how a dry run counts each rank's parameters for any block type. Such a model
+// can be counted and inspected, not initialised or run.
+class ShapeOnlyParameters {
+ public:
+  ShapeOnlyParameters();
+  ~ShapeOnlyParameters();
+  ShapeOnlyParameters(const ShapeOnlyParameters&) = delete;
+  ShapeOnlyParameters& operator=(const ShapeOnlyParameters&) = delete;
+  static bool active();
+};
+
 // A whole (unsharded) parameter with a zeroed gradient.
 Parameter make_parameter(std::string name, const Shape& shape, ParameterInit init,
                          float init_std, bool weight_decay);

@@ -90,6 +90,10 @@ Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device device,
   return t;
 }
 
+Tensor Tensor::shape_only(const Shape& shape, DType dtype) {
+  return wrap(nullptr, shape, dtype, Device::cpu(), nullptr);
+}
+
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape) {
   TN_CHECK(static_cast<std::int64_t>(values.size()) == shape_numel(shape), values.size(),
            " values for shape ", shape_str(shape));
@@ -123,6 +127,7 @@ std::string Tensor::str() const {
 
 void* Tensor::raw_data() const {
   TN_CHECK(defined(), "access to an undefined tensor");
+  TN_CHECK(has_data(), "access to the data of a shape-only tensor ", str());
   return static_cast<char*>(storage_->data()) +
          static_cast<std::size_t>(offset_) * dtype_size(dtype_);
 }

@@ -64,10 +64,14 @@ class Tensor {
   // A tensor over existing memory; `keep_alive` owns it.
   static Tensor wrap(void* data, const Shape& shape, DType dtype, Device device,
                      std::shared_ptr<void> keep_alive);
+  // A tensor with a shape and no memory: what a dry run builds a model of, to count what each
+  // rank would hold (framework/parameter.h: ShapeOnlyParameters). Its data cannot be read.
+  static Tensor shape_only(const Shape& shape, DType dtype = DType::F32);
   // A CPU f32 tensor holding `values` (for tests and small constants).
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape);
 
   bool defined() const { return storage_ != nullptr; }
+  bool has_data() const { return defined() && (storage_->data() != nullptr || nbytes() == 0); }
   const Shape& shape() const { return shape_; }
   const Shape& strides() const { return strides_; }  // in elements
   std::int64_t dim() const { return static_cast<std::int64_t>(shape_.size()); }

@@ -60,4 +60,9 @@ void CausalSelfAttention::collect_parameters(std::vector<Parameter*>& out) {
   proj_.collect_parameters(out);
 }
 
+double CausalSelfAttention::forward_flops_per_token(std::int64_t seq_len) {
+  return Layer::forward_flops_per_token(seq_len) +
+         causal_attention_flops_per_token(proj_.in_features(), seq_len);
+}
+
 }  // namespace ternion

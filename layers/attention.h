@@ -18,6 +18,12 @@
 
 namespace ternion {
 
+// Forward FLOPs per token of causal attention over `channels` (heads x head size) with
+// sequences of `seq_len`: QK^T and PV, over the seq_len / 2 keys a query visits on average.
+inline double causal_attention_flops_per_token(std::int64_t channels, std::int64_t seq_len) {
+  return 2.0 * 2.0 * static_cast<double>(channels) * static_cast<double>(seq_len) / 2.0;
+}
+
 class CausalSelfAttention : public ResidualBranch {
  public:
   CausalSelfAttention(std::string name, const ModelConfig& config, const TensorParallel& tp = {});
@@ -26,6 +32,7 @@ class CausalSelfAttention : public ResidualBranch {
                           ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
+  double forward_flops_per_token(std::int64_t seq_len) override;
 
  private:
   struct Saved : SavedActivations {

@@ -23,6 +23,7 @@ class Embedding : public Layer {
   Tensor forward(const Tensor& tokens, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
+  double forward_flops_per_token(std::int64_t) override { return 0.0; }  // lookups
 
   Parameter& token_weight() { return wte_; }
 

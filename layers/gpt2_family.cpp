@@ -46,29 +46,6 @@ class Gpt2Family : public ModelFamily {
   std::string final_norm_name() const override { return "ln_f"; }
 
   bool ties_embeddings(const ModelConfig&) const override { return true; }
-
-  std::int64_t block_parameters(const ModelConfig& config, std::int64_t tp) const override {
-    const std::int64_t c = config.d_model, ff = config.ff_width();
-    const std::int64_t layer_norms = 2 * (2 * c);       // ln_1, ln_2: replicated
-    const std::int64_t qkv = (3 * c * c + 3 * c) / tp;  // column-parallel
-    const std::int64_t attn_proj = c * c / tp + c;      // row-parallel, bias replicated
-    const std::int64_t mlp_fc = (ff * c + ff) / tp;     // column-parallel
-    const std::int64_t mlp_proj = c * ff / tp + c;      // row-parallel, bias replicated
-    return layer_norms + qkv + attn_proj + mlp_fc + mlp_proj;
-  }
-  std::int64_t position_parameters(const ModelConfig& config) const override {
-    return config.seq_len * config.d_model;  // wpe
-  }
-  std::int64_t final_norm_parameters(const ModelConfig& config) const override {
-    return 2 * config.d_model;
-  }
-
-  double block_forward_flops(const ModelConfig& config) const override {
-    const double d = static_cast<double>(config.d_model);
-    const double ff = static_cast<double>(config.ff_width());
-    return 2.0 * (3 * d * d + d * d + 2 * d * ff)       // qkv, proj, fc, proj
-           + 2.0 * 2.0 * d * config.seq_len / 2.0;      // causal QK^T and PV
-  }
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 #include "layers/gpt_model.h"
 
 #include "kernels/elementwise.h"
-#include "layers/parameter_count.h"
+#include "layers/model_facts.h"
 
 namespace ternion {
 
@@ -100,6 +100,12 @@ void GptModel::backward(float loss_weight, ActivationContext& ctx) {
 Tensor GptModel::logits(const Tensor& tokens, ActivationContext& ctx) const {
   TN_CHECK(embedding_ && head_, "logits of the whole model on a pipeline chunk");
   return forward_chunk_logits(tokens, ctx);
+}
+
+double GptModel::forward_flops_per_token() {
+  double flops = embedding_ ? embedding_->forward_flops_per_token(config_.seq_len) : 0.0;
+  for (auto& block : blocks_) flops += block->forward_flops_per_token(config_.seq_len);
+  return head_ ? flops + head_->forward_flops_per_token(config_.seq_len) : flops;
 }
 
 void GptModel::initialize(std::uint64_t seed) {

@@ -75,6 +75,8 @@ class GptModel {
   // The token embedding that the head shares (the family ties them), on a chunk holding the
   // embedding or the head; null otherwise (an untied head, or a chunk of blocks alone).
   Parameter* tied_embedding() const { return tied_embedding_; }
+  // Forward FLOPs per token of this chunk on this rank, at full context (model.seq_len).
+  double forward_flops_per_token();
   void initialize(std::uint64_t seed);
   void zero_grad();
   void set_gradient_ready_hook(GradientReadyHook hook) { hook_ = std::move(hook); }
@@ -103,7 +105,7 @@ class GptModel {
 
 // This rank's chunks of a pipeline of `stages` ranks with `virtual_stages` chunks each (one
 // stage: the whole model): chunk c of pipeline rank s is virtual stage c * stages + s, with
-// the blocks layers/parameter_count.h's pipeline_stage_blocks gives it.
+// the blocks layers/model_facts.h's pipeline_stage_blocks gives it.
 std::vector<std::unique_ptr<GptModel>> build_pipeline_chunks(const ModelConfig& config,
                                                              const TensorParallel& tp,
                                                              int stages, int stage,

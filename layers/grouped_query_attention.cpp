@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "layers/attention.h"
 #include "kernels/rotary_qkv.h"
 #include "layers/kv_cache.h"
 #include "layers/residual_branch.h"
@@ -77,6 +78,12 @@ Tensor GroupedQueryAttention::backward(const Tensor& grad_output, ActivationCont
 void GroupedQueryAttention::collect_parameters(std::vector<Parameter*>& out) {
   qkv_.collect_parameters(out);
   proj_.collect_parameters(out);
+}
+
+// Every query head attends (the shared key/value heads save memory, not these FLOPs).
+double GroupedQueryAttention::forward_flops_per_token(std::int64_t seq_len) {
+  return Layer::forward_flops_per_token(seq_len) +
+         causal_attention_flops_per_token(proj_.in_features(), seq_len);
 }
 
 }  // namespace ternion

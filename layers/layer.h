@@ -103,6 +103,12 @@ class Layer {
   virtual Tensor backward(const Tensor& grad_output, ActivationContext& ctx) = 0;
   // Appends this layer's parameters, children included, in a stable order.
   virtual void collect_parameters(std::vector<Parameter*>& out) { (void)out; }
+  // Forward FLOPs per token on this rank (its shard) with sequences of `seq_len` tokens: by
+  // default a multiply and an add per element of each matrix parameter, the GEMMs' share. A
+  // layer with other work (attention over the keys), none (a table lookup) or children that
+  // count themselves otherwise overrides it. The model's figure is the sum
+  // (layers/model_facts.h); throughput and MFU are quoted against it.
+  virtual double forward_flops_per_token(std::int64_t seq_len);
 
   const std::string& name() const { return name_; }
   std::vector<Parameter*> parameters() {

@@ -117,6 +117,7 @@ class RowParallelLinear : public Layer {
   // The input was input_gelu's layer's output (this rank's features of it): as Linear's.
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx, const OutputGelu& input_gelu);
   void collect_parameters(std::vector<Parameter*>& out) override;
+  std::int64_t in_features() const { return local_.in_features(); }  // this rank's
 
  private:
   Tensor forward_impl(const Tensor& input, ActivationContext& ctx, const Tensor* residual);

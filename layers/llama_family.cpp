@@ -57,28 +57,6 @@ class LlamaFamily : public ModelFamily {
   std::string final_norm_name() const override { return "norm"; }
 
   bool ties_embeddings(const ModelConfig& config) const override { return config.tie_embeddings; }
-
-  std::int64_t block_parameters(const ModelConfig& config, std::int64_t tp) const override {
-    const std::int64_t c = config.d_model, ff = config.ff_width(), hs = config.head_size();
-    const std::int64_t norms = 2 * c;                                            // replicated
-    const std::int64_t qkv = (config.n_head + 2 * config.kv_heads()) * hs * c / tp;  // column
-    const std::int64_t proj = c * c / tp;                                        // row
-    const std::int64_t gate_up = 2 * ff * c / tp;                               // column
-    const std::int64_t down = c * ff / tp;                                       // row
-    return norms + qkv + proj + gate_up + down;
-  }
-  std::int64_t position_parameters(const ModelConfig&) const override { return 0; }
-  std::int64_t final_norm_parameters(const ModelConfig& config) const override {
-    return config.d_model;
-  }
-
-  double block_forward_flops(const ModelConfig& config) const override {
-    const double d = static_cast<double>(config.d_model);
-    const double ff = static_cast<double>(config.ff_width());
-    const double kv = static_cast<double>(config.kv_heads() * config.head_size());
-    return 2.0 * ((d + 2 * kv) * d + d * d + 3 * d * ff)  // qkv, proj, gate_up, down
-           + 2.0 * 2.0 * d * config.seq_len / 2.0;        // causal QK^T and PV
-  }
 };
 
 }  // namespace

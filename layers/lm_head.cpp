@@ -106,4 +106,9 @@ void LanguageModelHead::collect_parameters(std::vector<Parameter*>& out) {
   norm_->collect_parameters(out);
 }
 
+double LanguageModelHead::forward_flops_per_token(std::int64_t seq_len) {
+  return norm_->forward_flops_per_token(seq_len) +
+         2.0 * static_cast<double>(weight_.value.numel());
+}
+
 }  // namespace ternion

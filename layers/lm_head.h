@@ -47,6 +47,8 @@ class LanguageModelHead {
   // (evaluation and generation; gathered over the tensor-parallel group).
   Tensor logits(const Tensor& hidden, ActivationContext& ctx);
   void collect_parameters(std::vector<Parameter*>& out);  // the norm's only: W is the model's
+  // The norm's and the logits' GEMM over this rank's vocabulary shard.
+  double forward_flops_per_token(std::int64_t seq_len);
 
  private:
   struct Saved : SavedActivations {

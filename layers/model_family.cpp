@@ -32,12 +32,4 @@ const ModelFamily& model_family(const std::string& name) {
   return *it->second;
 }
 
-double forward_flops_per_token(const ModelConfig& config) {
-  const double head = 2.0 * static_cast<double>(config.d_model) *
-                      static_cast<double>(config.padded_vocab_size());
-  return static_cast<double>(config.n_layer) *
-             model_family(config.family).block_forward_flops(config) +
-         head;
-}
-
 }  // namespace ternion

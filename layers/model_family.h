@@ -40,25 +40,11 @@ class ModelFamily {
   virtual std::string final_norm_name() const = 0;  // its parameters' prefix: "ln_f"
   // Whether the LM head computes its logits against the token embedding's weight.
   virtual bool ties_embeddings(const ModelConfig& config) const = 0;
-
-  // Elements of one tensor-parallel shard of the built-in block, of the embedding's position
-  // table (replicated) and of the final norm (replicated): the dry run's per-rank counts.
-  virtual std::int64_t block_parameters(const ModelConfig& config, std::int64_t tp) const = 0;
-  virtual std::int64_t position_parameters(const ModelConfig& config) const = 0;
-  virtual std::int64_t final_norm_parameters(const ModelConfig& config) const = 0;
-  // Forward FLOPs per token of one built-in block at full context: its matrix multiplies
-  // (2 per weight element) and causal attention over the keys each query visits.
-  virtual double block_forward_flops(const ModelConfig& config) const = 0;
 };
 
 // The family named `name` ("gpt2", "llama"); ConfigError naming model.family otherwise.
 const ModelFamily& model_family(const std::string& name);
 bool is_model_family(const std::string& name);
 std::string model_family_names();  // "gpt2, llama"
-
-// Forward FLOPs per token of the whole model (a training step costs 3x this per token): the
-// figure throughput and MFU are quoted against, in the trainer's logs, the benchmarks and
-// the GPU check alike.
-double forward_flops_per_token(const ModelConfig& config);
 
 }  // namespace ternion

@@ -34,4 +34,11 @@ void TransformerBlock::collect_parameters(std::vector<Parameter*>& out) {
   parts_.mlp->collect_parameters(out);
 }
 
+double TransformerBlock::forward_flops_per_token(std::int64_t seq_len) {
+  return parts_.norm_1->forward_flops_per_token(seq_len) +
+         parts_.attention->forward_flops_per_token(seq_len) +
+         parts_.norm_2->forward_flops_per_token(seq_len) +
+         parts_.mlp->forward_flops_per_token(seq_len);
+}
+
 }  // namespace ternion

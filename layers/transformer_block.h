@@ -30,6 +30,7 @@ class TransformerBlock : public Layer {
   Tensor forward(const Tensor& input, ActivationContext& ctx) override;
   Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override;
   void collect_parameters(std::vector<Parameter*>& out) override;
+  double forward_flops_per_token(std::int64_t seq_len) override;
 
  private:
   TransformerBlockParts parts_;

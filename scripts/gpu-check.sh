@@ -490,8 +490,8 @@ warm = min(5, len(steps) // 3)            # the first steps: allocator growth, c
 timed = steps[warm:]
 tok_s = statistics.median(s["tokens_per_s"] for s in timed)
 ms = statistics.median(s["ms_per_step"] for s in timed)
-# Training FLOPs per token: 3x the forward's, as the trainer logs it (layers/model_family.h:
-# the matrix multiplies and causal attention over the keys each query visits).
+# Training FLOPs per token: 3x the forward's, as the trainer logs it (layers/model_facts.h:
+# the model's GEMMs and causal attention over the keys each query visits).
 flops_token = 3 * forward_flops
 achieved = flops_token * tok_s / 1e12
 mfu = f"{100 * achieved / peak:.1f}%" if peak > 0 else "n/a"
@@ -611,8 +611,8 @@ summary=$out/summary.md
   if [ -s "$work/bench_rows.md" ]; then
     echo
     echo "Training throughput (bf16, one GPU; medians over the steps after the warm-up; MFU ="
-    echo "(6 N + 12 L T d) x tokens/s over the bf16 GEMM peak bench_gemm measured in this run, and"
-    echo "over the datasheet's 989 TFLOP/s dense bf16):"
+    echo "3 x the forward FLOPs per token the trainer logs x tokens/s over the bf16 GEMM peak"
+    echo "bench_gemm measured in this run, and over the datasheet's 989 TFLOP/s dense bf16):"
     echo
     echo "| model | params | steps | tokens/s | ms/step | TFLOP/s | MFU (measured peak) | MFU (989) | peak allocated | reserved | nvidia-smi max |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"

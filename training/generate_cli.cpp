@@ -1,11 +1,16 @@
 #include "training/generate_cli.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
 
+#include "data/byte_tokenizer.h"
 #include "layers/kv_cache_decoder.h"
 #include "training/checkpoint.h"
 #include "training/cli_option_values.h"
@@ -17,7 +22,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ternion-generate --checkpoint DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
-    "                        [--top-k K] [--seed S]\n"
+    "                        [--top-k K] [--seed S] [--logits FILE]\n"
     "  --checkpoint DIR   a checkpoint (checkpoint.save_dir/step_NNNNNNN), or a save_dir: its\n"
     "                     latest checkpoint\n"
     "  --prompt TEXT      the text the sample continues\n"
@@ -25,7 +30,10 @@ constexpr const char* kUsage =
     "  --temperature T    (default: the checkpoint's training.sample_temperature)\n"
     "  --top-k K          0 = the whole vocabulary (default: its training.sample_top_k)\n"
     "  --seed S           (default: its training.seed, so the same prompt and length give the\n"
-    "                     sample the training run printed)\n";
+    "                     sample the training run printed)\n"
+    "  --logits FILE      also write the model's logits at each of the prompt's tokens to FILE:\n"
+    "                     a JSON array of one row of vocab_size numbers per token (compare them\n"
+    "                     with another implementation; --max-tokens 0 for these alone)\n";
 
 // What the command line gave; the checkpoint's config fills what it did not.
 struct Options {
@@ -35,6 +43,7 @@ struct Options {
   std::optional<double> temperature;
   std::optional<std::int64_t> top_k;
   std::optional<std::uint64_t> seed;
+  std::string logits_path;
 };
 
 Options parse(int argc, char** argv) {
@@ -42,7 +51,8 @@ Options parse(int argc, char** argv) {
   o.sample.max_tokens = 200;
   bool have_prompt = false;
   CliOptionValues values(
-      {"--checkpoint", "--prompt", "--max-tokens", "--temperature", "--top-k", "--seed"});
+      {"--checkpoint", "--prompt", "--max-tokens", "--temperature", "--top-k", "--seed",
+       "--logits"});
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() { return values.take(argc, argv, i); };
@@ -72,6 +82,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--temperature") o.temperature = number(value());
     else if (arg == "--top-k") o.top_k = integer(value());
     else if (arg == "--seed") o.seed = static_cast<std::uint64_t>(integer(value()));
+    else if (arg == "--logits") o.logits_path = value();
     else if (arg == "--help" || arg == "-h") o.help = true;
     else TN_THROW(UsageError, "unknown argument '", arg, "'");
   }
@@ -84,6 +95,44 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// The prompt's logits [T, vocab_size] (the padding rows dropped) as JSON rows, written to a
+// temporary name and renamed, so FILE is whole or absent.
+void write_prompt_logits(GptModel& model, const std::string& prompt, const std::string& path) {
+  const std::vector<std::uint16_t> bytes = encode_bytes(prompt);
+  const auto seq = static_cast<std::int64_t>(bytes.size());
+  const std::int64_t seq_len = model.config().seq_len;
+  TN_CHECK_AS(UsageError, seq >= 1 && seq <= seq_len, "--logits: the prompt has ", seq,
+              " tokens; the model's logits take 1 to ", seq_len, " (model.seq_len)");
+  Tensor tokens = Tensor::empty({1, seq}, DType::I32);
+  std::copy(bytes.begin(), bytes.end(), tokens.data<std::int32_t>());
+  MicroBatchInfo info;
+  info.training = false;
+  ActivationContext ctx(info);
+  const std::vector<float> logits = model.logits(tokens, ctx).to_vector();
+  const std::int64_t padded = model.config().padded_vocab_size();
+  const std::int64_t vocab = model.config().vocab_size;
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    TN_CHECK_AS(DataError, out.good(), "--logits: cannot write '", tmp, "'");
+    out.precision(9);
+    out << "[";
+    for (std::int64_t t = 0; t < seq; ++t) {
+      out << (t ? ",\n [" : "[");
+      for (std::int64_t v = 0; v < vocab; ++v)
+        out << (v ? ", " : "") << logits[static_cast<std::size_t>(t * padded + v)];
+      out << "]";
+    }
+    out << "]\n";
+    out.flush();
+    TN_CHECK_AS(DataError, out.good(), "--logits: cannot write '", tmp, "'");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  TN_CHECK_AS(DataError, !ec, "--logits: cannot rename '", tmp, "' to '", path, "': ",
+              ec.message());
+}
+
 int run(Options o) {
   if (o.help) {
     std::cout << kUsage;
@@ -94,6 +143,7 @@ int run(Options o) {
   o.sample.temperature = o.temperature.value_or(config.training.sample_temperature);
   o.sample.top_k = o.top_k.value_or(config.training.sample_top_k);
   o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
+  if (!o.logits_path.empty()) write_prompt_logits(*model, o.sample.prompt, o.logits_path);
   // One rank: the KV cache where the decoder knows the model's keys and values; otherwise (a
   // registered custom block) each token reruns its window.
   const std::string text =

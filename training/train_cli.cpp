@@ -15,7 +15,7 @@
 #include "framework/logging.h"
 #include "kernels/threads.h"
 #include "layers/model_family.h"
-#include "layers/parameter_count.h"
+#include "layers/model_facts.h"
 #include "parallel/comm/comm_backend.h"
 #include "parallel/comm/mpi_runtime.h"
 #include "parallel/process_groups.h"
@@ -238,8 +238,8 @@ std::string human_bytes(double bytes) {
 
 // A lower bound of what one CPU rank needs, against this machine's memory, so that a config
 // that cannot fit stops at start-up (and in --dry-run) with its numbers rather than failing
-// an allocation mid-step: one micro-batch's logits (f32, this rank's vocabulary shard) and,
-// for the built-in block, the rank's weights with their gradients and AdamW's two moments.
+// an allocation mid-step: one micro-batch's logits (f32, this rank's vocabulary shard) and
+// the rank's weights with their gradients and AdamW's two moments.
 // Activations come on top; the run logs their measured peak.
 void check_host_memory(const ConfigDocument& doc, const TrainConfig& config, int world_size) {
   if (config.training.device != "cpu") return;
@@ -251,11 +251,10 @@ void check_host_memory(const ConfigDocument& doc, const TrainConfig& config, int
                         static_cast<double>(config.model.seq_len) *
                         static_cast<double>(config.model.padded_vocab_size()) /
                         static_cast<double>(p.tensor);
-  double state = 0.0;
-  if (config.model.block == ModelConfig().block) {
-    const RankLayout layout = make_rank_layout(world_size, p.tensor, p.pipeline, p.data_size(world_size));
-    state = 16.0 * static_cast<double>(parameters_on_rank(config.model, layout, 0, p.virtual_stages));
-  }
+  const RankLayout layout =
+      make_rank_layout(world_size, p.tensor, p.pipeline, p.data_size(world_size));
+  const double state =
+      16.0 * static_cast<double>(parameters_on_rank(config.model, layout, 0, p.virtual_stages));
   // One rank's need: the machine may hold other ranks too, so this is the least that fails.
   const double need = logits + state;
   if (need > machine)
@@ -456,14 +455,6 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
     if (!config.data.val.empty()) open_data_file("data.val", config.data.val, config.model);
     check_save_dir_writable(config, world.rank());
     layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
-    if (config.model.block != ModelConfig().block && parallel.tensor == 1 &&
-        parallel.pipeline == 1) {
-      // A registered block's sharding is its own, but without tensor or pipeline parallelism
-      // every rank holds the whole model: counted from the model built.
-      total_params = count_elements(GptModel(config.model).parameters());
-      rank_params.assign(static_cast<std::size_t>(world.size()), total_params);
-      return;
-    }
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);
     for (int r = 0; r < world.size(); ++r)
       rank_params.push_back(parameters_on_rank(config.model, *layout, r, parallel.virtual_stages));

@@ -4,7 +4,7 @@
 #include "kernels/attention.h"
 #include "kernels/linear.h"
 #include "layers/model_family.h"
-#include "layers/parameter_count.h"
+#include "layers/model_facts.h"
 
 #include <algorithm>
 #include <ostream>

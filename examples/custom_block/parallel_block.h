@@ -48,6 +48,13 @@ class ParallelBlock : public ternion::Layer {
     mlp_.collect_parameters(out);
   }
 
+  // The children's own counts (attention's includes its work over the keys): what the
+  // trainer's FLOPs per token and MFU are quoted against.
+  double forward_flops_per_token(std::int64_t seq_len) override {
+    return ln_.forward_flops_per_token(seq_len) + attn_.forward_flops_per_token(seq_len) +
+           mlp_.forward_flops_per_token(seq_len);
+  }
+
  private:
   ternion::LayerNorm ln_;
   ternion::CausalSelfAttention attn_;

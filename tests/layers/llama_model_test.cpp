@@ -11,7 +11,7 @@
 #include "framework/philox.h"
 #include "layers/gpt_model.h"
 #include "layers/kv_cache_decoder.h"
-#include "layers/parameter_count.h"
+#include "layers/model_facts.h"
 #include "parallel/rank_layout.h"
 
 namespace ternion {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "layers/parameter_count.h"
+#include "layers/model_facts.h"
 
 namespace ternion {
 namespace {

@@ -1,7 +1,7 @@
 // parameters_on_rank against the real model (tp = pp = 1) and against closed forms of the
 // sharding: a pipeline group holds the model once plus the last stage's copy of the tied
 // embedding; a tensor group holds it once plus (tp - 1) extra copies of what is replicated.
-#include "layers/parameter_count.h"
+#include "layers/model_facts.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "layers/gpt_model.h"
+#include "layers/layer_registry.h"
+#include "layers/mlp.h"
 
 namespace ternion {
 namespace {
@@ -127,15 +129,63 @@ TEST(ParameterCount, StagesTakeBlocksEvenlyFirstStagesOneMore) {
   EXPECT_EQ(pipeline_stage_blocks(4, 1, 0).size(), 4);
 }
 
-TEST(ParameterCount, UnknownBlockTypesAreRefused) {
-  ModelConfig c = model(2, 2, 16);
-  c.block = "my_block";
-  try {
-    parameters_on_rank(c, make_rank_layout(1, 1, 1, 1), 0);
-    FAIL() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("model.block"), std::string::npos) << e.what();
+// A registered block's sharding is its own: a block that is one tensor-parallel MLP is counted
+// from what it builds on each tensor rank (column-parallel fc and its bias split, row-parallel
+// proj split with its bias whole), not refused.
+class MlpOnlyBlock : public Layer {
+ public:
+  explicit MlpOnlyBlock(const BlockSpec& spec)
+      : Layer(spec.name), mlp_(spec.name + ".mlp", spec.config, spec.tp) {}
+  Tensor forward(const Tensor& input, ActivationContext& ctx) override {
+    return mlp_.forward(input, ctx);
   }
+  Tensor backward(const Tensor& grad_output, ActivationContext& ctx) override {
+    return mlp_.backward(grad_output, ctx);
+  }
+  void collect_parameters(std::vector<Parameter*>& out) override { mlp_.collect_parameters(out); }
+
+ private:
+  Mlp mlp_;
+};
+
+TEST(ParameterCount, RegisteredBlocksAreCountedAsBuiltOnEachRank) {
+  LayerRegistry::instance().add("mlp_only", [](const BlockSpec& spec) {
+    return std::make_unique<MlpOnlyBlock>(spec);
+  });
+  ModelConfig c = model(3, 4, 32, 64);
+  c.block = "mlp_only";
+  const std::int64_t C = 32, ff = 64, V = 256, T = 24;
+  const std::int64_t whole_block = ff * C + ff + C * ff + C;
+  EXPECT_EQ(parameters_on_rank(c, make_rank_layout(1, 1, 1, 1), 0),
+            V * C + T * C + 3 * whole_block + 2 * C);
+  // Tensor 2 x pipeline 2: blocks 0-1 with the embeddings, block 2 with ln_f and wte's copy.
+  const RankLayout layout = make_rank_layout(4, 2, 2, 1);
+  const std::int64_t block = (ff * C + ff) / 2 + C * ff / 2 + C;
+  for (int tp_rank : {0, 1}) {
+    EXPECT_EQ(parameters_on_rank(c, layout, layout.global_rank({tp_rank, 0, 0})),
+              2 * block + V / 2 * C + T * C);
+    EXPECT_EQ(parameters_on_rank(c, layout, layout.global_rank({tp_rank, 0, 1})),
+              block + 2 * C + V / 2 * C);
+  }
+}
+
+// The counts come from a build that holds no memory: every parameter is a shape.
+TEST(ShapeOnlyParameters, BuildsTheModelWithoutItsData) {
+  const ModelConfig c = model(2, 2, 16);
+  std::int64_t shapes = 0;
+  {
+    const ShapeOnlyParameters shapes_only;
+    GptModel model(c);
+    for (const Parameter* p : model.parameters()) {
+      EXPECT_FALSE(p->value.has_data()) << p->name;
+      EXPECT_FALSE(p->grad.has_data()) << p->name;
+      shapes += p->value.numel();
+    }
+    EXPECT_THROW(model.initialize(1), Error);  // nothing to write to
+  }
+  GptModel real(c);  // the scope is over: memory again
+  for (const Parameter* p : real.parameters()) EXPECT_TRUE(p->value.has_data()) << p->name;
+  EXPECT_EQ(shapes, count_elements(real.parameters()));
 }
 
 }  // namespace
@@ -157,6 +207,29 @@ TEST(ParameterCount, InterleavedChunksSumToTheModel) {
   EXPECT_EQ(sum, total + c.padded_vocab_size() * c.d_model);
   // 8 blocks over 4 virtual stages: each rank holds 4 blocks, as without interleaving here.
   EXPECT_EQ(parameters_on_rank(c, layout, 0, 2), parameters_on_rank(c, layout, 0, 1));
+}
+
+}  // namespace
+}  // namespace ternion
+
+namespace ternion {
+namespace {
+
+// FLOPs per token, from the built layers, against the closed forms (Megatron's and llm.c's
+// counting): 2 per weight element of each GEMM, causal attention over seq_len / 2 keys per
+// query for QK^T and PV, the head's GEMM over the padded vocabulary; lookups and norms free.
+TEST(ForwardFlops, BuiltLayersSumToTheClosedForms) {
+  const double d = 32, ff = 96, T = 24, V = 320, L = 3;
+  ModelConfig gpt2 = model(3, 4, 32, 96, 300, 64);
+  const double attention = 2.0 * 2.0 * d * T / 2.0;
+  EXPECT_DOUBLE_EQ(forward_flops_per_token(gpt2),
+                   L * (2.0 * (4 * d * d + 2 * d * ff) + attention) + 2.0 * d * V);
+  ModelConfig llama = gpt2;
+  llama.family = "llama";
+  llama.n_kv_head = 2;  // head size 8: key/value width 16
+  const double kv = 16;
+  EXPECT_DOUBLE_EQ(forward_flops_per_token(llama),
+                   L * (2.0 * ((d + 2 * kv) * d + d * d + 3 * d * ff) + attention) + 2.0 * d * V);
 }
 
 }  // namespace
