@@ -46,8 +46,8 @@ struct ModelConfig {
     v("init_std", init_std, "standard deviation of the weight initialisation");
     v("block", block, "registered block type for every layer (see layers/layer_registry.h)");
     v("init_from", init_from,
-      "start from a Hugging Face directory of the family (model.safetensors and config.json; "
-      "ternion-export writes one)");
+      "start from a Hugging Face directory of the family (config.json, model.safetensors or "
+      "its indexed shards, f32/bf16/f16; ternion-export writes one)");
     v("n_kv_head", n_kv_head, "llama: key/value heads, dividing n_head (0 = n_head)");
     v("rope_theta", rope_theta, "llama: base of the rotary position embedding");
     v("norm_eps", norm_eps, "llama: RMSNorm epsilon");

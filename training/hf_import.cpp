@@ -1,36 +1,87 @@
 #include "training/hf_import.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "framework/bfloat16.h"
+#include "framework/float16.h"
 #include "framework/safetensors.h"
 #include "training/hf_interop.h"
 
 namespace ternion {
 
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in.is_open()) text << in.rdbuf();
+  TN_CHECK_AS(CheckpointError, in.is_open() && !in.bad(), "cannot read '", path, "'");
+  return text.str();
+}
+
+// The directory's weight files: model.safetensors, or the shards its index names (Hugging Face
+// splits larger models: model.safetensors.index.json maps each tensor to its file).
+std::vector<std::string> weight_files(const std::filesystem::path& dir) {
+  const std::filesystem::path index = dir / "model.safetensors.index.json";
+  if (!std::filesystem::exists(index)) return {(dir / "model.safetensors").string()};
+  YAML::Node map;
+  try {
+    map = YAML::Load(read_text(index.string()))["weight_map"];  // JSON is YAML
+  } catch (const YAML::Exception& e) {
+    TN_THROW(CheckpointError, "'", index.string(), "' is not JSON: ", e.what());
+  }
+  TN_CHECK_AS(CheckpointError, map.IsMap() && map.size() > 0, "'", index.string(),
+              "' has no \"weight_map\" of tensor names to files");
+  std::set<std::string> files;
+  for (const auto& entry : map) {
+    const std::string file = entry.second.IsScalar() ? entry.second.as<std::string>() : "";
+    TN_CHECK_AS(CheckpointError,
+                !file.empty() && std::filesystem::path(file).filename().string() == file,
+                "'", index.string(), "': tensor '", entry.first.as<std::string>(),
+                "' maps to '", file, "', not a file name in the directory");
+    files.insert(file);
+  }
+  std::vector<std::string> paths;
+  for (const std::string& file : files) paths.push_back((dir / file).string());
+  return paths;
+}
+
+// Half-precision checkpoints (bf16 or f16, as released models mostly are) widen to f32
+// exactly; the mappings and the parameters take f32.
+Tensor widened(const Tensor& t) {
+  if (t.dtype() != DType::BF16 && t.dtype() != DType::F16) return t;
+  Tensor out = Tensor::empty(t.shape());
+  const auto* in = static_cast<const std::uint16_t*>(t.raw_data());
+  float* o = out.data<float>();
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    o[i] = t.dtype() == DType::BF16 ? bf16_to_float(BFloat16{in[i]}) : f16_to_float(in[i]);
+  return out;
+}
+
+}  // namespace
+
 void import_hf_weights(const ModelConfig& config, const std::string& dir,
                        const std::vector<Parameter*>& params) {
-  const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
-  if (std::filesystem::exists(config_path)) {
-    std::ifstream in(config_path, std::ios::binary);
-    std::ostringstream text;
-    if (in.is_open()) text << in.rdbuf();
-    TN_CHECK_AS(CheckpointError, in.is_open() && !in.bad(), "model.init_from '", dir,
-                "': cannot read '", config_path, "'");
-    try {
-      hf_mapping(config).check_config(config, text.str(), config_path);
-    } catch (const CheckpointError& e) {
-      TN_THROW(CheckpointError, "model.init_from '", dir, "': ", e.what());
-    }
-  }
-  const std::string path = (std::filesystem::path(dir) / "model.safetensors").string();
   std::map<std::string, Tensor> whole;
   try {
-    const SafetensorsFile file = SafetensorsFile::open(path);
+    const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
+    if (std::filesystem::exists(config_path))
+      hf_mapping(config).check_config(config, read_text(config_path), config_path);
     std::vector<std::pair<std::string, Tensor>> hf;
-    for (const SafetensorsEntry& entry : file.entries())
-      hf.emplace_back(entry.name, file.read(entry.name));
+    std::set<std::string> names;
+    for (const std::string& path : weight_files(dir)) {
+      const SafetensorsFile file = SafetensorsFile::open(path);
+      for (const SafetensorsEntry& entry : file.entries()) {
+        TN_CHECK_AS(CheckpointError, names.insert(entry.name).second, "tensor '", entry.name,
+                    "' is in two weight files (the second: '", path, "')");
+        hf.emplace_back(entry.name, widened(file.read(entry.name)));
+      }
+    }
     whole = hf_mapping(config).from_hf(config, hf);
   } catch (const Error& e) {
     if (!e.is_user_error()) throw;

@@ -1,5 +1,6 @@
-// model.init_from: a Hugging Face directory (model.safetensors, and config.json where present)
-// of the config's family into this rank's parameters, each its shard of the whole tensor.
+// model.init_from: a Hugging Face directory of the config's family (config.json where present;
+// model.safetensors, or the shards model.safetensors.index.json names; f32, bf16 or f16,
+// widened to f32) into this rank's parameters, each its shard of the whole tensor.
 #pragma once
 
 #include <string>
