@@ -2,12 +2,16 @@
 // OpenBLAS reaches on the same step's matrix shapes, measured in the same run.
 //
 //   bench_gpt_step [--family gpt2|llama --layers 12 --heads 12 --kv-heads H --width 768 --ff F
-//                   --vocab 50257 --batch 4 --seq 64 --steps 5 --threads N]
+//                   --vocab 50257 --batch 4 --seq 64 --steps 5 --threads N
+//                   --recompute none|selective|full]
 //
 // Prints ms/step (median), tokens/s, achieved GFLOP/s (3 x forward FLOPs per token: forward,
 // and backward at twice the forward), the time split into forward / backward / optimizer,
 // and the sgemm GFLOP/s of (a) exactly the GEMMs a step performs and (b) a large square
 // GEMM. The aim is a step at >= 70% of (a): everything that is not a GEMM must be cheap.
+// Memory: what the forward keeps for the backward (activations), of which the LM head's
+// logits, and the step's peak above the weights, gradients and optimizer state (the CPU
+// allocator's counts), under the chosen activation recomputation.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "bench/cpu_info.h"
+#include "framework/allocator.h"
 #include "framework/philox.h"
 #include "kernels/matmul.h"
 #include "kernels/threads.h"
@@ -91,10 +96,19 @@ int main(int argc, char** argv) {
   c.vocab_size = 50257;
   c.vocab_pad_multiple = 128;
   std::int64_t batch = 4, seq = 64, steps = 5, threads = 0;
+  RecomputePolicy recompute;
+  std::string recompute_name = "none";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::int64_t value = std::atoll(argv[i + 1]);
     if (flag == "--family") c.family = argv[i + 1];
+    else if (flag == "--recompute") {
+      recompute_name = argv[i + 1];
+      if (!parse_recompute(recompute_name, recompute.mode)) {
+        std::fprintf(stderr, "bench_gpt_step: --recompute takes none, selective or full\n");
+        return 2;
+      }
+    }
     else if (flag == "--kv-heads") c.n_kv_head = value;
     else if (flag == "--ff") c.d_ff = value;
     else if (flag == "--layers") c.n_layer = value;
@@ -115,6 +129,7 @@ int main(int argc, char** argv) {
 
   GptModel model(c);
   model.initialize(1);
+  model.set_recompute(recompute);
   OptimizerConfig oc;
   auto optimizer = make_optimizer(oc, whole_parameters(model.parameters()));
   const std::int64_t params = count_elements(model.parameters());
@@ -126,9 +141,13 @@ int main(int argc, char** argv) {
   }
 
   std::vector<double> total, fwd, bwd, opt;
+  CachingAllocator& memory = cpu_caching_allocator();
+  double kept_mb = 0.0, peak_mb = 0.0;
   for (std::int64_t s = 0; s <= steps; ++s) {  // step 0 is warm-up
     const double t0 = now_s();
     model.zero_grad();
+    const double before = static_cast<double>(memory.bytes_in_use());
+    memory.reset_peak();
     MicroBatchInfo info;
     info.step = s + 1;
     const float loss_weight = 1.0f / static_cast<float>(batch * seq);
@@ -136,8 +155,10 @@ int main(int argc, char** argv) {
     ActivationContext ctx(info);
     model.forward(tokens, targets, ctx);
     const double t1 = now_s();
+    kept_mb = (static_cast<double>(memory.bytes_in_use()) - before) / 1e6;
     model.backward(loss_weight, ctx);
     const double t2 = now_s();
+    peak_mb = (static_cast<double>(memory.peak_bytes_in_use()) - before) / 1e6;
     const double norm = std::sqrt(grad_sum_of_squares(model.parameters()));
     optimizer->step(1e-4f, clip_factor(norm, 1.0), s + 1);
     const double t3 = now_s();
@@ -160,14 +181,20 @@ int main(int argc, char** argv) {
               c.family.c_str(), (long long)c.n_layer, (long long)c.n_head,
               (long long)c.kv_heads(), (long long)c.d_model, (long long)c.vocab_size,
               (long long)c.padded_vocab_size(), params / 1e6);
-  std::printf("batch: %lld x %lld tokens, fp32, %d threads, %lld timed steps after 1 warm-up\n",
-              (long long)batch, (long long)seq, num_threads(), (long long)steps);
+  std::printf("batch: %lld x %lld tokens, fp32, %d threads, %lld timed steps after 1 warm-up, "
+              "recompute %s\n",
+              (long long)batch, (long long)seq, num_threads(), (long long)steps,
+              recompute_name.c_str());
   std::printf("step:  %.1f ms (median; forward %.1f, backward %.1f, clip+AdamW %.1f)\n", step_s * 1e3,
               median(fwd) * 1e3, median(bwd) * 1e3, median(opt) * 1e3);
   std::printf("rate:  %.0f tokens/s, %.1f GFLOP/s achieved (%.1f GFLOP per step)\n",
               tokens_per_step / step_s, achieved, step_flops / 1e9);
   std::printf("sgemm: %.1f GFLOP/s on this step's GEMM shapes, %.1f GFLOP/s on 2048^3\n",
               shapes_rate, square_rate);
+  const double logits_mb = 4.0 * static_cast<double>(batch * seq * c.padded_vocab_size()) / 1e6;
+  std::printf("memory: forward keeps %.1f MB for the backward (%.1f MB of it the head's f32 "
+              "logits), step peak %.1f MB above the weights and optimizer state\n",
+              kept_mb, logits_mb, peak_mb);
   std::printf("ratio: step at %.0f%% of the sgemm rate on its own shapes (%.0f%% of 2048^3)\n",
               100.0 * achieved / shapes_rate, 100.0 * achieved / square_rate);
   return 0;

@@ -26,4 +26,25 @@ void log_rank0(const std::string& line) {
   std::fflush(stdout);
 }
 
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (bytes >= 1000.0 && u < 5) {
+    bytes /= 1000.0;
+    ++u;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return out;
+}
+
+std::string human_count(double n) {
+  char out[32];
+  if (n >= 1e9) std::snprintf(out, sizeof out, "%.2fB", n / 1e9);
+  else if (n >= 1e6) std::snprintf(out, sizeof out, "%.2fM", n / 1e6);
+  else if (n >= 1e3) std::snprintf(out, sizeof out, "%.1fK", n / 1e3);
+  else std::snprintf(out, sizeof out, "%.0f", n);
+  return out;
+}
+
 }  // namespace ternion

@@ -22,4 +22,8 @@ void log_info(const Args&... args) {
   log_rank0(detail::concat(args...));
 }
 
+// Sizes for people: "25.3 GB", "351.7 KB" (decimal units); "124.44M", "1.24B" (elements).
+std::string human_bytes(double bytes);
+std::string human_count(double n);
+
 }  // namespace ternion

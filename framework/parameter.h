@@ -42,13 +42,19 @@ struct Parameter {
 };
 
 // A range of one parameter's elements (flattened): what an optimizer updates. Usually the
-// whole parameter; under ZeRO-1 this rank's share of it.
+// whole parameter; under ZeRO this rank's share of it.
 struct ParameterSegment {
   Parameter* param = nullptr;
   std::int64_t begin = 0, end = 0;
+  // Under ZeRO-2, the segment's reduced gradient ([end - begin]), which lives in the reducer's
+  // shard, not in param->grad (which exists only while a backward fills it).
+  Tensor reduced_grad;
 
   Tensor value() const { return param->value.view({-1}).slice(0, begin, end - begin); }
-  Tensor grad() const { return param->grad.view({-1}).slice(0, begin, end - begin); }
+  Tensor grad() const {
+    return reduced_grad.defined() ? reduced_grad
+                                  : param->grad.view({-1}).slice(0, begin, end - begin);
+  }
   std::int64_t numel() const { return end - begin; }
 };
 std::vector<ParameterSegment> whole_parameters(const std::vector<Parameter*>& params);

@@ -110,6 +110,9 @@ class Tensor {
   // Elements in row-major order as floats (copies; from the device if need be). F32 or BF16.
   std::vector<float> to_vector() const;
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  // The storage, without keeping it alive: says whether a tensor seen earlier is still this one.
+  std::weak_ptr<const Storage> weak_storage() const { return storage_; }
+  std::int64_t storage_offset() const { return offset_; }  // in elements
 
  private:
   std::shared_ptr<Storage> storage_;

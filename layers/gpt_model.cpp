@@ -38,6 +38,8 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
     head_ = std::make_unique<LanguageModelHead>("head", config, family.final_norm(config, tp),
                                                 weight, tp);
     head_->collect_parameters(head_params_);
+    head_writes_ = head_params_;
+    if (tied && chunk_.has_embedding) head_writes_.push_back(&embedding_->token_weight());
   }
   // In forward order, which names the parameters as the one-rank model does.
   parameters_ = embedding_params_;
@@ -50,9 +52,32 @@ Tensor GptModel::run_blocks(Tensor x, ActivationContext& ctx) const {
   return x;
 }
 
+bool GptModel::recomputes_block(std::size_t i) const {
+  return recompute_.mode == Recompute::full &&
+         (recompute_.full_blocks == 0 || static_cast<std::int64_t>(i) < recompute_.full_blocks);
+}
+
+Tensor GptModel::block_forward(std::size_t i, const Tensor& x, ActivationContext& ctx) {
+  if (!recomputes_block(i)) return blocks_[i]->forward(x, ctx);
+  // Keyed by the block's parameter list: the block itself may save under its own address.
+  ctx.save<BlockInput>(&block_params_[i]).input = x;
+  ActivationContext discarded(ctx.info());
+  return blocks_[i]->forward(x, discarded);
+}
+
+Tensor GptModel::block_backward(std::size_t i, const Tensor& grad_output, ActivationContext& ctx) {
+  if (!recomputes_block(i)) return blocks_[i]->backward(grad_output, ctx);
+  const BlockInput kept = ctx.take<BlockInput>(&block_params_[i]);
+  ActivationContext again(ctx.info());  // the same keys: the same dropout masks
+  blocks_[i]->forward(kept.input, again);
+  return blocks_[i]->backward(grad_output, again);
+}
+
 Tensor GptModel::forward_chunk(const Tensor& input, const Tensor& targets, ActivationContext& ctx,
                                Tensor* losses) {
-  Tensor x = run_blocks(embedding_ ? embedding_->forward(input, ctx) : input, ctx);
+  ctx.set_selective_recompute(recompute_.mode == Recompute::selective);
+  Tensor x = embedding_ ? embedding_->forward(input, ctx) : input;
+  for (std::size_t i = 0; i < blocks_.size(); ++i) x = block_forward(i, x, ctx);
   if (!head_) return x;
   TN_CHECK(losses != nullptr, "the last chunk's forward returns a loss");
   *losses = head_->forward(x, targets, ctx);
@@ -63,14 +88,17 @@ Tensor GptModel::backward_chunk(const Tensor& grad_output, float loss_weight,
                                 ActivationContext& ctx) {
   Tensor dx = grad_output;
   if (head_) {
+    needed(head_writes_);
     dx = head_->backward(loss_weight, ctx);
     ready(ctx, head_params_);
   }
   for (std::size_t i = blocks_.size(); i-- > 0;) {
-    dx = blocks_[i]->backward(dx, ctx);
+    needed(block_params_[i]);
+    dx = block_backward(i, dx, ctx);
     ready(ctx, block_params_[i]);
   }
   if (!embedding_) return dx;
+  needed(embedding_params_);
   embedding_->backward(dx, ctx);
   ready(ctx, embedding_params_);
   return Tensor();

@@ -25,6 +25,7 @@
 #include "layers/layer_registry.h"
 #include "layers/lm_head.h"
 #include "layers/model_family.h"
+#include "layers/recompute.h"
 
 namespace ternion {
 
@@ -32,6 +33,9 @@ namespace ternion {
 // (the data-parallel reducer starts a bucket's reduction once all of it is).
 using GradientReadyHook =
     std::function<void(const MicroBatchInfo&, const std::vector<Parameter*>&)>;
+// Called during backward before a layer writes its parameters' gradients (ZeRO-2's reducer
+// gives the gradients memory only while a bucket is being filled).
+using GradientsNeededHook = std::function<void(const std::vector<Parameter*>&)>;
 
 struct ModelChunk {
   std::int64_t first_block = 0;
@@ -80,13 +84,25 @@ class GptModel {
   void initialize(std::uint64_t seed);
   void zero_grad();
   void set_gradient_ready_hook(GradientReadyHook hook) { hook_ = std::move(hook); }
+  void set_gradients_needed_hook(GradientsNeededHook hook) { needed_hook_ = std::move(hook); }
+  void set_recompute(RecomputePolicy policy) { recompute_ = policy; }
   const ModelConfig& config() const { return config_; }
   const ModelChunk& chunk() const { return chunk_; }
 
  private:
+  struct BlockInput : SavedActivations {
+    Tensor input;
+  };
   Tensor run_blocks(Tensor x, ActivationContext& ctx) const;
+  // Block i's forward (recomputed ones keep only their input) and backward.
+  Tensor block_forward(std::size_t i, const Tensor& x, ActivationContext& ctx);
+  Tensor block_backward(std::size_t i, const Tensor& grad_output, ActivationContext& ctx);
+  bool recomputes_block(std::size_t i) const;
   void ready(const ActivationContext& ctx, const std::vector<Parameter*>& params) const {
     if (hook_) hook_(ctx.info(), params);
+  }
+  void needed(const std::vector<Parameter*>& params) const {
+    if (needed_hook_) needed_hook_(params);
   }
   ModelConfig config_;
   TensorParallel tp_;
@@ -99,8 +115,11 @@ class GptModel {
   std::vector<Parameter*> parameters_;
   // Each layer's parameters, for the hook: embedding, blocks in order, head.
   std::vector<Parameter*> embedding_params_, head_params_;
+  std::vector<Parameter*> head_writes_;  // head_params_, and the embedding's wte it is tied to
   std::vector<std::vector<Parameter*>> block_params_;
   GradientReadyHook hook_;
+  GradientsNeededHook needed_hook_;
+  RecomputePolicy recompute_;
 };
 
 // This rank's chunks of a pipeline of `stages` ranks with `virtual_stages` chunks each (one

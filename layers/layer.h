@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,24 @@ struct MicroBatchInfo {
 // Base of whatever a layer saves for its backward.
 struct SavedActivations {
   virtual ~SavedActivations() = default;
+};
+
+// An input a layer keeps for its backward: the tensor itself, or under selective
+// recomputation (ActivationContext::keep) the recipe its producer offered for it.
+class SavedInput {
+ public:
+  SavedInput() = default;
+  explicit SavedInput(Tensor tensor) : tensor_(std::move(tensor)) {}
+  SavedInput(std::function<Tensor()> recipe, Shape shape)
+      : recipe_(std::move(recipe)), shape_(std::move(shape)) {}
+  // The input, recomputed if need be, in the shape it was kept as.
+  Tensor get() const { return tensor_.defined() ? tensor_ : recipe_().view(shape_); }
+  bool recomputed() const { return !tensor_.defined(); }
+
+ private:
+  Tensor tensor_;
+  std::function<Tensor()> recipe_;
+  Shape shape_;
 };
 
 class ActivationContext {
@@ -85,9 +104,27 @@ class ActivationContext {
   }
   bool empty() const { return slots_.empty(); }
 
+  // Selective recomputation (training.recompute: selective). A layer whose output is cheap to
+  // compute again from what it saves anyway (a norm's, an activation's) offers a recipe for
+  // it; the next layer to keep an input (keep()) gets the recipe instead if its input is that
+  // very tensor, so the output is not held from forward to backward. One offer is pending at
+  // a time, and the next keep() ends it either way (an offer no one takes holds nothing).
+  // Without selective recomputation, offers are dropped and keep() keeps the tensor.
+  void set_selective_recompute(bool on) { selective_ = on; }
+  bool selective_recompute() const { return selective_; }
+  void offer_recompute(const Tensor& output, std::function<Tensor()> recipe);
+  SavedInput keep(const Tensor& input);
+
  private:
+  struct Offer {
+    std::weak_ptr<const Storage> storage;  // expired: the tensor is gone, the offer stale
+    std::int64_t offset = 0, numel = 0;
+    std::function<Tensor()> recipe;
+  };
   MicroBatchInfo info_;
   std::unordered_map<const void*, std::unique_ptr<SavedActivations>> slots_;
+  bool selective_ = false;
+  std::optional<Offer> offer_;
 };
 
 class Layer {

@@ -59,8 +59,17 @@ Tensor Linear::forward_impl(const Tensor& input, ActivationContext& ctx, const T
                  weight_.compute_value(), has_bias_ ? &bias_.compute_value() : nullptr,
                  activation_, residual != nullptr ? &residual_rows : nullptr);
   Saved& saved = ctx.save<Saved>(this);
-  saved.input = x;
+  saved.input = ctx.keep(x);
   saved.pre_activation = pre_activation;
+  // GELU's output is 4x the width of the block and one cheap pass over the saved
+  // pre-activation away: the next layer may keep the recipe instead (selective recomputation).
+  if (activation_ == LinearActivation::gelu)
+    ctx.offer_recompute(y, [pre_activation] {
+      Tensor out = Tensor::empty(pre_activation.shape(), pre_activation.dtype(),
+                                 pre_activation.device());
+      gelu_forward(out, pre_activation);
+      return out;
+    });
   return y.view(with_last(input.shape(), out_features()));
 }
 
@@ -103,7 +112,7 @@ Tensor Linear::backward_impl(const Tensor& grad, ActivationContext& ctx,
     gelu_backward(dpre, saved.pre_activation, dz);
     dz = dpre;
   }
-  linear_backward_weights(weight_.grad, has_bias_ ? &bias_.grad : nullptr, dz, saved.input);
+  linear_backward_weights(weight_.grad, has_bias_ ? &bias_.grad : nullptr, dz, saved.input.get());
   Tensor dx = Tensor::empty({dz.size(0), in_features()}, dz.dtype(), dz.device());
   if (input_pre.defined()) {
     linear_backward_through_gelu(dx, dz, weight_.compute_value(), input_pre);

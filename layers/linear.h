@@ -73,7 +73,7 @@ class Linear : public Layer {
 
  private:
   struct Saved : SavedActivations {
-    Tensor input;           // [rows, in_features]
+    SavedInput input;       // [rows, in_features]; recomputed under selective recomputation
     Tensor pre_activation;  // [rows, out_features], x W^T + b; only with an activation
   };
   Tensor forward_impl(const Tensor& input, ActivationContext& ctx, const Tensor* residual);

@@ -20,6 +20,13 @@ Tensor RmsNorm::forward(const Tensor& input, ActivationContext& ctx) {
   saved.input = x;
   saved.rstd = Tensor::empty({x.size(0)}, DType::F32, input.device());
   rms_norm_forward(out, saved.rstd, x, weight_.compute_value(), eps_);
+  // The output is one pass over the input it saves anyway (selective recomputation).
+  ctx.offer_recompute(out, [x, w = weight_.compute_value(), eps = eps_] {
+    Tensor again = Tensor::empty(x.shape(), x.dtype(), x.device());
+    Tensor rstd = Tensor::empty({x.size(0)}, DType::F32, x.device());
+    rms_norm_forward(again, rstd, x, w, eps);
+    return again;
+  });
   return out.view(input.shape());
 }
 

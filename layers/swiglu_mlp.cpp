@@ -22,6 +22,12 @@ Tensor SwiGluMlp::activated(const Tensor& input, ActivationContext& ctx) {
   Tensor out = Tensor::empty(shape, gate_up.dtype(), input.device());
   swiglu_forward(out, gate_up);
   ctx.save<Saved>(this).gate_up = gate_up;
+  // Half the width of gate_up, which the backward keeps anyway (selective recomputation).
+  ctx.offer_recompute(out, [gate_up, shape] {
+    Tensor again = Tensor::empty(shape, gate_up.dtype(), gate_up.device());
+    swiglu_forward(again, gate_up);
+    return again;
+  });
   return out;
 }
 

@@ -23,8 +23,9 @@ std::vector<GradientBucket> plan_gradient_buckets(const std::vector<std::int64_t
 }
 
 GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<bool> late,
-                                 Communicator& data, std::int64_t bucket_bytes, bool zero1)
-    : data_(data), zero1_(zero1) {
+                                 Communicator& data, std::int64_t bucket_bytes, int zero_stage)
+    : data_(data), zero_stage_(zero_stage) {
+  TN_CHECK(zero_stage >= 0 && zero_stage <= 2, "ZeRO stage ", zero_stage);
   TN_CHECK(late.size() == params.size(), late.size(), " late flags for ", params.size(),
            " parameters");
   // The flat order: the early parameters as given, then the late ones.
@@ -62,41 +63,64 @@ GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<boo
     offset += bucket.numel;
   }
 
-  // The gradients (and under ZeRO-1 the values) become views of the flat buffers.
-  // f32 on the parameters' device (under mixed precision too: gradients accumulate in f32).
-  const Device device = params_.empty() ? Device::cpu() : params_.front()->value.device();
-  flat_grads_ = Tensor::zeros({offset}, DType::F32, device);
-  if (zero1_) flat_values_ = Tensor::zeros({offset}, DType::F32, device);
+  // The gradients (and under ZeRO the values) become views of the flat buffers: f32 on the
+  // parameters' device (under mixed precision too: gradients accumulate in f32). Under ZeRO-2
+  // only the late bucket's gradients have a lasting whole buffer; the others get one while a
+  // backward fills them (give_buffer).
+  device_ = params_.empty() ? Device::cpu() : params_.front()->value.device();
+  const std::int64_t late_offset = has_late_bucket_ ? buckets_.back().offset : offset;
+  const std::int64_t grads_begin = shards_gradients() ? late_offset : 0;
+  flat_grads_ = Tensor::zeros({offset - grads_begin}, DType::F32, device_);
+  if (shards_optimizer_state()) flat_values_ = Tensor::zeros({offset}, DType::F32, device_);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& p = *params_[i];
     const std::int64_t n = p.value.numel();
-    Tensor grad = flat_grads_.slice(0, offsets_[i], n).view(p.value.shape());
-    grad.copy_from(p.grad);
-    p.grad = grad;
-    if (zero1_) {
+    if (offsets_[i] >= grads_begin) {
+      Tensor grad = flat_grads_.slice(0, offsets_[i] - grads_begin, n).view(p.value.shape());
+      grad.copy_from(p.grad);
+      p.grad = grad;
+    } else {
+      p.grad = Tensor();  // until give_buffer
+    }
+    if (shards_optimizer_state()) {
       Tensor value = flat_values_.slice(0, offsets_[i], n).view(p.value.shape());
       value.copy_from(p.value);
       p.value = value;
     }
   }
+  bucket_grads_.assign(buckets_.size(), Tensor());
+  if (shards_gradients()) {
+    std::int64_t shard = 0;
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      shard_offsets_.push_back(shard);
+      shard += chunk_numel(b);
+    }
+    shard_grads_ = Tensor::zeros({shard}, DType::F32, device_);
+  }
 
   // What this rank updates.
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const GradientBucket& bucket = buckets_[b];
-    const std::int64_t chunk = bucket.numel / parts;
-    const std::int64_t lo = zero1_ ? bucket.offset + data_.rank() * chunk : bucket.offset;
-    const std::int64_t hi = zero1_ ? lo + chunk : bucket.offset + bucket.numel;
+    const std::int64_t chunk = chunk_numel(b);
+    const bool sharded = shards_optimizer_state();
+    const std::int64_t lo = sharded ? bucket.offset + data_.rank() * chunk : bucket.offset;
+    const std::int64_t hi = sharded ? lo + chunk : bucket.offset + bucket.numel;
     for (std::size_t i : bucket.params) {
       const std::int64_t begin = std::max(lo, offsets_[i]);
       const std::int64_t end = std::min(hi, offsets_[i] + params_[i]->value.numel());
-      if (begin < end) owned_.push_back({params_[i], begin - offsets_[i], end - offsets_[i]});
+      if (begin >= end) continue;
+      ParameterSegment segment{params_[i], begin - offsets_[i], end - offsets_[i], Tensor()};
+      if (shards_gradients())
+        segment.reduced_grad = shard_grads_.slice(0, shard_offsets_[b] + begin - lo, end - begin);
+      owned_.push_back(segment);
     }
-    if (zero1_) shard_buffers_.push_back(Tensor::empty({chunk}, DType::F32, device));
+    if (zero_stage_ == 1) shard_buffers_.push_back(Tensor::empty({chunk}, DType::F32, device_));
   }
   begin_step();
 }
 
 void GradientReducer::begin_step() {
+  TN_CHECK(in_flight_.empty(), "begin_step with reductions under way: call finish first");
   pending_in_bucket_.clear();
   for (const GradientBucket& bucket : buckets_)
     pending_in_bucket_.push_back(static_cast<int>(bucket.params.size()));
@@ -105,6 +129,44 @@ void GradientReducer::begin_step() {
   finished_ = false;
   stats_ = ReducerStats{};
   stats_.buckets = static_cast<int>(buckets_.size());
+  stats_.peak_gradient_bytes = lasting_gradient_bytes();
+  if (shards_gradients()) shard_grads_.zero();
+}
+
+std::size_t GradientReducer::lasting_gradient_bytes() const {
+  std::size_t bytes = flat_grads_.nbytes() + (shard_grads_.defined() ? shard_grads_.nbytes() : 0);
+  for (const Tensor& t : shard_buffers_) bytes += t.nbytes();
+  return bytes;
+}
+
+void GradientReducer::give_buffer(std::size_t b) {
+  // This rank's chunk starts from the shard's sum so far, the others' from zero: the
+  // reduce-scatter then writes the shard's new sum in place (no separate add), once the
+  // bucket's previous reduction, which wrote it, is complete.
+  for (InFlight& r : in_flight_)
+    if (r.bucket == b) r.work->wait();
+  retire(/*wait=*/false);
+  Tensor& whole = bucket_grads_[b];
+  whole = Tensor::zeros({buckets_[b].numel}, DType::F32, device_);
+  whole.slice(0, data_.rank() * chunk_numel(b), chunk_numel(b)).copy_from(shard_of(b));
+  for (std::size_t i : buckets_[b].params)
+    params_[i]->grad = whole.slice(0, offsets_[i] - buckets_[b].offset, params_[i]->value.numel())
+                           .view(params_[i]->value.shape());
+  std::size_t live = lasting_gradient_bytes();
+  for (const Tensor& t : bucket_grads_) live += t.defined() ? t.nbytes() : 0;
+  for (const InFlight& r : in_flight_) live += is_late(r.bucket) ? 0 : r.whole.nbytes();
+  stats_.peak_gradient_bytes = std::max(stats_.peak_gradient_bytes, live);
+}
+
+void GradientReducer::prepare(const std::vector<Parameter*>& params) {
+  if (!shards_gradients()) return;
+  retire(/*wait=*/false);  // what has arrived frees its buffers before new ones are taken
+  for (const Parameter* p : params) {
+    const auto it = index_of_.find(p);
+    if (it == index_of_.end()) continue;
+    const auto b = static_cast<std::size_t>(bucket_of_param_[it->second]);
+    if (!is_late(b) && !bucket_grads_[b].defined()) give_buffer(b);
+  }
 }
 
 void GradientReducer::mark_ready(const std::vector<Parameter*>& params) {
@@ -114,43 +176,90 @@ void GradientReducer::mark_ready(const std::vector<Parameter*>& params) {
     if (it == index_of_.end() || ready_[it->second]) continue;  // not ours, or reported already
     ready_[it->second] = 1;
     const auto b = static_cast<std::size_t>(bucket_of_param_[it->second]);
-    if (--pending_in_bucket_[b] == 0 && !work_[b] && !(has_late_bucket_ && b + 1 == buckets_.size())) {
+    if (--pending_in_bucket_[b] != 0 || is_late(b)) continue;
+    if (shards_gradients()) {
+      start_sharded(b);
+    } else if (!work_[b]) {
       start(b);
-      ++stats_.buckets_started_early;
     }
+    ++stats_.buckets_started_early;
   }
 }
 
 void GradientReducer::start(std::size_t b) {
   Tensor view = flat_grads_.slice(0, buckets_[b].offset, buckets_[b].numel);
-  work_[b] = zero1_ ? data_.reduce_scatter_async(shard_buffers_[b], view, ReduceOp::Sum)
-                    : data_.all_reduce_async(view, ReduceOp::Sum);
+  work_[b] = zero_stage_ == 1 ? data_.reduce_scatter_async(shard_buffers_[b], view, ReduceOp::Sum)
+                              : data_.all_reduce_async(view, ReduceOp::Sum);
+}
+
+void GradientReducer::start_sharded(std::size_t b) {
+  // The bucket's whole gradient goes to the reduction; the next backward to write into it
+  // gets a fresh buffer, and the bucket counts its parameters afresh.
+  // The late bucket's whole gradient lasts the step and its shard is still zero: the
+  // reduce-scatter's sum is the shard's.
+  Tensor whole = is_late(b) ? flat_grads_ : bucket_grads_[b];
+  Tensor shard = shard_of(b);
+  in_flight_.push_back({b, data_.reduce_scatter_async(shard, whole, ReduceOp::Sum), whole});
+  // A backward faster than the network would otherwise hold every bucket's whole buffer.
+  constexpr std::size_t kMaxInFlight = 2;
+  while (in_flight_.size() > kMaxInFlight) {
+    in_flight_.front().work->wait();
+    in_flight_.erase(in_flight_.begin());
+  }
+  if (!is_late(b)) {
+    bucket_grads_[b] = Tensor();
+    for (std::size_t i : buckets_[b].params) params_[i]->grad = Tensor();
+  }
+  pending_in_bucket_[b] = static_cast<int>(buckets_[b].params.size());
+  for (std::size_t i : buckets_[b].params) ready_[i] = 0;
+}
+
+void GradientReducer::retire(bool wait) {
+  std::vector<InFlight> still;
+  for (InFlight& r : in_flight_) {
+    if (wait || r.work->is_completed()) {
+      r.work->wait();  // its whole buffer is released with it
+    } else {
+      still.push_back(std::move(r));
+    }
+  }
+  in_flight_ = std::move(still);
 }
 
 void GradientReducer::finish_reductions() {
   TN_CHECK(!finished_, "finish twice in one step: call begin_step first");
   finished_ = true;
+  const auto wait_start = std::chrono::steady_clock::now();
+  if (shards_gradients()) {
+    // What backward left in a buffer since its last reduction (a bucket whose parameters were
+    // not all reported again, the late bucket), then everything under way.
+    for (std::size_t b = 0; b < buckets_.size(); ++b)
+      if (is_late(b) || bucket_grads_[b].defined()) start_sharded(b);
+    retire(/*wait=*/true);
+    stats_.exposed_wait_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+    return;
+  }
   for (std::size_t b = 0; b < buckets_.size(); ++b)
     if (!work_[b]) start(b);
-  const auto wait_start = std::chrono::steady_clock::now();
   for (WorkHandle& work : work_) work->wait();
   stats_.exposed_wait_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-  if (!zero1_) return;
+  if (zero_stage_ != 1) return;
   // The reduced chunk of each bucket back into the flat gradients, where the owned
   // segments' gradients are.
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const std::int64_t chunk = buckets_[b].numel / data_.size();
+    const std::int64_t chunk = chunk_numel(b);
     flat_grads_.slice(0, buckets_[b].offset + data_.rank() * chunk, chunk).copy_from(shard_buffers_[b]);
   }
 }
 
 void GradientReducer::all_gather_parameters() {
-  TN_CHECK(zero1_, "all_gather_parameters without ZeRO-1");
+  TN_CHECK(shards_optimizer_state(), "all_gather_parameters without ZeRO");
   std::vector<WorkHandle> gathers;
-  for (const GradientBucket& bucket : buckets_) {
-    Tensor whole = flat_values_.slice(0, bucket.offset, bucket.numel);
-    const std::int64_t chunk = bucket.numel / data_.size();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    Tensor whole = flat_values_.slice(0, buckets_[b].offset, buckets_[b].numel);
+    const std::int64_t chunk = chunk_numel(b);
     Tensor mine = whole.slice(0, data_.rank() * chunk, chunk);
     gathers.push_back(data_.all_gather_async(whole, mine));
   }

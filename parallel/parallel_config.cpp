@@ -28,8 +28,13 @@ void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size
   if (data < 0) config_fail(doc, kSection, "data", "must be at least 1 (or 0 to derive it)");
   if (micro_batch_size < 1) config_fail(doc, kSection, "micro_batch_size", "must be at least 1");
   if (!(bucket_size_mb > 0)) config_fail(doc, kSection, "bucket_size_mb", "must be positive");
-  if (zero_stage != 0 && zero_stage != 1)
-    config_fail(doc, kSection, "zero_stage", "must be 0 or 1, got " + std::to_string(zero_stage));
+  if (zero_stage < 0 || zero_stage > 2)
+    config_fail(doc, kSection, "zero_stage",
+                "must be 0, 1 or 2, got " + std::to_string(zero_stage));
+  if (zero_stage == 2 && !overlap_grad_reduce)
+    config_fail(doc, kSection, "overlap_grad_reduce",
+                "must be true with zero_stage 2: ZeRO-2 reduces each bucket as the backward "
+                "finishes it, which is what keeps its gradient memory at a shard");
   if (backend != "nccl" && backend != "mpi")
     config_fail(doc, kSection, "backend", "must be nccl or mpi, got '" + backend + "'");
   try {

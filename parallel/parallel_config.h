@@ -35,7 +35,7 @@ struct ParallelConfig {
   std::string schedule = "1f1b";      // 1f1b | gpipe (interleaved when virtual_stages > 1)
   double bucket_size_mb = 25.0;       // data-parallel gradient buckets
   bool overlap_grad_reduce = true;    // start a bucket's reduction as soon as it is ready
-  std::int64_t zero_stage = 0;        // 1: ZeRO-1, optimizer state sharded over data ranks
+  std::int64_t zero_stage = 0;  // 1: optimizer state sharded over data ranks; 2: gradients too
   // How CUDA tensors travel: nccl (default), or mpi staged through host memory (for several
   // ranks sharing one GPU, which NCCL refuses). CPU runs always use MPI, whatever this says,
   // so the default keeps every CPU run working. See parallel/comm/comm_backend.h.
@@ -54,7 +54,9 @@ struct ParallelConfig {
     v("bucket_size_mb", bucket_size_mb, "data-parallel gradient bucket size in MB");
     v("overlap_grad_reduce", overlap_grad_reduce,
       "reduce each gradient bucket during backward, as soon as it is complete");
-    v("zero_stage", zero_stage, "0, or 1 for ZeRO-1 (optimizer state sharded over data ranks)");
+    v("zero_stage", zero_stage,
+      "0; 1 for ZeRO-1 (optimizer state sharded over data ranks); 2 for ZeRO-2 (gradients "
+      "too, reduce-scattered every micro-batch)");
     v("backend", backend,
       "communication of GPU tensors: nccl | mpi (staged through host memory, for several ranks "
       "per GPU); CPU runs always use mpi");

@@ -116,14 +116,6 @@ std::string count_of(std::int64_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string human_count(double n) {
-  char out[32];
-  if (n >= 1e9) std::snprintf(out, sizeof out, "%.2fB", n / 1e9);
-  else if (n >= 1e6) std::snprintf(out, sizeof out, "%.2fM", n / 1e6);
-  else if (n >= 1e3) std::snprintf(out, sizeof out, "%.1fK", n / 1e3);
-  else std::snprintf(out, sizeof out, "%.0f", n);
-  return out;
-}
 
 // ---- failures as exit statuses ------------------------------------------------------------
 
@@ -223,18 +215,6 @@ struct Setup {
   bool finished = false;  // --help, --print-config, --print-layout: nothing more to do
 };
 
-// "25.3 GB", "351.7 KB" (decimal units).
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (bytes >= 1000.0 && u < 5) {
-    bytes /= 1000.0;
-    ++u;
-  }
-  char out[32];
-  std::snprintf(out, sizeof out, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return out;
-}
 
 // A lower bound of what one CPU rank needs, against this machine's memory, so that a config
 // that cannot fit stops at start-up (and in --dry-run) with its numbers rather than failing
@@ -384,7 +364,7 @@ int run_training(Communicator& world, const Setup& s) {
       layout += parallel.virtual_stages > 1
                     ? detail::concat(", interleaved 1F1B with ", parallel.virtual_stages, " chunks")
                     : ", " + parallel.schedule;
-    if (parallel.zero_stage == 1) layout += ", ZeRO-1";
+    if (parallel.zero_stage > 0) layout += detail::concat(", ZeRO-", parallel.zero_stage);
   }
   const std::int64_t local_params = count_elements(trainer->parameters());
   if (world.size() > 1) log_built_parameters(world, *groups, local_params);

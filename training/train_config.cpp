@@ -5,6 +5,7 @@
 #include "kernels/linear.h"
 #include "layers/model_family.h"
 #include "layers/model_facts.h"
+#include "layers/recompute.h"
 
 #include <algorithm>
 #include <ostream>
@@ -63,6 +64,16 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (!parse_gelu_epilogue(t.gelu_epilogue, gelu_epilogue))
     config_fail(doc, kSection, "gelu_epilogue",
                 "must be check, on or off, got '" + t.gelu_epilogue + "'");
+  Recompute recompute = Recompute::none;
+  if (!parse_recompute(t.recompute, recompute))
+    config_fail(doc, kSection, "recompute",
+                "must be none, selective or full, got '" + t.recompute + "'");
+  if (t.recompute_layers < 0)
+    config_fail(doc, kSection, "recompute_layers", "must not be negative");
+  if (t.recompute_layers > 0 && recompute != Recompute::full)
+    config_fail(doc, kSection, "recompute_layers",
+                "counts the blocks that recompute under training.recompute: full, not '" +
+                    t.recompute + "'");
   if (t.eval_interval > 0 && c.data.val.empty())
     config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
   if (c.data.train.empty())

@@ -35,6 +35,8 @@ struct TrainingConfig {
   std::string attention = "auto";  // auto | cudnn | cublas: the CUDA attention kernel
   std::string gelu_epilogue = "check";  // check | on | off: cuBLASLt's GELU in bf16 MLP GEMMs
   bool deterministic = true;  // bit-for-bit repeatable runs (cuDNN attention's backward)
+  std::string recompute = "none";    // none | selective | full (layers/gpt_model.h)
+  std::int64_t recompute_layers = 0;  // full: blocks per pipeline chunk that recompute (0 = all)
 
   template <class V>
   void visit(V& v) {
@@ -61,6 +63,12 @@ struct TrainingConfig {
     v("deterministic", deterministic,
       "runs repeat bit for bit; false lets cuDNN's attention backward take its faster "
       "algorithm, whose atomic adds make runs differ in rounding");
+    v("recompute", recompute,
+      "activation recomputation: none, selective (norm, GELU and SwiGLU outputs recomputed in "
+      "the backward) or full (a block keeps its input and runs its forward again)");
+    v("recompute_layers", recompute_layers,
+      "with recompute: full, how many blocks of each pipeline chunk recompute, the first ones "
+      "(0 = all)");
   }
 };
 

@@ -165,7 +165,11 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
   const auto virtual_stages = static_cast<int>(config.parallel.virtual_stages);
   const int total = stages * virtual_stages;
   chunks_ = build_pipeline_chunks(config.model, tp_, stages, stage, virtual_stages);
+  RecomputePolicy recompute;
+  parse_recompute(config.training.recompute, recompute.mode);
+  recompute.full_blocks = config.training.recompute_layers;
   for (auto& chunk : chunks_) {
+    chunk->set_recompute(recompute);
     chunk->initialize(static_cast<std::uint64_t>(config.training.seed));
     for (Parameter* p : chunk->parameters()) parameters_.push_back(p);
   }
@@ -205,14 +209,18 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
   if (groups_.dp_size() > 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.parallel.bucket_size_mb * 1e6);
     reducer_ = std::make_unique<GradientReducer>(backward_order, late, groups_.data(),
-                                                 bucket_bytes, config.parallel.zero_stage == 1);
-    for (auto& chunk : chunks_)
+                                                 bucket_bytes,
+                                                 static_cast<int>(config.parallel.zero_stage));
+    for (auto& chunk : chunks_) {
       chunk->set_gradient_ready_hook([this](const MicroBatchInfo& info,
                                             const std::vector<Parameter*>& params) {
-        if (info.training && info.micro_batch == last_micro_batch_ &&
-            config_.parallel.overlap_grad_reduce)
+        if (info.training && config_.parallel.overlap_grad_reduce &&
+            (info.micro_batch == last_micro_batch_ || reducer_->reduces_every_micro_batch()))
           reducer_->mark_ready(params);
       });
+      chunk->set_gradients_needed_hook(
+          [this](const std::vector<Parameter*>& params) { reducer_->prepare(params); });
+    }
   }
   segments_ = reducer_ ? reducer_->owned_segments() : whole_parameters(parameters_);
   optimizer_ = make_optimizer(config.optimizer, segments_);
@@ -256,6 +264,17 @@ std::int64_t Trainer::sequence_parts() const {
   return config_.parallel.sequence_parallel ? tp_.size() : 1;
 }
 
+std::size_t Trainer::gradient_bytes() const {
+  if (reducer_) return reducer_->lasting_gradient_bytes();
+  std::size_t bytes = 0;
+  for (const Parameter* p : parameters_) bytes += p->grad.nbytes();
+  return bytes;
+}
+
+std::size_t Trainer::peak_gradient_bytes() const {
+  return reducer_ ? reducer_->stats().peak_gradient_bytes : gradient_bytes();
+}
+
 double Trainer::sum_over_pipeline(double value) {
   return pipelined() ? all_reduce_double(groups_.pipeline(), value) : value;
 }
@@ -287,7 +306,8 @@ StepMetrics Trainer::train_step(std::int64_t step) {
 
   std::vector<Tensor> grads;
   grads.reserve(parameters_.size());
-  for (Parameter* p : parameters_) grads.push_back(p->grad);
+  for (Parameter* p : parameters_)
+    if (p->grad.defined()) grads.push_back(p->grad);  // ZeRO-2's come zeroed when needed
   zero_many(grads);  // one launch on a GPU, not one memset per parameter
   // The phases' timestamps, read once the step has synchronised (reading one earlier would
   // make the host wait for the GPU inside the step).
@@ -336,7 +356,7 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   if (!metrics.skipped) {
     optimizer_->step(static_cast<float>(metrics.lr),
                      clip_factor(metrics.grad_norm, config_.optimizer.grad_clip), step);
-    if (reducer_ && reducer_->zero1()) reducer_->all_gather_parameters();
+    if (reducer_ && reducer_->shards_optimizer_state()) reducer_->all_gather_parameters();
     after_master_update();
   }
   if (reducer_) {
@@ -376,7 +396,7 @@ void Trainer::reduce_partial_gradients() {
     tied_embedding_sums();
   }
   // Sums commute, so the tensor-parallel partial sums can come last (on this rank's segments:
-  // under ZeRO-1 the rest of such a gradient is another data rank's to reduce).
+  // under ZeRO the rest of such a gradient is another data rank's to reduce).
   if (tp_.active())
     for (const ParameterSegment& s : segments_)
       if (s.param->tensor_parallel_partial_grad) {
@@ -389,7 +409,7 @@ double Trainer::grad_norm() {
   // Shards are summed over the tensor-parallel group; a replicated parameter is identical on
   // every rank of it, so only the group's rank 0 counts it. Stages hold different parameters
   // and are summed too, except the last stage's copy of the tied embedding.
-  // Under ZeRO-1 each data rank holds the reduced gradient of its own segments only, so they
+  // Under ZeRO each data rank holds the reduced gradient of its own segments only, so they
   // are summed over the data-parallel group too.
   // One multi-tensor reduction: on a GPU the host waits once, not once per parameter.
   std::vector<Tensor> counted;
@@ -401,7 +421,7 @@ double Trainer::grad_norm() {
   double sum = 0.0;
   for (double squares : sums_of_squares(counted)) sum += squares;
   if (groups_.model_parallel().size() > 1) sum = all_reduce_double(groups_.model_parallel(), sum);
-  if (reducer_ && reducer_->zero1()) sum = all_reduce_double(groups_.data(), sum);
+  if (reducer_ && reducer_->shards_optimizer_state()) sum = all_reduce_double(groups_.data(), sum);
   return std::sqrt(sum);
 }
 
@@ -530,6 +550,9 @@ StepMetrics Trainer::run() {
   log_info("ternion: activations and temporaries peaked at ",
            detail::concat(static_cast<long long>(peak_activation_mb * 10 + 0.5) / 10.0),
            " MB per step", groups_.world().size() > 1 ? " per rank" : "");
+  log_info("ternion: gradients held ", human_bytes(static_cast<double>(gradient_bytes())),
+           " through the step, at most ", human_bytes(static_cast<double>(peak_gradient_bytes())),
+           " at once", groups_.world().size() > 1 ? " per rank" : "");
   return last;
 }
 

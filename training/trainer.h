@@ -80,6 +80,10 @@ class Trainer {
   double grad_norm();
   const TrainConfig& config() const { return config_; }
   std::size_t optimizer_state_bytes() const { return optimizer_->state_bytes(); }
+  // The gradients' memory on this rank: what lasts the step (whole, or under ZeRO-2 a shard),
+  // and the most held at once in the last step (ZeRO-2's buckets being filled or reduced).
+  std::size_t gradient_bytes() const;
+  std::size_t peak_gradient_bytes() const;
 
  private:
   void reduce_partial_gradients();

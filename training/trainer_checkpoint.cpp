@@ -12,7 +12,7 @@ namespace ternion {
 void Trainer::save_checkpoint(std::int64_t step) {
   check_communication_health();  // never save what a failed collective left behind
   const int dp_rank = groups_.dp_rank();
-  const bool zero1 = reducer_ && reducer_->zero1();
+  const bool sharded = reducer_ && reducer_->shards_optimizer_state();
   auto tied = [&](const Parameter* p) {
     return std::find(tied_copies_.begin(), tied_copies_.end(), p) != tied_copies_.end();
   };
@@ -26,7 +26,7 @@ void Trainer::save_checkpoint(std::int64_t step) {
   const std::vector<std::string> kinds = optimizer_->state_kinds();
   for (std::size_t i = 0; i < segments_.size(); ++i) {
     const ParameterSegment& s = segments_[i];
-    if (tied(s.param) || (!zero1 && dp_rank != 0) || (!s.param->is_sharded() && tp_.rank() != 0))
+    if (tied(s.param) || (!sharded && dp_rank != 0) || (!s.param->is_sharded() && tp_.rank() != 0))
       continue;
     const std::vector<Tensor> state = optimizer_->state_of(i);
     for (std::size_t j = 0; j < kinds.size(); ++j)

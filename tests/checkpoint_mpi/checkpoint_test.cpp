@@ -130,6 +130,15 @@ TEST(Checkpoint, Pipeline2Data2ToData4Zero1) {
   save_then_resume(Layout{2, 1, 2, 0}, Layout{4, 1, 1, 1}, "pp2dp2_to_dp4zero");
 }
 
+TEST(Checkpoint, Data2Pipeline2Zero2ToData4Zero1) {
+  if (!four_ranks()) GTEST_SKIP();
+  save_then_resume(Layout{2, 1, 2, 2}, Layout{4, 1, 1, 1}, "dp2pp2zero2_to_dp4zero1");
+}
+TEST(Checkpoint, Data4Zero1ToData2Tensor2Zero2) {
+  if (!four_ranks()) GTEST_SKIP();
+  save_then_resume(Layout{4, 1, 1, 1}, Layout{2, 2, 1, 2}, "dp4zero1_to_dp2tp2zero2");
+}
+
 TEST(Checkpoint, InterleavedSequenceParallelToOneRank) {
   if (!four_ranks()) GTEST_SKIP();
   save_then_resume(Layout{1, 2, 2, 0, 2, true}, Layout{}, "tp2pp2v2sp_to_one");

@@ -102,6 +102,45 @@ TN_LAYOUT_TEST(ThreeD2x2x2InterleavedSequenceParallelZero1, layout.data = 2; lay
                layout.pipeline = 2; layout.virtual_stages = 2; layout.sequence_parallel = true;
                layout.zero_stage = 1)
 
+TN_LAYOUT_TEST(Data2Zero2, layout.data = 2; layout.zero_stage = 2)
+TN_LAYOUT_TEST(Data4Zero2, layout.data = 4; layout.zero_stage = 2)
+TN_LAYOUT_TEST(Data2Tensor2Zero2, layout.data = 2; layout.tensor = 2; layout.zero_stage = 2)
+TN_LAYOUT_TEST(Data2Pipeline2Zero2, layout.data = 2; layout.pipeline = 2; layout.zero_stage = 2)
+TN_LAYOUT_TEST(ThreeD2x2x2InterleavedSequenceParallelZero2, layout.data = 2; layout.tensor = 2;
+               layout.pipeline = 2; layout.virtual_stages = 2; layout.sequence_parallel = true;
+               layout.zero_stage = 2)
+
+// ZeRO-2 holds the gradients of 1 / data of the parameters for the step, and the whole
+// gradient only of the buckets a backward is filling or reducing (this tiny model's buckets
+// are large beside it: docs/benchmarks.md has GPT-2 124M's figures).
+TEST(DataParallel, Zero2ShardsTheGradients) {
+  const int world = testing_mpi::world().size();
+  if (world < 2) GTEST_SKIP() << "needs two data ranks";
+  Layout layout;
+  layout.data = world;
+  ParallelRun plain = make_run(run_config(layout));  // the whole gradients, all reduced
+  plain.trainer->train_step(1);
+  layout.zero_stage = 1;
+  ParallelRun zero1 = make_run(run_config(layout));
+  zero1.trainer->train_step(1);
+  layout.zero_stage = 2;
+  ParallelRun zero2 = make_run(run_config(layout));
+  zero2.trainer->train_step(1);
+  const GradientReducer& two = *zero2.trainer->reducer();
+  const double whole = static_cast<double>(plain.trainer->reducer()->stats().peak_gradient_bytes);
+  const double lasting = static_cast<double>(two.lasting_gradient_bytes());
+  const double peak = static_cast<double>(two.stats().peak_gradient_bytes);
+  EXPECT_NEAR(lasting / whole, 1.0 / world, 0.01) << lasting << " of " << whole << " bytes";
+  EXPECT_GT(peak, lasting);  // buckets were filled
+  // and released as they were reduced: at most the tied embedding's bucket (filled from the
+  // head's backward to the embedding's), a block's (up to three), and two in flight.
+  std::int64_t largest = 0;
+  for (const GradientBucket& b : two.buckets()) largest = std::max(largest, b.numel);
+  EXPECT_LE(peak, lasting + 6.0 * 4.0 * static_cast<double>(largest))
+      << peak << " bytes, buckets of up to " << 4 * largest;
+  EXPECT_EQ(zero2.trainer->optimizer_state_bytes(), zero1.trainer->optimizer_state_bytes());
+}
+
 // The reducer starts bucket reductions during backward (before the optimizer step waits for
 // them), and ZeRO-1 keeps optimizer state for 1 / data of the parameters.
 TEST(DataParallel, ReductionsStartDuringBackwardAndZero1ShardsTheOptimizerState) {

@@ -113,8 +113,13 @@ TEST(ParallelConfig, EveryLayoutTrainsAndTheDataParallelOptionsAreChecked) {
   EXPECT_EQ(trainable_error(8, {}), "");  // tp 2 x pp 2 x dp 2
   EXPECT_EQ(trainable_error(4, {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=0"}),
             "");
-  EXPECT_EQ(trainable_error(8, {"parallel.zero_stage=2"}),
-            "--set parallel.zero_stage=2: parallel.zero_stage: must be 0 or 1, got 2");
+  EXPECT_EQ(trainable_error(8, {"parallel.zero_stage=2"}), "");
+  EXPECT_EQ(trainable_error(8, {"parallel.zero_stage=3"}),
+            "--set parallel.zero_stage=3: parallel.zero_stage: must be 0, 1 or 2, got 3");
+  EXPECT_EQ(trainable_error(8, {"parallel.zero_stage=2", "parallel.overlap_grad_reduce=false"}),
+            "--set parallel.overlap_grad_reduce=false: parallel.overlap_grad_reduce: must be true "
+            "with zero_stage 2: ZeRO-2 reduces each bucket as the backward finishes it, which is "
+            "what keeps its gradient memory at a shard");
   EXPECT_EQ(trainable_error(8, {"parallel.bucket_size_mb=0"}),
             "--set parallel.bucket_size_mb=0: parallel.bucket_size_mb: must be positive");
 }

@@ -84,7 +84,7 @@ parallel_mpi_cli_test(training_refuses_unwritable_save_dir 2 1
      --set checkpoint.save_dir=${CMAKE_CURRENT_BINARY_DIR}/cli/good.yaml/ckpt)
 # A data-parallel option out of range: refused on every rank, once, naming the key.
 parallel_mpi_cli_test(training_refuses_bad_zero_stage 2 1
-  --once "--set parallel.zero_stage=3: parallel.zero_stage: must be 0 or 1, got 3"
+  --once "--set parallel.zero_stage=3: parallel.zero_stage: must be 0, 1 or 2, got 3"
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set parallel.zero_stage=3)
 # Ranks that resolved different configs (an MPMD job) stop before any collective can hang.
