@@ -17,7 +17,7 @@ namespace {
 std::int64_t check_arguments(const char* op, const Tensor& out, const Tensor& in,
                              const Tensor& grouped, const Tensor& packed, std::int64_t kv_heads,
                              std::int64_t queries_per_kv, std::int64_t first_position,
-                             double theta) {
+                             const RotaryParameters& rope) {
   TN_CHECK(in.dtype() == DType::F32 || in.dtype() == DType::BF16, op, ": ", in.str(),
            " is not f32 or bf16");
   for (const Tensor* t : {&out, &in}) {
@@ -28,7 +28,14 @@ std::int64_t check_arguments(const char* op, const Tensor& out, const Tensor& in
   TN_CHECK(kv_heads > 0 && queries_per_kv > 0, op, ": kv_heads ", kv_heads,
            " and queries_per_kv ", queries_per_kv, " must be positive");
   TN_CHECK(first_position >= 0, op, ": first_position ", first_position, " is negative");
-  TN_CHECK(theta > 0 && std::isfinite(theta), op, ": theta ", theta, " is not a positive number");
+  TN_CHECK(rope.theta > 0 && std::isfinite(rope.theta), op, ": theta ", rope.theta,
+           " is not a positive number");
+  TN_CHECK(!rope.scaled() || (rope.scaling_factor >= 1 && rope.low_freq_factor > 0 &&
+                              rope.high_freq_factor > rope.low_freq_factor &&
+                              rope.original_context > 0),
+           op, ": rotary scaling factor ", rope.scaling_factor, ", frequency factors ",
+           rope.low_freq_factor, " and ", rope.high_freq_factor, ", original context ",
+           rope.original_context, " (a factor of at least 1, 0 < low < high, a positive context)");
   TN_CHECK(grouped.dim() == 3 && packed.dim() == 3, op, ": needs [B, T, width] tensors, got ",
            "grouped ", shape_str(grouped.shape()), " and packed ", shape_str(packed.shape()));
   const std::int64_t units = kv_heads * (queries_per_kv + 2);
@@ -51,20 +58,21 @@ std::int64_t check_arguments(const char* op, const Tensor& out, const Tensor& in
 
 // packed and grouped: one dtype, f32 or bf16 (the bf16 path on the CPU stages through f32).
 void rotary_qkv_forward(Tensor& packed, const Tensor& grouped, std::int64_t kv_heads,
-                        std::int64_t queries_per_kv, std::int64_t first_position, double theta) {
+                        std::int64_t queries_per_kv, std::int64_t first_position,
+                        const RotaryParameters& rope) {
   const char* op = "rotary_qkv_forward";
   const std::int64_t head_size = check_arguments(op, packed, grouped, grouped, packed, kv_heads,
-                                                 queries_per_kv, first_position, theta);
+                                                 queries_per_kv, first_position, rope);
   if (grouped.device().is_cpu()) {
     const Tensor grouped32 = as_f32(grouped);
     F32Output packed32(packed);
     cpu::rotary_qkv_forward<float>(packed32.get().data<float>(), grouped32.data<float>(),
                                    grouped.size(0), grouped.size(1), kv_heads, queries_per_kv,
-                                   head_size, first_position, theta);
+                                   head_size, first_position, rope);
     packed32.store();
   } else {
 #if TN_HAVE_CUDA
-    cuda::rotary_qkv_forward(packed, grouped, kv_heads, queries_per_kv, first_position, theta);
+    cuda::rotary_qkv_forward(packed, grouped, kv_heads, queries_per_kv, first_position, rope);
 #else
     TN_THROW(CudaError, "rotary_qkv_forward: no CUDA kernel in this build");
 #endif
@@ -73,20 +81,21 @@ void rotary_qkv_forward(Tensor& packed, const Tensor& grouped, std::int64_t kv_h
 
 // dgrouped and dpacked: one dtype, f32 or bf16.
 void rotary_qkv_backward(Tensor& dgrouped, const Tensor& dpacked, std::int64_t kv_heads,
-                         std::int64_t queries_per_kv, std::int64_t first_position, double theta) {
+                         std::int64_t queries_per_kv, std::int64_t first_position,
+                         const RotaryParameters& rope) {
   const char* op = "rotary_qkv_backward";
   const std::int64_t head_size = check_arguments(op, dgrouped, dpacked, dgrouped, dpacked,
-                                                 kv_heads, queries_per_kv, first_position, theta);
+                                                 kv_heads, queries_per_kv, first_position, rope);
   if (dpacked.device().is_cpu()) {
     const Tensor dpacked32 = as_f32(dpacked);
     F32Output dgrouped32(dgrouped);
     cpu::rotary_qkv_backward<float>(dgrouped32.get().data<float>(), dpacked32.data<float>(),
                                     dgrouped.size(0), dgrouped.size(1), kv_heads, queries_per_kv,
-                                    head_size, first_position, theta);
+                                    head_size, first_position, rope);
     dgrouped32.store();
   } else {
 #if TN_HAVE_CUDA
-    cuda::rotary_qkv_backward(dgrouped, dpacked, kv_heads, queries_per_kv, first_position, theta);
+    cuda::rotary_qkv_backward(dgrouped, dpacked, kv_heads, queries_per_kv, first_position, rope);
 #else
     TN_THROW(CudaError, "rotary_qkv_backward: no CUDA kernel in this build");
 #endif

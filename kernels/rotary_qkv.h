@@ -10,7 +10,7 @@
 // Keys and values are repeated for each query head of their group (grouped-query attention
 // expanded for the multi-head kernel); r = 1 is plain multi-head attention.
 // rope turns each head's pairs (i, i + hs/2) at position p = first_position + t
-// (kernels/rotary_qkv_math.h, Hugging Face Llama's convention, base `theta`).
+// (kernels/rotary_qkv_math.h, Hugging Face Llama's convention: base theta, Llama 3's scaling).
 //
 //   forward   packed = as above                                           (overwrites packed)
 //   backward  dgrouped: query = rope^T(dq of its head), key = rope^T(sum over the group's r heads
@@ -23,12 +23,15 @@
 #include <cstdint>
 
 #include "framework/tensor.h"
+#include "kernels/rotary_qkv_math.h"
 
 namespace ternion {
 
 void rotary_qkv_forward(Tensor& packed, const Tensor& grouped, std::int64_t kv_heads,
-                        std::int64_t queries_per_kv, std::int64_t first_position, double theta);
+                        std::int64_t queries_per_kv, std::int64_t first_position,
+                        const RotaryParameters& rope);
 void rotary_qkv_backward(Tensor& dgrouped, const Tensor& dpacked, std::int64_t kv_heads,
-                         std::int64_t queries_per_kv, std::int64_t first_position, double theta);
+                         std::int64_t queries_per_kv, std::int64_t first_position,
+                         const RotaryParameters& rope);
 
 }  // namespace ternion

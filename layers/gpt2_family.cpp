@@ -20,7 +20,14 @@ class Gpt2Family : public ModelFamily {
   }
 
   std::vector<std::string> unused_keys() const override {
-    return {"n_kv_head", "rope_theta", "norm_eps", "tie_embeddings"};
+    return {"n_kv_head",
+            "rope_theta",
+            "rope_scaling_factor",
+            "rope_scaling_low_freq_factor",
+            "rope_scaling_high_freq_factor",
+            "rope_scaling_original_context",
+            "norm_eps",
+            "tie_embeddings"};
   }
 
   TransformerBlockParts block_parts(const std::string& name, const ModelConfig& config,

@@ -10,12 +10,21 @@
 
 namespace ternion {
 
+RotaryParameters rotary_parameters(const ModelConfig& config) {
+  RotaryParameters rope(config.rope_theta);
+  rope.scaling_factor = config.rope_scaling_factor;
+  rope.low_freq_factor = config.rope_scaling_low_freq_factor;
+  rope.high_freq_factor = config.rope_scaling_high_freq_factor;
+  rope.original_context = static_cast<double>(config.rope_scaling_original_context);
+  return rope;
+}
+
 GroupedQueryAttention::GroupedQueryAttention(std::string name, const ModelConfig& config,
                                              const TensorParallel& tp)
     : ResidualBranch(std::move(name)),
       local_kv_heads_(config.kv_heads() / tp.size()),
       queries_per_kv_(config.n_head / config.kv_heads()),
-      rope_theta_(config.rope_theta),
+      rope_(rotary_parameters(config)),
       qkv_(this->name() + ".qkv", config.d_model,
            (config.n_head + 2 * config.kv_heads()) * config.head_size(), false,
            static_cast<float>(config.init_std), tp),
@@ -47,7 +56,7 @@ Tensor GroupedQueryAttention::forward_impl(const Tensor& input, const Tensor* re
   const std::int64_t first_position = cache != nullptr ? cache->positions() : 0;
   Tensor packed = Tensor::empty({batch, seq, 3 * channels}, grouped.dtype(), input.device());
   rotary_qkv_forward(packed, grouped, local_kv_heads_, queries_per_kv_, first_position,
-                     rope_theta_);
+                     rope_);
   if (cache != nullptr)
     return project_onto_residual(proj_, dropout_,
                                  cache->attend(this, packed, local_heads, queries_per_kv_),
@@ -71,7 +80,7 @@ Tensor GroupedQueryAttention::backward(const Tensor& grad_output, ActivationCont
   const std::int64_t width = saved.attended.size(2) / queries_per_kv_ * (queries_per_kv_ + 2);
   Tensor dgrouped = Tensor::empty({dpacked.size(0), dpacked.size(1), width}, dpacked.dtype(),
                                   grad_output.device());
-  rotary_qkv_backward(dgrouped, dpacked, local_kv_heads_, queries_per_kv_, 0, rope_theta_);
+  rotary_qkv_backward(dgrouped, dpacked, local_kv_heads_, queries_per_kv_, 0, rope_);
   return qkv_.backward(dgrouped, ctx);
 }
 

@@ -15,11 +15,15 @@
 #pragma once
 
 #include "layers/block_parts.h"
+#include "kernels/rotary_qkv_math.h"
 #include "layers/dropout.h"
 #include "layers/linear.h"
 #include "layers/model_config.h"
 
 namespace ternion {
+
+// The model's rotary frequencies (model.rope_theta and model.rope_scaling_*).
+RotaryParameters rotary_parameters(const ModelConfig& config);
 
 class GroupedQueryAttention : public ResidualBranch {
  public:
@@ -38,7 +42,7 @@ class GroupedQueryAttention : public ResidualBranch {
   };
   Tensor forward_impl(const Tensor& input, const Tensor* residual, ActivationContext& ctx);
   std::int64_t local_kv_heads_, queries_per_kv_;
-  double rope_theta_;
+  RotaryParameters rope_;
   ColumnParallelLinear qkv_;
   RowParallelLinear proj_;
   Dropout dropout_;

@@ -26,6 +26,17 @@ class LlamaFamily : public ModelFamily {
                       " features (model.d_model / model.n_head): rotary embeddings rotate pairs, "
                       "so the head size must be even");
     if (!(config.rope_theta > 1)) config_fail(doc, "model", "rope_theta", "must be above 1");
+    if (!(config.rope_scaling_factor == 0 || config.rope_scaling_factor >= 1))
+      config_fail(doc, "model", "rope_scaling_factor", "must be 0 (no scaling) or at least 1");
+    if (config.rope_scaling_factor > 0) {
+      if (!(config.rope_scaling_low_freq_factor > 0))
+        config_fail(doc, "model", "rope_scaling_low_freq_factor", "must be positive");
+      if (!(config.rope_scaling_high_freq_factor > config.rope_scaling_low_freq_factor))
+        config_fail(doc, "model", "rope_scaling_high_freq_factor",
+                    "must be above model.rope_scaling_low_freq_factor");
+      if (config.rope_scaling_original_context < 1)
+        config_fail(doc, "model", "rope_scaling_original_context", "must be positive");
+    }
     if (!(config.norm_eps > 0 && config.norm_eps < 1))
       config_fail(doc, "model", "norm_eps", "must be in (0, 1)");
   }

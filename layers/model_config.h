@@ -29,6 +29,11 @@ struct ModelConfig {
   // llama only (each refused in a gpt2 config that sets it):
   std::int64_t n_kv_head = 0;            // key/value heads (grouped-query); 0 = n_head
   double rope_theta = 10000.0;           // rotary embedding base
+  // Llama 3.1's rotary frequency scaling (kernels/rotary_qkv_math.h); factor 0 = none.
+  double rope_scaling_factor = 0.0;
+  double rope_scaling_low_freq_factor = 1.0;
+  double rope_scaling_high_freq_factor = 4.0;
+  std::int64_t rope_scaling_original_context = 8192;
   double norm_eps = 1e-5;                // RMSNorm epsilon
   bool tie_embeddings = false;           // the LM head shares the token embedding
 
@@ -50,6 +55,15 @@ struct ModelConfig {
       "its indexed shards, f32/bf16/f16; ternion-export writes one)");
     v("n_kv_head", n_kv_head, "llama: key/value heads, dividing n_head (0 = n_head)");
     v("rope_theta", rope_theta, "llama: base of the rotary position embedding");
+    v("rope_scaling_factor", rope_scaling_factor,
+      "llama: Llama 3.1's rotary frequency scaling factor (transformers' rope_type llama3; "
+      "0 = none)");
+    v("rope_scaling_low_freq_factor", rope_scaling_low_freq_factor,
+      "llama: with rope_scaling_factor, wavelengths above original_context / this are scaled");
+    v("rope_scaling_high_freq_factor", rope_scaling_high_freq_factor,
+      "llama: with rope_scaling_factor, wavelengths below original_context / this are kept");
+    v("rope_scaling_original_context", rope_scaling_original_context,
+      "llama: with rope_scaling_factor, the context the model was first trained at");
     v("norm_eps", norm_eps, "llama: RMSNorm epsilon");
     v("tie_embeddings", tie_embeddings, "llama: the LM head shares the token embedding's weight");
   }

@@ -202,6 +202,16 @@ std::map<std::string, Tensor> from_hf_llama(const ModelConfig& config,
   return ours;
 }
 
+// transformers' rope_scaling of rope_type "llama3", or null.
+std::string rope_scaling_json(const ModelConfig& config) {
+  if (!(config.rope_scaling_factor > 0)) return "null";
+  return "{\"rope_type\": \"llama3\", \"factor\": " + json_float(config.rope_scaling_factor) +
+         ", \"low_freq_factor\": " + json_float(config.rope_scaling_low_freq_factor) +
+         ", \"high_freq_factor\": " + json_float(config.rope_scaling_high_freq_factor) +
+         ", \"original_max_position_embeddings\": " +
+         std::to_string(config.rope_scaling_original_context) + "}";
+}
+
 std::string hf_llama_config_json(const ModelConfig& config) {
   std::ostringstream out;
   out << "{\n"
@@ -218,7 +228,7 @@ std::string hf_llama_config_json(const ModelConfig& config) {
       << "  \"hidden_act\": \"silu\",\n"
       << "  \"rms_norm_eps\": " << json_float(config.norm_eps) << ",\n"
       << "  \"rope_theta\": " << json_float(config.rope_theta) << ",\n"
-      << "  \"rope_scaling\": null,\n"
+      << "  \"rope_scaling\": " << rope_scaling_json(config) << ",\n"
       << "  \"attention_bias\": false,\n"
       << "  \"attention_dropout\": 0.0,\n"
       << "  \"mlp_bias\": false,\n"
@@ -340,17 +350,45 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
                   ", but ternion rotates every feature of a head");
   };
   check_rope(root, "");
+  const bool scaled = config.rope_scaling_factor > 0;
+  bool scaling_given = false;
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     const auto rope = given(root, key);
     if (!rope) continue;
     TN_CHECK_AS(CheckpointError, rope->IsMap(), "'", path, "': ", key, " is not a JSON object");
     const auto type = given(*rope, "rope_type") ? given(*rope, "rope_type") : given(*rope, "type");
     const std::string name = type ? text(*type) : "default";
-    TN_CHECK_AS(CheckpointError, name == "default", "'", path, "' gives ", key, " with rope_type '",
-                name,
-                "', but ternion implements plain rotary embeddings only (rope_type 'default')");
-    check_rope(*rope, std::string(key) + ".");
+    const std::string prefix = std::string(key) + ".";
+    TN_CHECK_AS(CheckpointError, name == "default" || name == "llama3", "'", path, "' gives ",
+                key, " with rope_type '", name,
+                "', but ternion implements rotary embeddings plain (rope_type 'default') or with "
+                "Llama 3's scaling ('llama3') only");
+    check_rope(*rope, prefix);
+    if (name != "llama3") continue;
+    scaling_given = true;
+    TN_CHECK_AS(CheckpointError, scaled, "'", path, "' gives ", key,
+                " with rope_type 'llama3', but model.rope_scaling_factor is 0 (no scaling)");
+    // transformers' defaults where a field is left out are none: every field is required.
+    auto field = [&](const char* name) {
+      const auto node = given(*rope, name);
+      TN_CHECK_AS(CheckpointError, node.has_value(), "'", path, "': ", prefix, name,
+                  " is missing (rope_type 'llama3' needs it)");
+      return number(*node, prefix + name);
+    };
+    check_close(prefix + "factor", field("factor"), config.rope_scaling_factor,
+                "model.rope_scaling_factor");
+    check_close(prefix + "low_freq_factor", field("low_freq_factor"),
+                config.rope_scaling_low_freq_factor, "model.rope_scaling_low_freq_factor");
+    check_close(prefix + "high_freq_factor", field("high_freq_factor"),
+                config.rope_scaling_high_freq_factor, "model.rope_scaling_high_freq_factor");
+    check_close(prefix + "original_max_position_embeddings",
+                field("original_max_position_embeddings"),
+                static_cast<double>(config.rope_scaling_original_context),
+                "model.rope_scaling_original_context");
   }
+  TN_CHECK_AS(CheckpointError, scaling_given || !scaled, "'", path,
+              "' gives no Llama 3 rotary scaling (rope_scaling), but model.rope_scaling_factor is ",
+              config.rope_scaling_factor);
 }
 
 }  // namespace ternion

@@ -45,15 +45,17 @@ std::map<std::string, Tensor> from_hf_llama(const ModelConfig& config,
                                             const std::vector<std::pair<std::string, Tensor>>& hf);
 
 // config.json for LlamaForCausalLM with `config`'s sizes (vocab_size unpadded), in the layout
-// transformers 4.x writes (top-level rope_theta), which 5.x reads too.
+// transformers 4.x writes (top-level rope_theta; rope_scaling of rope_type "llama3" where the
+// model scales its rotary frequencies), which 5.x reads too.
 std::string hf_llama_config_json(const ModelConfig& config);
 
 // Checks a Llama config.json (its text; `path` names it in messages) against `config` before
 // its weights are imported. The weights' shapes cannot show n_head (q_proj is [C, C] for any
 // head count) nor rope_theta and rms_norm_eps, so without this another model would load and
 // compute a different function. Checked: model_type, every size, rope_theta (4.x: top level;
-// 5.x: in rope_parameters), rms_norm_eps (relative tolerance), tie_word_embeddings, and that
-// the rotary embedding is plain (no rope_scaling / rope_type other than "default");
+// 5.x: in rope_parameters), rms_norm_eps (relative tolerance), tie_word_embeddings, and the
+// rotary embedding's kind: plain (rope_type "default") or Llama 3's scaling ("llama3", every
+// field against model.rope_scaling_*; given where ours scales, absent where it does not);
 // max_position_embeddings only bounds model.seq_len, as rotary positions are not weights. Keys
 // the file leaves out are not checked (as GPT-2's). CheckpointError naming the file, the key
 // and both values, or a file that is not a JSON object.

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "framework/philox.h"
+#include "kernels/rotary_qkv_math.h"
 
 namespace ternion::cpu {
 
@@ -72,10 +73,12 @@ void position_embedding_backward(T* dwpe, const T* dout, i64 batch, i64 seq, i64
 // [B, T, G (r + 2) hs] -> packed [B, T, G r 3 hs], G = kv_heads, r = queries_per_kv.
 template <class T>
 void rotary_qkv_forward(T* packed, const T* grouped, i64 batch, i64 seq, i64 kv_heads,
-                        i64 queries_per_kv, i64 head_size, i64 first_position, double theta);
+                        i64 queries_per_kv, i64 head_size, i64 first_position,
+                        const RotaryParameters& rope);
 template <class T>
 void rotary_qkv_backward(T* dgrouped, const T* dpacked, i64 batch, i64 seq, i64 kv_heads,
-                         i64 queries_per_kv, i64 head_size, i64 first_position, double theta);
+                         i64 queries_per_kv, i64 head_size, i64 first_position,
+                         const RotaryParameters& rope);
 
 // Cross-entropy; see kernels/cross_entropy.h. A shard's logits are [rows, local_vocab] holding
 // global columns [vocab_start, vocab_start + local_vocab).

@@ -16,10 +16,10 @@ constexpr i64 kMinParallelElements = 1 << 14;
 // cos and sin [seq, head_size / 2] of position first_position + t, pair i.
 template <class T>
 void rotary_table(std::vector<T>& cos_table, std::vector<T>& sin_table, i64 seq, i64 head_size,
-                  i64 first_position, double theta) {
+                  i64 first_position, const RotaryParameters& rope) {
   const i64 half = head_size / 2;
   std::vector<float> inv_freq(static_cast<std::size_t>(half));
-  for (i64 i = 0; i < half; ++i) inv_freq[i] = rotary_inv_freq(i, head_size, theta);
+  for (i64 i = 0; i < half; ++i) inv_freq[i] = rotary_inv_freq(i, head_size, rope);
   cos_table.resize(static_cast<std::size_t>(seq * half));
   sin_table.resize(cos_table.size());
 #pragma omp parallel for schedule(static) if (seq * half >= kMinParallelElements)
@@ -61,11 +61,12 @@ void add_head(T* y, const T* x, i64 head_size) {
 
 template <class T>
 void rotary_qkv_forward(T* packed, const T* grouped, i64 batch, i64 seq, i64 kv_heads,
-                        i64 queries_per_kv, i64 head_size, i64 first_position, double theta) {
+                        i64 queries_per_kv, i64 head_size, i64 first_position,
+                        const RotaryParameters& rope) {
   const i64 r = queries_per_kv, half = head_size / 2, rows = batch * seq;
   const i64 in_width = kv_heads * (r + 2) * head_size, out_width = kv_heads * r * 3 * head_size;
   std::vector<T> cos_table, sin_table;
-  rotary_table(cos_table, sin_table, seq, head_size, first_position, theta);
+  rotary_table(cos_table, sin_table, seq, head_size, first_position, rope);
 #pragma omp parallel for schedule(static) if (rows * out_width >= kMinParallelElements)
   for (i64 row = 0; row < rows; ++row) {
     const T* c = cos_table.data() + (row % seq) * half;
@@ -86,11 +87,12 @@ void rotary_qkv_forward(T* packed, const T* grouped, i64 batch, i64 seq, i64 kv_
 
 template <class T>
 void rotary_qkv_backward(T* dgrouped, const T* dpacked, i64 batch, i64 seq, i64 kv_heads,
-                         i64 queries_per_kv, i64 head_size, i64 first_position, double theta) {
+                         i64 queries_per_kv, i64 head_size, i64 first_position,
+                         const RotaryParameters& rope) {
   const i64 r = queries_per_kv, half = head_size / 2, rows = batch * seq;
   const i64 in_width = kv_heads * (r + 2) * head_size, out_width = kv_heads * r * 3 * head_size;
   std::vector<T> cos_table, sin_table;
-  rotary_table(cos_table, sin_table, seq, head_size, first_position, theta);
+  rotary_table(cos_table, sin_table, seq, head_size, first_position, rope);
 #pragma omp parallel for schedule(static) if (rows * out_width >= kMinParallelElements)
   for (i64 row = 0; row < rows; ++row) {
     const T* c = cos_table.data() + (row % seq) * half;
@@ -115,12 +117,12 @@ void rotary_qkv_backward(T* dgrouped, const T* dpacked, i64 batch, i64 seq, i64 
 }
 
 template void rotary_qkv_forward<float>(float*, const float*, i64, i64, i64, i64, i64, i64,
-                                        double);
+                                        const RotaryParameters&);
 template void rotary_qkv_forward<double>(double*, const double*, i64, i64, i64, i64, i64, i64,
-                                         double);
+                                         const RotaryParameters&);
 template void rotary_qkv_backward<float>(float*, const float*, i64, i64, i64, i64, i64, i64,
-                                         double);
+                                         const RotaryParameters&);
 template void rotary_qkv_backward<double>(double*, const double*, i64, i64, i64, i64, i64, i64,
-                                          double);
+                                          const RotaryParameters&);
 
 }  // namespace ternion::cpu

@@ -15,6 +15,7 @@
 
 #include "framework/philox.h"
 #include "framework/tensor.h"
+#include "kernels/rotary_qkv_math.h"
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
 #include "kernels/dropout.h"
@@ -143,9 +144,11 @@ void position_embedding_backward(Tensor& dwpe, const Tensor& dout);
 // Head size at most 512: the inverse frequencies travel as a kernel argument, computed on the
 // host as the CPU op does. The backward's key/value sums add the heads in order, no atomics.
 void rotary_qkv_forward(Tensor& packed, const Tensor& grouped, std::int64_t kv_heads,
-                        std::int64_t queries_per_kv, std::int64_t first_position, double theta);
+                        std::int64_t queries_per_kv, std::int64_t first_position,
+                        const RotaryParameters& rope);
 void rotary_qkv_backward(Tensor& dgrouped, const Tensor& dpacked, std::int64_t kv_heads,
-                         std::int64_t queries_per_kv, std::int64_t first_position, double theta);
+                         std::int64_t queries_per_kv, std::int64_t first_position,
+                         const RotaryParameters& rope);
 
 // Elementwise (one dtype per call, F32 or BF16; `accumulate` also takes F32 out += BF16 x).
 void add(Tensor& out, const Tensor& a, const Tensor& b);

@@ -112,12 +112,13 @@ __global__ void rotary_qkv_backward_kernel(Elem* dgrouped, const Elem* dpacked, 
 
 // The launch's dimensions and inverse frequencies for `grouped`'s shape.
 RotaryDims rotary_dims(const Tensor& grouped, i64 kv_heads, i64 queries_per_kv,
-                       i64 first_position, double theta, const char* op, InvFreq& inv_freq) {
+                       i64 first_position, const RotaryParameters& rope, const char* op,
+                       InvFreq& inv_freq) {
   const i64 head_size = grouped.size(2) / (kv_heads * (queries_per_kv + 2));
   TN_CHECK(head_size / 2 <= kMaxHalf, op, " (cuda): head size ", head_size, " exceeds ",
            2 * kMaxHalf);
   for (i64 i = 0; i < head_size / 2; ++i)
-    inv_freq.values[i] = rotary_inv_freq(i, head_size, theta);
+    inv_freq.values[i] = rotary_inv_freq(i, head_size, rope);
   return {grouped.size(0) * grouped.size(1), grouped.size(1), kv_heads, queries_per_kv,
           head_size, first_position};
 }
@@ -144,10 +145,11 @@ void backward(Tensor& dgrouped, const Tensor& dpacked, const RotaryDims& d,
 }  // namespace
 
 void rotary_qkv_forward(Tensor& packed, const Tensor& grouped, std::int64_t kv_heads,
-                        std::int64_t queries_per_kv, std::int64_t first_position, double theta) {
+                        std::int64_t queries_per_kv, std::int64_t first_position,
+                        const RotaryParameters& rope) {
   if (packed.numel() == 0) return;
   InvFreq inv_freq{};
-  const RotaryDims d = rotary_dims(grouped, kv_heads, queries_per_kv, first_position, theta,
+  const RotaryDims d = rotary_dims(grouped, kv_heads, queries_per_kv, first_position, rope,
                                    "rotary_qkv_forward", inv_freq);
   if (grouped.dtype() == DType::BF16) {
     forward<BFloat16>(packed, grouped, d, inv_freq);
@@ -157,10 +159,11 @@ void rotary_qkv_forward(Tensor& packed, const Tensor& grouped, std::int64_t kv_h
 }
 
 void rotary_qkv_backward(Tensor& dgrouped, const Tensor& dpacked, std::int64_t kv_heads,
-                         std::int64_t queries_per_kv, std::int64_t first_position, double theta) {
+                         std::int64_t queries_per_kv, std::int64_t first_position,
+                         const RotaryParameters& rope) {
   if (dgrouped.numel() == 0) return;
   InvFreq inv_freq{};
-  const RotaryDims d = rotary_dims(dgrouped, kv_heads, queries_per_kv, first_position, theta,
+  const RotaryDims d = rotary_dims(dgrouped, kv_heads, queries_per_kv, first_position, rope,
                                    "rotary_qkv_backward", inv_freq);
   if (dpacked.dtype() == DType::BF16) {
     backward<BFloat16>(dgrouped, dpacked, d, inv_freq);

@@ -59,9 +59,11 @@ class Llama:
         # transformers 4.x: top-level rope_theta and rope_scaling; 5.x: rope_parameters.
         rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
         rope_type = rope.get("rope_type", rope.get("type", "default"))
-        if rope_type != "default":
-            fail("rope_type %r: this reference computes plain rotary embeddings only" % rope_type)
-        self.theta = rope.get("rope_theta", config.get("rope_theta", 10000.0))
+        if rope_type not in ("default", "llama3"):
+            fail("rope_type %r: this reference computes plain and llama3 rotary embeddings only"
+                 % rope_type)
+        theta = rope.get("rope_theta", config.get("rope_theta", 10000.0))
+        self.inv_freq = inverse_frequencies(self.hs, theta, rope if rope_type == "llama3" else None)
         self.tied = config.get("tie_word_embeddings", False)
         self.tensors = tensors
 
@@ -87,8 +89,8 @@ class Llama:
             wq = self.matrix(p + "self_attn.q_proj.weight", self.n_head * hs, c)
             wk = self.matrix(p + "self_attn.k_proj.weight", self.n_kv * hs, c)
             wv = self.matrix(p + "self_attn.v_proj.weight", self.n_kv * hs, c)
-            q = [rotate_heads(matvec(wq, row), pos, hs, self.theta) for pos, row in enumerate(h)]
-            k = [rotate_heads(matvec(wk, row), pos, hs, self.theta) for pos, row in enumerate(h)]
+            q = [rotate_heads(matvec(wq, row), pos, self.inv_freq) for pos, row in enumerate(h)]
+            k = [rotate_heads(matvec(wk, row), pos, self.inv_freq) for pos, row in enumerate(h)]
             v = [matvec(wv, row) for row in h]
             attn = attention(q, k, v, self.n_head, self.n_kv, hs)
             wo = self.matrix(p + "self_attn.o_proj.weight", c, self.n_head * hs)
@@ -123,14 +125,37 @@ def rms_norm(x, w, eps):
     return [v * scale * wi for v, wi in zip(x, w)]
 
 
-def rotate_heads(x, pos, hs, theta):
+def inverse_frequencies(hs, theta, llama3):
+    """theta^(-2i/hs) for each pair i of a head; with llama3 (its rope_scaling fields), Llama
+    3.1's scaling: wavelengths 2 pi / f below original / high_freq_factor kept, above original /
+    low_freq_factor divided by factor, between them blended linearly in original / wavelength."""
+    freqs = [theta ** (-2.0 * i / hs) for i in range(hs // 2)]
+    if not llama3:
+        return freqs
+    factor, low, high = llama3["factor"], llama3["low_freq_factor"], llama3["high_freq_factor"]
+    original = llama3["original_max_position_embeddings"]
+    out = []
+    for f in freqs:
+        wavelength = 2 * math.pi / f
+        if wavelength < original / high:
+            out.append(f)
+        elif wavelength > original / low:
+            out.append(f / factor)
+        else:
+            smooth = (original / wavelength - low) / (high - low)
+            out.append((1 - smooth) * f / factor + smooth * f)
+    return out
+
+
+def rotate_heads(x, pos, inv_freq):
     """Rotary embedding (rotate-half) of every head of x at position pos: feature i of a head
-    pairs with feature i + hs/2, turned by pos * theta^(-2i/hs)."""
+    pairs with feature i + hs/2, turned by pos * inv_freq[i]."""
     out = list(x)
-    half = hs // 2
+    half = len(inv_freq)
+    hs = 2 * half
     for base in range(0, len(x), hs):
         for i in range(half):
-            angle = pos / theta ** (2.0 * i / hs)
+            angle = pos * inv_freq[i]
             cos, sin = math.cos(angle), math.sin(angle)
             a, b = x[base + i], x[base + half + i]
             out[base + i] = a * cos - b * sin
@@ -165,13 +190,19 @@ def self_test():
     close("rms_norm", rms_norm([3.0, 4.0], [1.0, 2.0], 0.0), [3 / math.sqrt(12.5), 8 / math.sqrt(12.5)])
     close("rms_norm eps", rms_norm([1.0, 1.0], [1.0, 1.0], 3.0), [0.5, 0.5])
     # Head of 4 at position 1, theta 100: pair (0, 2) turns by 1 radian, pair (1, 3) by 0.1.
-    close("rotary", rotate_heads([1.0, 0.0, 0.0, 1.0], 1, 4, 100.0),
+    close("rotary", rotate_heads([1.0, 0.0, 0.0, 1.0], 1, inverse_frequencies(4, 100.0, None)),
           [math.cos(1), -math.sin(0.1), math.sin(1), math.cos(0.1)])
-    close("rotary at 0", rotate_heads([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], 0, 4, 1e4),
+    close("rotary at 0", rotate_heads([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], 0, inverse_frequencies(4, 1e4, None)),
           [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
     # Position 2 of a second head: each pair turns by 2 * its frequency.
-    close("rotary second head", rotate_heads([0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], 2, 4, 100.0)[4:],
+    close("rotary second head", rotate_heads([0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], 2, inverse_frequencies(4, 100.0, None))[4:],
           [0.0, math.cos(0.2), 0.0, math.sin(0.2)])
+    # Llama 3 scaling, head 4, theta 100 (frequencies 1 and 0.1), original context 16 with
+    # factors 1 and 4: wavelength 2 pi (between 4 and 16) blends, 20 pi (above 16) divides.
+    llama3 = {"factor": 2.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "original_max_position_embeddings": 16}
+    smooth = (16 / (2 * math.pi) - 1) / 3
+    close("llama3 scaling", inverse_frequencies(4, 100.0, llama3), [(1 - smooth) / 2 + smooth, 0.05])
     close("silu", [silu(0.0), silu(1.0)], [0.0, 1 / (1 + math.exp(-1))])
     # Two query heads over one key/value head: the first token sees only itself; the second,
     # with equal scores, averages the two values.

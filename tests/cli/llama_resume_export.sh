@@ -6,7 +6,8 @@
 #    with ZeRO-1: steps 6..10 must log the reference's losses (1e-5 relative);
 # 3. ternion-export writes the final checkpoint as a LlamaForCausalLM directory; a second
 #    reader (llama_reference.py: the published formulas in double precision) computes the
-#    logits of a prompt from it, and they must equal ternion-generate's on the checkpoint.
+#    logits of a prompt from it, and they must equal ternion-generate's on the checkpoint;
+# 4. the same for a model with Llama 3's rotary scaling.
 set -u
 mpirun=$1 train=$2 config=$3 data=$4 out=$5
 bin=$(dirname "$train")
@@ -40,4 +41,19 @@ prompt="First Citizen: we"
 tokens=$(python3 -c 'import sys; print(",".join(str(b) for b in sys.argv[1].encode()))' "$prompt")
 python3 "$(dirname "$0")/llama_reference.py" "$out/hf" --tokens "$tokens" \
   --logits "$out/logits.json" --tolerance 1e-4 || fail "the export's logits from the second reader"
+
+# The same with Llama 3's rotary scaling (an original context of 16 puts this model's head of 8
+# in all three bands), written to config.json as rope_scaling and read back by the reader.
+"$train" "${common[@]}" --set training.steps=3 --set model.rope_scaling_factor=8 \
+  --set model.rope_scaling_original_context=16 --set "checkpoint.save_dir=$out/scaled" \
+  > "$out/scaled.log" 2>&1 || { cat "$out/scaled.log"; fail "the scaled-rotary run"; }
+"$bin/ternion-export" --checkpoint "$out/scaled" --output "$out/hf_scaled" > /dev/null 2>&1 ||
+  fail "ternion-export of the scaled-rotary model"
+grep -q '"rope_type": "llama3", "factor": 8.0' "$out/hf_scaled/config.json" ||
+  fail "config.json has no llama3 rope_scaling"
+"$bin/ternion-generate" --checkpoint "$out/scaled" --prompt "$prompt" --max-tokens 0 \
+  --logits "$out/logits_scaled.json" > /dev/null || fail "ternion-generate --logits (scaled)"
+python3 "$(dirname "$0")/llama_reference.py" "$out/hf_scaled" --tokens "$tokens" \
+  --logits "$out/logits_scaled.json" --tolerance 1e-4 ||
+  fail "the scaled export's logits from the second reader"
 echo "resumed across layouts with the same losses; the export's logits are ours"

@@ -263,6 +263,40 @@ std::string refusal(Call call) {
   return "";
 }
 
+// Llama 3.1's scaling against transformers' formula, written here in double from its source
+// (modeling_rope_utils._compute_llama3_parameters): Llama-3.2-1B's parameters (head 64, theta
+// 500000, factor 32, frequency factors 1 and 4, original context 8192) reach all three bands.
+TEST(RotaryQkv, Llama3ScalingIsTransformers) {
+  RotaryParameters rope(500000.0);
+  rope.scaling_factor = 32;
+  rope.low_freq_factor = 1;
+  rope.high_freq_factor = 4;
+  rope.original_context = 8192;
+  const std::int64_t hs = 64;
+  int kept = 0, divided = 0, blended = 0;
+  for (std::int64_t i = 0; i < hs / 2; ++i) {
+    const double inv_freq = 1.0 / std::pow(500000.0, 2.0 * static_cast<double>(i) / hs);
+    const double wavelength = 2.0 * M_PI / inv_freq;
+    double want = inv_freq;
+    if (wavelength > 8192.0 / 1.0) {
+      want = inv_freq / 32.0;
+      ++divided;
+    } else if (wavelength >= 8192.0 / 4.0) {
+      const double smooth = (8192.0 / wavelength - 1.0) / (4.0 - 1.0);
+      want = (1.0 - smooth) * inv_freq / 32.0 + smooth * inv_freq;
+      ++blended;
+    } else {
+      ++kept;
+    }
+    EXPECT_NEAR(rotary_inv_freq(i, hs, rope), want, 2e-6 * want) << "pair " << i;
+    EXPECT_FLOAT_EQ(rotary_inv_freq(i, hs, RotaryParameters(500000.0)),
+                    static_cast<float>(inv_freq)) << "pair " << i << " unscaled";
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(divided, 0);
+  EXPECT_GT(blended, 0);
+}
+
 TEST(RotaryQkv, RefusesMisuse) {
   const auto contains = [](const std::string& message, const std::string& part) {
     return message.find(part) != std::string::npos;
@@ -291,6 +325,12 @@ TEST(RotaryQkv, RefusesMisuse) {
   EXPECT_THROW(rotary_qkv_forward(packed, grouped, 2, 0, 0, 1e4), InternalError);
   EXPECT_THROW(rotary_qkv_forward(packed, grouped, 2, 2, -1, 1e4), InternalError);
   EXPECT_THROW(rotary_qkv_forward(packed, grouped, 2, 2, 0, 0.0), InternalError);
+  RotaryParameters backwards(1e4);
+  backwards.scaling_factor = 8;
+  backwards.low_freq_factor = 4;
+  backwards.high_freq_factor = 1;
+  message = refusal([&] { rotary_qkv_forward(packed, grouped, 2, 2, 0, backwards); });
+  EXPECT_TRUE(contains(message, "0 < low < high")) << message;
   EXPECT_THROW(rotary_qkv_forward(packed, grouped.view({6, 48}), 2, 2, 0, 1e4), InternalError);
   // r = 1 keeps the width; writing over the input is still refused.
   Tensor mha = Tensor::zeros({1, 2, 18});

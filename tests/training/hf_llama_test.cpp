@@ -1,7 +1,8 @@
 // The Hugging Face Llama mapping: the round trip through HF's names is the identity for every
 // grouping of heads, tied and untied; q/k/v and gate/up rows land where the layout says (rows
 // filled with their own index); every refusal names what is wrong; config.json as transformers
-// 4.x and 5.x write it is understood, and a scaled rotary embedding is refused.
+// 4.x and 5.x write it is understood, Llama 3's rotary scaling is checked field by field and
+// other scalings are refused.
 #include "training/hf_llama.h"
 
 #include <gtest/gtest.h>
@@ -338,25 +339,53 @@ TEST(HfLlama, RopeThetaIsReadWhereEitherTransformersPutsIt) {
   EXPECT_NO_THROW(check_hf_llama_config(config, R"({"rope_theta": 10000.0000001})", "c.json"));
 }
 
-TEST(HfLlama, ScaledRotaryEmbeddingsAreRefused) {
-  const ModelConfig config = tiny_config(2, false);
-  for (const char* json :
-       {R"({"rope_theta": 10000.0, "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0,
-            "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}})",
-        R"({"rope_scaling": {"type": "linear", "factor": 2.0}})",
-        R"({"rope_parameters": {"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0}})"})
-    expect_checkpoint_error([&] { check_hf_llama_config(config, json, "c.json"); },
-                            {"'c.json' gives rope_", "plain rotary embeddings only"});
+// Llama 3's rotary scaling (rope_type "llama3") is read from either transformers' place, each
+// field against ours; a scaling we do not compute, or a missing one, is refused.
+TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
+  ModelConfig scaled = tiny_config(2, false);
+  scaled.rope_scaling_factor = 8;
+  const char* llama3_4x =
+      R"({"rope_theta": 10000.0, "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0,
+          "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}})";
+  const char* llama3_5x =
+      R"({"rope_parameters": {"rope_theta": 10000.0, "rope_type": "llama3", "factor": 8.0,
+          "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192}})";
+  EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_4x, "c.json"));
+  EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_5x, "c.json"));
+  EXPECT_NO_THROW(check_hf_llama_config(scaled, hf_llama_config_json(scaled), "c.json"));
+  EXPECT_NE(hf_llama_config_json(scaled).find(
+                R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, )"
+                R"("high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"),
+            std::string::npos)
+      << hf_llama_config_json(scaled);
+
+  const ModelConfig plain = tiny_config(2, false);
+  expect_checkpoint_error([&] { check_hf_llama_config(plain, llama3_4x, "c.json"); },
+                          {"'c.json' gives rope_scaling with rope_type 'llama3'",
+                           "model.rope_scaling_factor is 0"});
+  expect_checkpoint_error([&] { check_hf_llama_config(scaled, R"({"rope_theta": 10000.0})", "c.json"); },
+                          {"'c.json' gives no Llama 3 rotary scaling",
+                           "model.rope_scaling_factor is 8"});
+  ModelConfig other = scaled;
+  other.rope_scaling_original_context = 4096;
+  expect_checkpoint_error([&] { check_hf_llama_config(other, llama3_5x, "c.json"); },
+                          {"rope_parameters.original_max_position_embeddings 8192",
+                           "model.rope_scaling_original_context is 4096"});
   expect_checkpoint_error(
       [&] {
-        check_hf_llama_config(config, R"({"rope_scaling": {"rope_type": "llama3"}})", "c.json");
+        check_hf_llama_config(scaled, R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}})",
+                              "c.json");
       },
-      {"rope_scaling with rope_type 'llama3'"});
+      {"rope_scaling.low_freq_factor is missing"});
+  for (const char* json : {R"({"rope_scaling": {"type": "linear", "factor": 2.0}})",
+                           R"({"rope_parameters": {"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0}})"})
+    expect_checkpoint_error([&] { check_hf_llama_config(plain, json, "c.json"); },
+                            {"'c.json' gives rope_", "'default'", "'llama3'"});
   expect_checkpoint_error(
-      [&] { check_hf_llama_config(config, R"({"partial_rotary_factor": 0.5})", "c.json"); },
+      [&] { check_hf_llama_config(plain, R"({"partial_rotary_factor": 0.5})", "c.json"); },
       {"partial_rotary_factor 0.5"});
   EXPECT_NO_THROW(
-      check_hf_llama_config(config, R"({"rope_scaling": {"rope_type": "default"}})", "c.json"));
+      check_hf_llama_config(plain, R"({"rope_scaling": {"rope_type": "default"}})", "c.json"));
 }
 
 TEST(HfLlama, ConfigJsonOfAnotherFamilyIsRefusedBothWays) {

@@ -32,6 +32,8 @@ struct Config {
   std::int64_t vocab = 0, padded_vocab = 0, n_layer = 0, d_model = 0, n_head = 0, n_kv_head = 0,
                d_ff = 0;
   double rope_theta = 10000.0, norm_eps = 1e-5;
+  // Llama 3.1's frequency scaling (transformers' rope_type "llama3") where factor > 0.
+  double rope_factor = 0.0, rope_low = 1.0, rope_high = 4.0, rope_original_context = 8192.0;
   bool tied = false;
 
   std::int64_t head_size() const { return d_model / n_head; }
@@ -191,15 +193,26 @@ class Model {
       dx[i] += rstd * dy[i] * w[i] - x[i] * rstd * rstd * rstd * dot / n;
   }
 
+  // theta^(-2i / hs), scaled as transformers' _compute_llama3_parameters does: wavelengths
+  // below original / high kept, above original / low divided by the factor, blended between.
+  double inverse_frequency(std::int64_t i) const {
+    const double f = 1.0 / std::pow(c_.rope_theta, 2.0 * static_cast<double>(i) /
+                                                       static_cast<double>(c_.head_size()));
+    if (c_.rope_factor <= 0) return f;
+    const double wavelength = 2.0 * M_PI / f;
+    if (wavelength < c_.rope_original_context / c_.rope_high) return f;
+    if (wavelength > c_.rope_original_context / c_.rope_low) return f / c_.rope_factor;
+    const double smooth =
+        (c_.rope_original_context / wavelength - c_.rope_low) / (c_.rope_high - c_.rope_low);
+    return (1.0 - smooth) * f / c_.rope_factor + smooth * f;
+  }
+
   // Rotates one head's features at position t in place: (x_i, x_{i+hs/2}) by angle t * f_i;
   // sign -1 applies the inverse (transposed) rotation, which is the backward.
   void rotate(double* x, std::int64_t t, double sign) const {
     const std::int64_t half = c_.head_size() / 2;
     for (std::int64_t i = 0; i < half; ++i) {
-      const double inv_freq =
-          1.0 / std::pow(c_.rope_theta, 2.0 * static_cast<double>(i) /
-                                            static_cast<double>(c_.head_size()));
-      const double angle = static_cast<double>(t) * inv_freq;
+      const double angle = static_cast<double>(t) * inverse_frequency(i);
       const double cs = std::cos(angle), sn = sign * std::sin(angle);
       const double a = x[i], b = x[i + half];
       x[i] = a * cs - b * sn;

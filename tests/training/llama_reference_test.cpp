@@ -88,6 +88,10 @@ llama_reference::Config reference_config(const ModelConfig& m) {
   c.n_kv_head = m.kv_heads();
   c.d_ff = m.ff_width();
   c.rope_theta = m.rope_theta;
+  c.rope_factor = m.rope_scaling_factor;
+  c.rope_low = m.rope_scaling_low_freq_factor;
+  c.rope_high = m.rope_scaling_high_freq_factor;
+  c.rope_original_context = static_cast<double>(m.rope_scaling_original_context);
   c.norm_eps = m.norm_eps;
   c.tied = m.tie_embeddings;
   return c;
@@ -322,6 +326,55 @@ TEST(LlamaReference, LogitsMatchTheReferenceForward) {
     EXPECT_TRUE(test::close_to(tied ? "tied multi-head logits" : "grouped-query logits", got,
                                want, kTolerance * max_abs(want), 0.0));
   }
+}
+
+// Llama 3's rotary scaling: with an original context of 8, this model's heads of 4 have one
+// pair blended and one slowed (frequencies 1 and 0.01), and the logits follow the reference's
+// scaled frequencies, not the plain ones (which differ by far more than the tolerance).
+TrainConfig scaled_run(const ScratchDir& dir, std::int64_t steps) {
+  TrainConfig config = llama_run(dir, 2, /*tied=*/false, 10000.0, kGradClip, steps);
+  config.model.rope_scaling_factor = 8;
+  config.model.rope_scaling_original_context = 8;
+  return config;
+}
+
+TEST(LlamaReference, ScaledRotaryLogitsMatchTheReference) {
+  ScratchDir dir("llama-reference-scaled");
+  write_tokens(dir);
+  const TrainConfig config = scaled_run(dir, 1);
+  Trainer trainer(config);
+  const llama_reference::Config scaled = reference_config(config.model);
+  llama_reference::Config plain = scaled;
+  plain.rope_factor = 0;
+  const Tensors params = copy_parameters(trainer, scaled);
+  const std::vector<std::int32_t> tokens = test::random_ints(8, 9, 0, kVocab);
+  MicroBatchInfo info;
+  info.training = false;
+  ActivationContext ctx(info);
+  const std::vector<float> all =
+      trainer.model().logits(test::i32_tensor(tokens, {1, 8}), ctx).to_vector();
+  const std::vector<int> ids(tokens.begin(), tokens.end());
+  const auto want = Model(scaled, params).logits(ids), unscaled = Model(plain, params).logits(ids);
+  std::vector<double> got, expected, plain_logits;
+  for (std::int64_t t = 0; t < 8; ++t)
+    for (std::int64_t v = 0; v < kVocab; ++v) {
+      got.push_back(all[t * config.model.padded_vocab_size() + v]);
+      expected.push_back(want[t][v]);
+      plain_logits.push_back(unscaled[t][v]);
+    }
+  const double tolerance = kTolerance * max_abs(expected);
+  EXPECT_TRUE(test::close_to("scaled rotary logits", got, expected, tolerance, 0.0));
+  double apart = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    apart = std::max(apart, std::abs(plain_logits[i] - expected[i]));
+  EXPECT_GT(apart, 100 * tolerance) << "the scaling does not show in these logits";
+}
+
+// ...and trains as the reference (the backward turns by the same scaled frequencies).
+TEST(LlamaReference, ScaledRotaryTrainsAsTheReference) {
+  ScratchDir dir("llama-reference-scaled-train");
+  write_tokens(dir);
+  train_both(scaled_run(dir, 3));
 }
 
 }  // namespace

@@ -49,12 +49,22 @@ TEST(ModelFamilyConfig, BadLlamaValuesNameTheirKey) {
       {"model.d_model=48", "model.n_head", "the head size must be even"},
       {"model.rope_theta=0", "model.rope_theta", "must be above 1"},
       {"model.norm_eps=0", "model.norm_eps", "must be in (0, 1)"},
+      {"model.rope_scaling_factor=0.5", "model.rope_scaling_factor",
+       "must be 0 (no scaling) or at least 1"},
+      {"model.rope_scaling_low_freq_factor=0", "model.rope_scaling_low_freq_factor",
+       "must be positive"},
+      {"model.rope_scaling_high_freq_factor=1", "model.rope_scaling_high_freq_factor",
+       "must be above model.rope_scaling_low_freq_factor"},
+      {"model.rope_scaling_original_context=0", "model.rope_scaling_original_context",
+       "must be positive"},
       {"model.family=mamba", "model.family", "unknown family 'mamba' (known: gpt2, llama)"},
   };
   for (const auto& [set, key, why] : cases) {
     std::vector<std::string> overrides{set};
     if (set == "model.d_model=48") overrides.push_back("model.n_head=16");
     if (set == "model.d_model=48") overrides.push_back("model.n_kv_head=16");
+    if (set.rfind("model.rope_scaling_", 0) == 0 && set.find("factor=0.5") == std::string::npos)
+      overrides.push_back("model.rope_scaling_factor=8");  // the other keys count with scaling
     const std::string msg = error_of(kLlama, overrides);
     EXPECT_NE(msg.find(key), std::string::npos) << set << ": " << msg;
     EXPECT_NE(msg.find(why), std::string::npos) << set << ": " << msg;
@@ -87,7 +97,8 @@ TEST(ModelFamilyConfig, Gpt2RefusesLlamaKeys) {
   gpt2.replace(gpt2.find("  family: llama\n"), 16, "");
   gpt2.replace(gpt2.find("  n_kv_head: 2\n"), 15, "");
   EXPECT_EQ(error_of(gpt2, {}), "");
-  for (const std::string key : {"n_kv_head=2", "rope_theta=500000", "norm_eps=1e-6",
+  for (const std::string key : {"n_kv_head=2", "rope_theta=500000", "rope_scaling_factor=8",
+                                "rope_scaling_original_context=4096", "norm_eps=1e-6",
                                 "tie_embeddings=true"}) {
     const std::string msg = error_of(gpt2, {"model." + key});
     EXPECT_NE(msg.find("model." + key.substr(0, key.find('='))), std::string::npos) << msg;
