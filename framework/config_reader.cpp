@@ -5,11 +5,63 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <vector>
+
+#include <yaml-cpp/anchor.h>
+#include <yaml-cpp/eventhandler.h>
 
 namespace ternion {
 
 namespace {
+
+// Where the second document with content starts, if any. yaml-cpp 0.7's LoadAll loops for ever
+// (allocating as it goes) on some bad input, ',' for one (github.com/jbeder/yaml-cpp/issues/
+// 1040): its parser keeps reporting empty documents. As the upstream fix does, the count stops
+// at the first empty document after the first.
+class SecondDocument : public YAML::EventHandler {
+ public:
+  static std::optional<YAML::Mark> find(const std::string& text) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    SecondDocument handler;
+    for (int document = 0; parser.HandleNextDocument(handler); ++document) {
+      if (handler.empty_ && document > 0) break;
+      if (document == 1) return handler.root_;
+    }
+    return std::nullopt;
+  }
+
+  void OnDocumentStart(const YAML::Mark&) override { root_.reset(); empty_ = true; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { first(mark, false); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { first(mark, true); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    first(mark, true);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    first(mark, true);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    first(mark, true);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void first(const YAML::Mark& mark, bool content) {
+    if (root_) return;
+    root_ = mark;
+    empty_ = !content;
+  }
+  std::optional<YAML::Mark> root_;
+  bool empty_ = true;
+};
+
 std::string line_of(const std::string& source, const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
   if (mark.is_null()) return source;
@@ -45,9 +97,10 @@ int first_tab_indented_line(const std::string& text, int last) {
 ConfigDocument ConfigDocument::parse(const std::string& text, const std::string& source_name) {
   ConfigDocument doc;
   doc.source_name_ = source_name;
-  std::vector<YAML::Node> documents;
+  std::optional<YAML::Mark> second;
   try {
-    documents = YAML::LoadAll(text);
+    doc.root_ = YAML::Load(text);  // the first document
+    second = SecondDocument::find(text);
   } catch (const YAML::ParserException& e) {
     if (const int tab_line = first_tab_indented_line(text, e.mark.line + 1))
       TN_THROW(ConfigError, source_name, ":", tab_line,
@@ -55,9 +108,8 @@ ConfigDocument ConfigDocument::parse(const std::string& text, const std::string&
     TN_THROW(ConfigError, source_name, ":", e.mark.line + 1, ":", e.mark.column + 1,
              ": invalid YAML: ", e.msg);
   }
-  TN_CHECK_AS(ConfigError, documents.size() <= 1, line_of(source_name, documents.back()),
+  TN_CHECK_AS(ConfigError, !second, source_name, ":", second ? second->line + 1 : 0,
               ": a second YAML document (after '---'): a config is one document");
-  if (!documents.empty()) doc.root_ = documents.front();
   if (!doc.root_ || doc.root_.IsNull()) {
     doc.root_ = YAML::Node(YAML::NodeType::Map);  // an empty file is an all-defaults config
   }

@@ -28,12 +28,20 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 // ---- JSON: the subset a header needs, parsed strictly (RFC 8259) -------------------------------
 
+struct JsonMember;
+
 struct JsonValue {
   enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
   bool boolean = false;
   std::string text;  // a String's value, or a Number's literal as written
-  std::vector<JsonValue> items;                              // Array
-  std::vector<std::pair<std::string, JsonValue>> members;    // Object, in file order
+  std::vector<JsonValue> items;     // Array
+  std::vector<JsonMember> members;  // Object, in file order
+};
+
+// (Not a std::pair: a pair of an incomplete type is ill-formed, and clang's libstdc++ says so.)
+struct JsonMember {
+  std::string key;
+  JsonValue value;
 };
 
 class JsonParser {
@@ -106,7 +114,7 @@ class JsonParser {
       skip_space();
       expect(':');
       skip_space();
-      v.members.emplace_back(std::move(key), parse_value(depth + 1));
+      v.members.push_back(JsonMember{std::move(key), parse_value(depth + 1)});
       skip_space();
       if (peek() == ',') { ++pos_; continue; }
       expect('}');

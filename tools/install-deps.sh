@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs Ternion's build dependencies from Debian packages. Idempotent: packages already
-# present are not fetched again, so the quickstart and CI can call it every time.
+# present are not fetched again, so the quickstart and CI can call it every time. Packages
+# given as arguments are installed too (tools/fuzz.sh adds clang's).
 set -euo pipefail
-packages=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin)
+packages=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -272,7 +272,9 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
   // Another family's parameters: say so, rather than name the first tensor it lacks.
   TN_CHECK_AS(CheckpointError, meta.family == model.family, "checkpoint '", dir,
               "' was saved with model.family = ", meta.family, "; this run has ", model.family);
-  for (const auto& [key, value] : checkpoint_model_sizes(model)) {
+  for (const auto& size_of_ours : checkpoint_model_sizes(model)) {
+    const std::string& key = size_of_ours.first;
+    const std::int64_t value = size_of_ours.second;
     const auto saved = std::find_if(meta.model.begin(), meta.model.end(),
                                     [&](const auto& size) { return size.first == key; });
     // n_kv_head was recorded later; checkpoints without it are of plain multi-head models.

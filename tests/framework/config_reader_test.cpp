@@ -142,6 +142,13 @@ TEST(ConfigReader, RepeatedKeysSectionsAndDocumentsAreRefused) {
   msg = config_error([] { read("sec:\n  count: 4\n---\nsec:\n  count: 5\n"); });
   EXPECT_NE(msg.find("a second YAML document"), std::string::npos) << msg;
   EXPECT_EQ(read("---\nsec:\n  count: 4\n").count, 4);  // one document, marked, is fine
+  EXPECT_EQ(read("sec:\n  count: 4\n---\n").count, 4);  // an empty second one is no content
+}
+
+// Input on which yaml-cpp 0.7's LoadAll loops for ever, allocating (found by fuzz/): read as
+// the empty config it parses to, at once.
+TEST(ConfigReader, InputThatLoopsYamlCppsLoadAllEnds) {
+  for (const char* text : {",", ",##", "\n,\n"}) EXPECT_EQ(read(text).count, Section().count);
 }
 
 TEST(ConfigReader, IntegersAreDecimalAndInRange) {
