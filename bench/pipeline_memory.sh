@@ -20,7 +20,7 @@ for m in 2 4 8 16; do
       --set parallel.micro_batch_size=4 --set training.global_batch_size=$((4 * m)) \
       --set training.steps=2 --set training.eval_interval=0 --set training.sample_tokens=0 \
       --set logging.metrics_file= --set optimizer.warmup_steps=1 2>&1 |
-      sed -nE 's/.*peaked at ([0-9.]+) MB.*/\1/p')
+      sed -nE 's/.*temporaries peaked at ([0-9.]+) MB.*/\1/p')
     row="$row $peak MB |"
   done
   echo "$row"

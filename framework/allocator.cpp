@@ -1,5 +1,6 @@
 #include "framework/allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -19,7 +20,7 @@ void HostAllocator::deallocate(void* ptr, std::size_t) noexcept { std::free(ptr)
 
 CachingAllocator::~CachingAllocator() { release_cached(); }
 
-std::size_t CachingAllocator::round_up(std::size_t bytes) {
+std::size_t CachingAllocator::block_size(std::size_t bytes) {
   // Small sizes are rounded to 512 bytes, large ones to 1/16 of their power of two, so blocks
   // of nearly equal size (different sequence lengths, say) are shared without wasting much.
   if (bytes <= 4096) return (bytes + 511) / 512 * 512;
@@ -30,7 +31,7 @@ std::size_t CachingAllocator::round_up(std::size_t bytes) {
 }
 
 void* CachingAllocator::allocate(std::size_t bytes) {
-  std::size_t size = round_up(bytes);
+  std::size_t size = block_size(bytes);
   {
     std::lock_guard lock(mutex_);
     auto it = free_blocks_.find(size);
@@ -57,7 +58,7 @@ void* CachingAllocator::allocate(std::size_t bytes) {
 }
 
 void CachingAllocator::deallocate(void* ptr, std::size_t bytes) noexcept {
-  std::size_t size = round_up(bytes);
+  std::size_t size = block_size(bytes);
   std::lock_guard lock(mutex_);
   try {
     free_blocks_[size].push_back(ptr);
@@ -101,9 +102,39 @@ std::size_t CachingAllocator::bytes_reserved() const {
   return in_use_ + cached_;
 }
 
+void* MetaAllocator::allocate(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  in_use_ += CachingAllocator::block_size(bytes);
+  peak_in_use_ = std::max(peak_in_use_, in_use_);
+  return nullptr;
+}
+
+void MetaAllocator::deallocate(void*, std::size_t bytes) noexcept {
+  std::lock_guard lock(mutex_);
+  in_use_ -= CachingAllocator::block_size(bytes);
+}
+
+std::size_t MetaAllocator::bytes_in_use() const {
+  std::lock_guard lock(mutex_);
+  return in_use_;
+}
+std::size_t MetaAllocator::peak_bytes_in_use() const {
+  std::lock_guard lock(mutex_);
+  return peak_in_use_;
+}
+void MetaAllocator::reset_peak() {
+  std::lock_guard lock(mutex_);
+  peak_in_use_ = in_use_;
+}
+
+MetaAllocator& meta_allocator() {
+  static MetaAllocator* meta = new MetaAllocator();  // leaked, as the CPU's
+  return *meta;
+}
+
 namespace {
 // One allocator per device type; CUDA's is installed by the CUDA runtime when it initialises.
-Allocator* g_allocators[2] = {nullptr, nullptr};
+Allocator* g_allocators[3] = {nullptr, nullptr, nullptr};
 }
 
 CachingAllocator& cpu_caching_allocator() {
@@ -116,6 +147,7 @@ CachingAllocator& cpu_caching_allocator() {
 Allocator& allocator_for(Device device) {
   Allocator* allocator = g_allocators[static_cast<int>(device.type)];
   if (allocator != nullptr) return *allocator;
+  if (device.is_meta()) return meta_allocator();
   TN_CHECK_AS(CudaError, device.is_cpu(), "no allocator for ", device.str(),
               ": the CUDA runtime is not initialised in this process");
   return cpu_caching_allocator();

@@ -37,6 +37,8 @@ class CachingAllocator final : public Allocator {
   void* allocate(std::size_t bytes) override;
   void deallocate(void* ptr, std::size_t bytes) noexcept override;
 
+  // The size of the block that serves a request of `bytes` (what in-use figures count).
+  static std::size_t block_size(std::size_t bytes);
   void release_cached() noexcept;        // return every cached block to the backing allocator
   std::size_t bytes_in_use() const;      // handed out and not yet returned
   std::size_t peak_bytes_in_use() const;
@@ -44,7 +46,6 @@ class CachingAllocator final : public Allocator {
   std::size_t bytes_reserved() const;    // in use plus cached
 
  private:
-  static std::size_t round_up(std::size_t bytes);
   Allocator& backing_;
   mutable std::mutex mutex_;
   std::map<std::size_t, std::vector<void*>> free_blocks_;
@@ -53,10 +54,28 @@ class CachingAllocator final : public Allocator {
   std::size_t cached_ = 0;
 };
 
+// The meta device's (framework/device.h): hands out no memory (null) and counts what it would
+// have, in the CPU caching allocator's blocks, so a run on the meta device reports the in-use
+// and peak figures the same run reports on the CPU.
+class MetaAllocator final : public Allocator {
+ public:
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* ptr, std::size_t bytes) noexcept override;
+  std::size_t bytes_in_use() const;
+  std::size_t peak_bytes_in_use() const;
+  void reset_peak();
+
+ private:
+  mutable std::mutex mutex_;
+  std::size_t in_use_ = 0;
+  std::size_t peak_in_use_ = 0;
+};
+
 Allocator& allocator_for(Device device);
 // Installs the allocator used for new storage on `device` (not owned; must outlive its storage).
 void set_allocator(Device device, Allocator* allocator);
 // The process's default CPU caching allocator (for memory statistics).
 CachingAllocator& cpu_caching_allocator();
+MetaAllocator& meta_allocator();
 
 }  // namespace ternion

@@ -1,5 +1,7 @@
 #include "framework/device_runtime.h"
 
+#include <unistd.h>
+
 #include "framework/allocator.h"
 #include "framework/error.h"
 #include "framework/features.h"
@@ -54,7 +56,7 @@ Device init_cuda_device(int node_local_rank) {
 }
 
 void device_synchronize(Device device) {
-  if (device.is_cpu()) return;
+  if (device.is_cpu() || device.is_meta()) return;
 #if TN_HAVE_CUDA
   check_is_process_device(device);
   // Not cudaDeviceSynchronize: a device-wide wait would also block on an NCCL collective whose
@@ -71,7 +73,7 @@ void device_synchronize(Device device) {
 DeviceTimestamp record_timestamp(Device device) {
   DeviceTimestamp t;
   t.valid_ = true;
-  if (device.is_cpu()) {
+  if (device.is_cpu() || device.is_meta()) {
     t.host_ = std::chrono::steady_clock::now();
     return t;
   }
@@ -102,6 +104,10 @@ double milliseconds_between(const DeviceTimestamp& start, const DeviceTimestamp&
 }
 
 DeviceMemoryStats device_memory_stats(Device device) {
+  if (device.is_meta()) {
+    const MetaAllocator& meta = meta_allocator();
+    return DeviceMemoryStats{meta.bytes_in_use(), meta.peak_bytes_in_use(), meta.bytes_in_use()};
+  }
   if (device.is_cpu()) {
     const CachingAllocator& cpu = cpu_caching_allocator();
     return DeviceMemoryStats{cpu.bytes_in_use(), cpu.peak_bytes_in_use(), cpu.bytes_reserved()};
@@ -116,6 +122,10 @@ DeviceMemoryStats device_memory_stats(Device device) {
 }
 
 void reset_device_peak_memory(Device device) {
+  if (device.is_meta()) {
+    meta_allocator().reset_peak();
+    return;
+  }
   if (device.is_cpu()) {
     cpu_caching_allocator().reset_peak();
     return;
@@ -123,6 +133,21 @@ void reset_device_peak_memory(Device device) {
 #if TN_HAVE_CUDA
   check_is_process_device(device);
   cuda::reset_peak_memory();
+#else
+  TN_THROW(CudaError, device.str(), ": ", kNoCudaBuild);
+#endif
+}
+
+std::size_t device_total_memory(Device device) {
+  if (device.is_meta()) return 0;
+  if (device.is_cpu()) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
+                                 : 0;
+  }
+#if TN_HAVE_CUDA
+  check_is_process_device(device);
+  return cuda::total_memory();
 #else
   TN_THROW(CudaError, device.str(), ": ", kNoCudaBuild);
 #endif

@@ -48,5 +48,8 @@ struct DeviceMemoryStats {
 // The caching allocator's figures for `device` (the CPU's, or the CUDA device's).
 DeviceMemoryStats device_memory_stats(Device device);
 void reset_device_peak_memory(Device device);
+// The memory `device` has: the machine's physical memory for the CPU, the GPU's for a CUDA
+// device; 0 when unknown (and for the meta device, which has none).
+std::size_t device_total_memory(Device device);
 
 }  // namespace ternion

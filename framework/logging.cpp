@@ -38,6 +38,10 @@ std::string human_bytes(double bytes) {
   return out;
 }
 
+std::string count_of(std::int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 std::string human_count(double n) {
   char out[32];
   if (n >= 1e9) std::snprintf(out, sizeof out, "%.2fB", n / 1e9);

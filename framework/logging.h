@@ -1,6 +1,7 @@
 // Logging: one process-wide rank (set once at start-up) prefixes messages in multi-rank runs.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "framework/error.h"
@@ -25,5 +26,7 @@ void log_info(const Args&... args) {
 // Sizes for people: "25.3 GB", "351.7 KB" (decimal units); "124.44M", "1.24B" (elements).
 std::string human_bytes(double bytes);
 std::string human_count(double n);
+// "1 micro-batch", "2 micro-batches".
+std::string count_of(std::int64_t n, const char* one, const char* many);
 
 }  // namespace ternion

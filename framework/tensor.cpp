@@ -91,7 +91,7 @@ Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device device,
 }
 
 Tensor Tensor::shape_only(const Shape& shape, DType dtype) {
-  return wrap(nullptr, shape, dtype, Device::cpu(), nullptr);
+  return empty(shape, dtype, Device::meta());
 }
 
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape) {
@@ -282,6 +282,7 @@ void copy_across_devices(Tensor& dst, const Tensor& src) {
 
 void Tensor::copy_from(const Tensor& src) {
   TN_CHECK(shape_ == src.shape_ && dtype_ == src.dtype_, "copy from ", src.str(), " into ", str());
+  if (device().is_meta() || src.device().is_meta()) return;  // nothing to move
   if (!device().is_cpu() || !src.device().is_cpu()) {
     if (numel() > 0) copy_across_devices(*this, src);
     return;
@@ -309,6 +310,7 @@ Tensor Tensor::to(Device target) const {
 
 void Tensor::fill(float value) {
   TN_CHECK(dtype_ == DType::F32 && is_contiguous(), "fill of ", str());
+  if (device().is_meta()) return;
   if (!device().is_cpu()) {
 #if TN_HAVE_CUDA
     check_process_device(device());
@@ -325,6 +327,7 @@ void Tensor::fill(float value) {
 
 void Tensor::zero() {
   TN_CHECK(is_contiguous(), "zero of ", str());
+  if (device().is_meta()) return;
   if (!device().is_cpu()) {
 #if TN_HAVE_CUDA
     check_process_device(device());
@@ -348,6 +351,7 @@ void Tensor::zero() {
 }
 
 std::vector<float> Tensor::to_vector() const {
+  if (device().is_meta()) return std::vector<float>(static_cast<std::size_t>(numel()), 0.0f);
   if (!device().is_cpu()) return to(Device::cpu()).to_vector();
   Tensor c = contiguous();
   if (dtype_ == DType::BF16) {

@@ -64,8 +64,9 @@ class Tensor {
   // A tensor over existing memory; `keep_alive` owns it.
   static Tensor wrap(void* data, const Shape& shape, DType dtype, Device device,
                      std::shared_ptr<void> keep_alive);
-  // A tensor with a shape and no memory: what a dry run builds a model of, to count what each
-  // rank would hold (framework/parameter.h: ShapeOnlyParameters). Its data cannot be read.
+  // A tensor on the meta device: a shape and no memory (framework/device.h), what a dry run
+  // builds a model of to count what each rank would hold (framework/parameter.h:
+  // ShapeOnlyParameters). Its data cannot be read.
   static Tensor shape_only(const Shape& shape, DType dtype = DType::F32);
   // A CPU f32 tensor holding `values` (for tests and small constants).
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape);
@@ -108,8 +109,14 @@ class Tensor {
   void zero();             // contiguous
 
   // Elements in row-major order as floats (copies; from the device if need be). F32 or BF16.
+  // A meta tensor's are zeros.
   std::vector<float> to_vector() const;
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  // Whether both start at the same element of the same storage (kernels refuse some such
+  // aliases); unlike comparing data pointers, it also answers for meta tensors.
+  bool same_start_as(const Tensor& other) const {
+    return storage_ == other.storage_ && offset_ == other.offset_;
+  }
   // The storage, without keeping it alive: says whether a tensor seen earlier is still this one.
   std::weak_ptr<const Storage> weak_storage() const { return storage_; }
   std::int64_t storage_offset() const { return offset_; }  // in elements

@@ -25,6 +25,7 @@ void check_optimizer_operands(const char* op, std::initializer_list<const Tensor
 void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWHyper& h) {
   check_optimizer_operands("adamw_update", {&param, &grad, &m, &v});
   TN_CHECK(h.step >= 1, "adamw_update: step ", h.step, " is not 1-based");
+  if (param.device().is_meta()) return;  // shapes only: nothing to compute
   if (param.device().is_cpu()) {
     cpu::adamw_update(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(),
                       param.numel(), h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.grad_scale,
@@ -47,6 +48,7 @@ void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h) 
     TN_CHECK(t.param.device() == device, "adamw_update_many: ", t.param.str(), " is not on ",
              device.str(), " with the first tensor");
   }
+  if (device.is_meta()) return;  // shapes only: nothing to compute
   if (device.is_cpu()) {
     // Exactly adamw_update per tensor, with the tensor's own weight decay.
     for (AdamWTensors& t : tensors)
@@ -64,6 +66,7 @@ void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h) 
 
 void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h) {
   check_optimizer_operands("sgd_update", {&param, &grad, &momentum_buffer});
+  if (param.device().is_meta()) return;  // shapes only: nothing to compute
   if (param.device().is_cpu()) {
     cpu::sgd_update(param.data<float>(), grad.data<float>(), momentum_buffer.data<float>(),
                     param.numel(), h.lr, h.momentum, h.weight_decay, h.grad_scale);

@@ -82,6 +82,7 @@ std::string attention_kernel_name(AttentionKernel kernel) {
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t n_head) {
   const AttentionDims d =
       check_attention_operands("attention_forward", {&out, &qkv}, "out", out, lse, qkv, n_head);
+  if (qkv.device().is_meta()) return;  // shapes only: nothing to compute
   if (!qkv.device().is_cpu()) {
 #if TN_HAVE_CUDA
     cuda::attention_forward(out, lse, qkv, n_head, attention_kernel());
@@ -106,6 +107,7 @@ void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, con
            " for qkv ", shape_str(qkv.shape()));
   TN_CHECK(out.shape() == dout.shape(), "attention_backward: out ", shape_str(out.shape()),
            " for dout ", shape_str(dout.shape()));
+  if (qkv.device().is_meta()) return;  // shapes only: nothing to compute
   if (!qkv.device().is_cpu()) {
 #if TN_HAVE_CUDA
     cuda::attention_backward(dqkv, dout, qkv, out, lse, n_head, attention_kernel());

@@ -20,6 +20,7 @@ void convert(Tensor& out, const Tensor& in) {
   const bool bf16_to_f32 = out.dtype() == DType::F32 && in.dtype() == DType::BF16;
   TN_CHECK(f32_to_bf16 || bf16_to_f32, "convert: no conversion from ", in.str(), " to ",
            out.str());
+  if (out.device().is_meta()) return;  // shapes only: nothing to compute
   if (!out.device().is_cpu()) {
 #if TN_HAVE_CUDA
     cuda::convert(out, in);
@@ -45,7 +46,7 @@ void convert(Tensor& out, const Tensor& in) {
 void convert_many(std::span<Tensor> outs, std::span<const Tensor> ins) {
   TN_CHECK(outs.size() == ins.size(), "convert_many: ", outs.size(), " outputs for ", ins.size(),
            " inputs");
-  bool one_launch = !outs.empty() && !outs.front().device().is_cpu();
+  bool one_launch = !outs.empty() && outs.front().device().type == DeviceType::CUDA;
   for (std::size_t t = 0; t < outs.size(); ++t) {
     TN_CHECK(outs[t].shape() == ins[t].shape() && outs[t].device() == ins[t].device() &&
                  outs[t].is_contiguous() && ins[t].is_contiguous() &&

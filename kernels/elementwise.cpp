@@ -36,6 +36,7 @@ void check_one_dtype(const char* op, std::initializer_list<const Tensor*> all) {
 void add(Tensor& out, const Tensor& a, const Tensor& b) {
   check_elementwise("add", {&out, &a, &b});
   check_one_dtype("add", {&out, &a, &b});
+  if (out.device().is_meta()) return;  // shapes only: nothing to compute
   if (out.device().is_cpu()) {
     const Tensor a32 = as_f32(a), b32 = as_f32(b);
     F32Output out32(out);
@@ -55,6 +56,7 @@ void accumulate(Tensor& out, const Tensor& x) {
   // One dtype, or f32 out += bf16 x (bf16 gradients into f32 accumulators).
   TN_CHECK(out.dtype() == x.dtype() || out.dtype() == DType::F32, "accumulate: ", out.str(),
            " += ", x.str(), " (one dtype, or f32 += bf16)");
+  if (out.device().is_meta()) return;  // shapes only: nothing to compute
   if (out.device().is_cpu()) {
     const Tensor x32 = as_f32(x);
     F32Output out32(out, /*load=*/true);
@@ -71,6 +73,7 @@ void accumulate(Tensor& out, const Tensor& x) {
 
 void scale(Tensor& x, float factor) {
   check_elementwise("scale", {&x});
+  if (x.device().is_meta()) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     F32Output x32(x, /*load=*/true);
     cpu::scale<float>(x32.get().data<float>(), factor, x.numel());
@@ -93,6 +96,7 @@ std::vector<double> sums_of_squares(std::span<const Tensor> xs) {
     TN_CHECK(x.device() == xs.front().device(), "sums_of_squares: needs one device, got ",
              x.str(), " with ", xs.front().str());
   }
+  if (xs.front().device().is_meta()) return std::vector<double>(xs.size(), 0.0);  // shapes only
   if (xs.front().device().is_cpu()) {
     std::vector<double> sums;
     sums.reserve(xs.size());
@@ -116,6 +120,7 @@ void zero_many(std::span<Tensor> xs) {
              "zero_many: needs contiguous tensors on one device, got ", x.str(), " with ",
              xs.front().str());
   }
+  if (xs.front().device().is_meta()) return;  // shapes only: nothing to compute
   if (xs.front().device().is_cpu()) {
     for (Tensor& x : xs) x.zero();
     return;
@@ -129,6 +134,7 @@ void zero_many(std::span<Tensor> xs) {
 
 bool all_finite(const Tensor& x) {
   check_elementwise("all_finite", {&x});
+  if (x.device().is_meta()) return true;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor x32 = as_f32(x);
     return cpu::all_finite<float>(x32.data<float>(), x.numel());

@@ -60,6 +60,7 @@ void layer_norm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x
   TN_CHECK(out.shape() == x.shape() && bias.shape() == weight.shape(), "layer_norm_forward: out ",
            shape_str(out.shape()), " and bias ", shape_str(bias.shape()), " for x ",
            shape_str(x.shape()));
+  if (x.device().is_meta()) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     // BF16 operands are staged through F32 copies; F32 ones are used as they are.
     const Tensor x32 = as_f32(x), weight32 = as_f32(weight), bias32 = as_f32(bias);
@@ -91,9 +92,10 @@ void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tenso
   if (residual != nullptr)
     TN_CHECK(residual->shape() == x.shape() && residual->dtype() == x.dtype() &&
                  residual->is_contiguous() && residual->device() == x.device() &&
-                 residual->raw_data() != dx.raw_data(),
+                 !residual->same_start_as(dx),
              "layer_norm_backward: residual ", residual->str(), " for x ", x.str(),
              " (it must not be dx itself)");
+  if (x.device().is_meta()) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout), x32 = as_f32(x), weight32 = as_f32(weight);
     F32Output dx32(dx);  // overwritten: nothing to load (dx may alias dout, staged above)

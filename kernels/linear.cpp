@@ -49,7 +49,7 @@ void check_operands(const Tensor& out, const Tensor* pre_activation, const Tenso
     TN_CHECK(pre_activation->shape() == out.shape(), "linear_forward: pre_activation ",
              shape_str(pre_activation->shape()), " must have out's shape ",
              shape_str(out.shape()));
-    TN_CHECK(out.numel() == 0 || pre_activation->raw_data() != out.raw_data(),
+    TN_CHECK(out.numel() == 0 || !pre_activation->same_start_as(out),
              "linear_forward: pre_activation and out must be different tensors");
   } else {
     TN_CHECK(pre_activation == nullptr, "linear_forward: pre_activation is only written with ",
@@ -61,7 +61,7 @@ void check_operands(const Tensor& out, const Tensor* pre_activation, const Tenso
     check_operand("residual", *residual, 2, x);
     TN_CHECK(residual->shape() == out.shape(), "linear_forward: residual ",
              shape_str(residual->shape()), " must have out's shape ", shape_str(out.shape()));
-    TN_CHECK(out.numel() == 0 || residual->raw_data() != out.raw_data(),
+    TN_CHECK(out.numel() == 0 || !residual->same_start_as(out),
              "linear_forward: residual and out must be different tensors");
   }
 }
@@ -126,6 +126,7 @@ void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const 
   // With GELU the affine result is the pre-activation, and out is computed from it.
   const bool gelu = activation == LinearActivation::gelu;
   Tensor& affine = gelu ? *pre_activation : out;
+  if (x.device().is_meta()) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     affine_unfused(affine, x, w, bias);
   } else {
@@ -163,7 +164,7 @@ void linear_backward_weights(Tensor& dw, Tensor* dbias, const Tensor& dy, const 
              dy.size(1), "] on dy's device (dy ", dy.str(), ")");
   }
 #if TN_HAVE_CUDA
-  if (!dy.device().is_cpu() && dbias != nullptr) {
+  if (dy.device().type == DeviceType::CUDA && dbias != nullptr) {
     Tensor sums = Tensor::empty(dbias->shape(), DType::F32, dbias->device());
     if (cuda::matmul_weight_and_bias_grad(dw, sums, dy, x)) {
       accumulate(*dbias, sums);
@@ -195,11 +196,11 @@ void linear_backward_through_gelu(Tensor& dpre, const Tensor& dy, const Tensor& 
            shape_str(pre_activation.shape()), ") * (dy ", shape_str(dy.shape()), " @ w ",
            shape_str(w.shape()), ") (dy [rows, n], w [n, k], pre and dpre [rows, k])");
   TN_CHECK(dpre.numel() == 0 ||
-               (dpre.raw_data() != pre_activation.raw_data() && dpre.raw_data() != dy.raw_data()),
+               (!dpre.same_start_as(pre_activation) && !dpre.same_start_as(dy)),
            "linear_backward_through_gelu: dpre must be a tensor of its own, not "
            "pre_activation's or dy's memory");
 #if TN_HAVE_CUDA
-  if (!dy.device().is_cpu() && dy.dtype() == DType::BF16 &&
+  if (dy.device().type == DeviceType::CUDA && dy.dtype() == DType::BF16 &&
       gelu_epilogue_allowed(dpre.size(1), dy.size(1)) &&
       cuda::matmul_dgelu(dpre, dy, w, pre_activation))
     return;

@@ -57,6 +57,7 @@ void rms_norm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& 
       check_rms_norm_operands("rms_norm_forward", {&out, &x, &weight}, {&rstd}, x, weight, rstd);
   TN_CHECK(out.shape() == x.shape(), "rms_norm_forward: out ", shape_str(out.shape()), " for x ",
            shape_str(x.shape()));
+  if (x.device().is_meta()) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     // BF16 operands are staged through F32 copies; F32 ones are used as they are.
     const Tensor x32 = as_f32(x), weight32 = as_f32(weight);
@@ -84,9 +85,10 @@ void rms_norm_backward(Tensor& dx, Tensor& dweight, const Tensor& dout, const Te
   if (residual != nullptr)
     TN_CHECK(residual->shape() == x.shape() && residual->dtype() == x.dtype() &&
                  residual->is_contiguous() && residual->device() == x.device() &&
-                 residual->raw_data() != dx.raw_data(),
+                 !residual->same_start_as(dx),
              "rms_norm_backward: residual ", residual->str(), " for x ", x.str(),
              " (it must not be dx itself)");
+  if (x.device().is_meta()) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout), x32 = as_f32(x), weight32 = as_f32(weight);
     F32Output dx32(dx);  // overwritten: nothing to load (dx may alias dout, staged above)

@@ -49,7 +49,7 @@ std::int64_t check_arguments(const char* op, const Tensor& out, const Tensor& in
   TN_CHECK(packed.shape() == want, op, ": packed ", shape_str(packed.shape()), " should be ",
            shape_str(want), " for grouped ", shape_str(grouped.shape()), " (kv_heads ", kv_heads,
            ", queries_per_kv ", queries_per_kv, ", head size ", head_size, ")");
-  TN_CHECK(in.numel() == 0 || out.raw_data() != in.raw_data(), op,
+  TN_CHECK(in.numel() == 0 || !out.same_start_as(in), op,
            ": the output may not alias the input");
   return head_size;
 }
@@ -63,6 +63,7 @@ void rotary_qkv_forward(Tensor& packed, const Tensor& grouped, std::int64_t kv_h
   const char* op = "rotary_qkv_forward";
   const std::int64_t head_size = check_arguments(op, packed, grouped, grouped, packed, kv_heads,
                                                  queries_per_kv, first_position, rope);
+  if (grouped.device().is_meta()) return;  // shapes only: nothing to compute
   if (grouped.device().is_cpu()) {
     const Tensor grouped32 = as_f32(grouped);
     F32Output packed32(packed);
@@ -86,6 +87,7 @@ void rotary_qkv_backward(Tensor& dgrouped, const Tensor& dpacked, std::int64_t k
   const char* op = "rotary_qkv_backward";
   const std::int64_t head_size = check_arguments(op, dgrouped, dpacked, dgrouped, dpacked,
                                                  kv_heads, queries_per_kv, first_position, rope);
+  if (dpacked.device().is_meta()) return;  // shapes only: nothing to compute
   if (dpacked.device().is_cpu()) {
     const Tensor dpacked32 = as_f32(dpacked);
     F32Output dgrouped32(dgrouped);

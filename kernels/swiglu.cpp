@@ -38,8 +38,9 @@ std::int64_t check_swiglu_operands(const char* op, const Tensor& gate_up,
 
 void swiglu_forward(Tensor& out, const Tensor& gate_up) {
   const std::int64_t n = check_swiglu_operands("swiglu_forward", gate_up, {&gate_up, &out}, out);
-  TN_CHECK(n == 0 || out.raw_data() != gate_up.raw_data(), "swiglu_forward: out ", out.str(),
+  TN_CHECK(n == 0 || !out.same_start_as(gate_up), "swiglu_forward: out ", out.str(),
            " may not alias gate_up");
+  if (gate_up.device().is_meta()) return;  // shapes only: nothing to compute
   if (gate_up.device().is_cpu()) {
     const Tensor gate_up32 = as_f32(gate_up);
     F32Output out32(out);
@@ -59,8 +60,9 @@ void swiglu_backward(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up
                                                {&gate_up, &dgate_up, &dout}, dout);
   TN_CHECK(dgate_up.shape() == gate_up.shape(), "swiglu_backward: dgate_up ", dgate_up.str(),
            " for gate_up ", gate_up.str());
-  TN_CHECK(n == 0 || dgate_up.raw_data() != dout.raw_data(), "swiglu_backward: dgate_up ",
+  TN_CHECK(n == 0 || !dgate_up.same_start_as(dout), "swiglu_backward: dgate_up ",
            dgate_up.str(), " may not alias dout");
+  if (gate_up.device().is_meta()) return;  // shapes only: nothing to compute
   if (gate_up.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout), gate_up32 = as_f32(gate_up);
     F32Output dgate_up32(dgate_up);  // overwritten: nothing to load

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "framework/logging.h"
+#include "parallel/comm/layout_only_communicator.h"
 #include "parallel/comm/self_communicator.h"
 
 namespace ternion {
@@ -54,6 +55,35 @@ std::unique_ptr<ProcessGroups> ProcessGroups::one_rank() {
   auto groups = std::make_unique<ProcessGroups>(*world, make_rank_layout(1, 1, 1, 1));
   groups->owned_world_ = std::move(world);
   return groups;
+}
+
+std::unique_ptr<ProcessGroups> ProcessGroups::layout_only(const RankLayout& layout, int rank) {
+  TN_CHECK(rank >= 0 && rank < layout.world_size, "rank ", rank, " of a layout of ",
+           layout.world_size);
+  auto world = std::make_unique<LayoutOnlyCommunicator>(rank, layout.world_size, "world");
+  return std::unique_ptr<ProcessGroups>(
+      new ProcessGroups(LayoutOnlyTag{}, std::move(world), layout));
+}
+
+ProcessGroups::ProcessGroups(LayoutOnlyTag, std::unique_ptr<Communicator> world,
+                             RankLayout layout)
+    : owned_world_(std::move(world)), world_(*owned_world_), layout_(std::move(layout)) {
+  const int rank = world_.rank();
+  const auto group = [rank](const std::vector<int>& members,
+                            const std::string& prefix) -> std::unique_ptr<Communicator> {
+    if (members.empty()) return nullptr;
+    const auto position = std::find(members.begin(), members.end(), rank) - members.begin();
+    return std::make_unique<LayoutOnlyCommunicator>(static_cast<int>(position),
+                                                    static_cast<int>(members.size()),
+                                                    prefix + rank_list_str(members));
+  };
+  tensor_ = group(layout_.tp_group(rank), "tp");
+  data_ = group(layout_.dp_group(rank), "dp");
+  pipeline_ = group(layout_.pp_group(rank), "pp");
+  model_parallel_ = group(layout_.mp_group(rank), "mp");
+  embedding_ = group(layout_.embedding_group(rank), "embedding");
+  node_local_ = std::make_unique<LayoutOnlyCommunicator>(rank, layout_.world_size, "node");
+  node_of_rank_.assign(static_cast<std::size_t>(layout_.world_size), 0);
 }
 
 ProcessGroups::ProcessGroups(Communicator& world, RankLayout layout)

@@ -34,6 +34,10 @@ class ProcessGroups {
   // (parallel/comm/self_communicator.h): a run on one rank takes the parallel path's one-rank
   // case, so nothing branches on whether groups exist.
   static std::unique_ptr<ProcessGroups> one_rank();
+  // Rank `rank` of `layout` alone, its groups made of layout-only communicators
+  // (parallel/comm/layout_only_communicator.h) that move no data, every rank on one node: what
+  // a rank's memory estimate runs its training step over (training/memory_estimate.h).
+  static std::unique_ptr<ProcessGroups> layout_only(const RankLayout& layout, int rank);
   ProcessGroups(const ProcessGroups&) = delete;
   ProcessGroups& operator=(const ProcessGroups&) = delete;
 
@@ -68,6 +72,8 @@ class ProcessGroups {
   std::string describe() const;
 
  private:
+  struct LayoutOnlyTag {};
+  ProcessGroups(LayoutOnlyTag, std::unique_ptr<Communicator> world, RankLayout layout);
   std::unique_ptr<Communicator> owned_world_;  // one_rank()'s; else the world is the caller's
   Communicator& world_;
   RankLayout layout_;

@@ -30,8 +30,9 @@ std::string metrics_json(const StepMetrics& m) {
                   ", \"ms_per_step\": " + json_number(m.ms_per_step) +
                   ", \"activation_mb\": " + json_number(m.activation_mb) +
                   ", \"peak_memory_mb\": " + json_number(m.peak_memory_mb) +
-                  ", \"reserved_memory_mb\": " + json_number(m.reserved_memory_mb) +
-                  ", \"forward_backward_ms\": " + json_number(m.forward_backward_ms);
+                  ", \"reserved_memory_mb\": " + json_number(m.reserved_memory_mb);
+  if (m.memory_estimate_mb) s += ", \"memory_estimate_mb\": " + json_number(*m.memory_estimate_mb);
+  s += ", \"forward_backward_ms\": " + json_number(m.forward_backward_ms);
   if (m.forward_ms) s += ", \"forward_ms\": " + json_number(*m.forward_ms);
   s += ", \"grad_sync_ms\": " + json_number(m.grad_sync_ms) +
        ", \"optimizer_ms\": " + json_number(m.optimizer_ms);

@@ -28,6 +28,7 @@ struct StepMetrics {
   double activation_mb = 0.0;  // peak memory the step allocated beyond what it started with
   double peak_memory_mb = 0.0;      // the device's peak allocated memory during the step
   double reserved_memory_mb = 0.0;  // the device's caching allocator: in use plus cached
+  std::optional<double> memory_estimate_mb;  // the first step's: the peak estimated at start
   // Where the step's time went, on the device's timeline (GPU events, or the host clock):
   // every micro-batch's forward and backward (the pipeline schedule), of which the forwards
   // alone (without a pipeline), then the gradients' reductions and norm, then the optimizer

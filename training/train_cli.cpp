@@ -20,6 +20,7 @@
 #include "parallel/comm/mpi_runtime.h"
 #include "parallel/process_groups.h"
 #include "training/checkpoint.h"
+#include "training/memory_estimate.h"
 #include "training/trainer.h"
 
 // Several ranks run this same program on the same arguments and config (under mpirun, see
@@ -111,10 +112,6 @@ CliOptions parse_args(int argc, char** argv) {
   return options;
 }
 
-// "1 micro-batch", "2 micro-batches".
-std::string count_of(std::int64_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
 
 
 // ---- failures as exit statuses ------------------------------------------------------------
@@ -320,6 +317,35 @@ void log_built_parameters(Communicator& world, const ProcessGroups& groups, std:
   }
 }
 
+// What each rank may use: its device's memory, shared by the ranks on it (a node's CPU by all
+// of the node's ranks, a GPU by the ranks given it).
+double memory_per_rank(Device device, int ranks_on_node) {
+  const double total = static_cast<double>(device_total_memory(device));
+  if (device.is_cpu()) return total / ranks_on_node;
+  const int gpus = std::max(1, cuda_device_count());
+  return total / std::max(1, (ranks_on_node + gpus - 1) / gpus);
+}
+
+// Every rank's estimated peak (training/memory_estimate.h), gathered; rank 0 warns of each
+// rank whose estimate exceeds its share of its device. Collective.
+std::vector<double> gather_memory_estimates(Communicator& world, double mine, double available) {
+  Tensor one = Tensor::from_vector({static_cast<float>(mine / 1e6)}, {1});
+  Tensor all = Tensor::empty({world.size()});
+  world.all_gather(all, one);
+  std::vector<double> estimates;
+  for (float mb : all.to_vector()) estimates.push_back(static_cast<double>(mb) * 1e6);
+  for (int r = 0; r < world.size(); ++r) {
+    const double need = estimates[static_cast<std::size_t>(r)];
+    if (available > 0 && need > available)
+      log_info("ternion: warning: ", world.size() > 1 ? detail::concat("rank ", r, " is") : "this run is",
+               " estimated to need ", human_bytes(need), " at its peak, more than the ",
+               human_bytes(available), " of memory it has: expect it to run out (lower "
+               "parallel.micro_batch_size, or set training.recompute, parallel.zero_stage, or "
+               "more pipeline or tensor ranks; --dry-run shows where the memory goes)");
+  }
+  return estimates;
+}
+
 // Trains (or, on one rank with --dry-run, stops after building the model). On several ranks
 // the process groups come first (collective), then each rank builds its trainer (local: it
 // opens the data), and the ranks agree on failures before training starts.
@@ -353,6 +379,17 @@ int run_training(Communicator& world, const Setup& s) {
       capture([&] { trainer = std::make_unique<Trainer>(config, groups.get()); });
   if (const std::optional<int> status = agree_on_failure(world, built)) return *status;
 
+  std::optional<MemoryEstimate> estimate;
+  const RankLayout one_rank = make_rank_layout(1, 1, 1, 1);
+  const std::optional<Failure> estimated = capture([&] {
+    estimate = estimate_memory(config, groups ? groups->layout() : one_rank, world.rank());
+  });
+  if (const std::optional<int> status = agree_on_failure(world, estimated)) return *status;
+  const int ranks_on_node = groups ? groups->node_local().size() : 1;
+  gather_memory_estimates(world, static_cast<double>(estimate->peak()),
+                          memory_per_rank(trainer->device(), ranks_on_node));
+  trainer->set_memory_estimate(estimate->peak());
+
   const std::int64_t params = trainer->model_parameter_count();  // collective
   log_info(model_line(config.model, params));
   std::string layout;
@@ -383,6 +420,7 @@ int run_training(Communicator& world, const Setup& s) {
                                 config.training.deterministic ? "" : ", non-deterministic", ")")
                : std::string(config.training.precision == "bf16" ? ", bf16 compute" : ""));
   if (s.options.dry_run) {
+    log_info("ternion: memory estimate at the step's peak: ", describe(*estimate));
     log_info("ternion: dry run: config and data are valid");
     return 0;
   }
@@ -429,6 +467,7 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
   const ParallelConfig& parallel = config.parallel;
   std::int64_t total_params = 0;
   std::vector<std::int64_t> rank_params;
+  std::vector<MemoryEstimate> estimates;  // rank 0's
   std::optional<RankLayout> layout;
   const std::optional<Failure> local = capture([&] {
     open_data_file("data.train", config.data.train, config.model);
@@ -438,6 +477,8 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);
     for (int r = 0; r < world.size(); ++r)
       rank_params.push_back(parameters_on_rank(config.model, *layout, r, parallel.virtual_stages));
+    if (world.rank() == 0)
+      for (int r = 0; r < world.size(); ++r) estimates.push_back(estimate_memory(config, *layout, r));
   });
   if (const std::optional<int> status = agree_on_failure(world, local)) return *status;
 
@@ -456,6 +497,9 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
                human_count(static_cast<double>(rank_params[static_cast<std::size_t>(r)])), " (",
                rank_params[static_cast<std::size_t>(r)], ") ", stage_contents(m, *layout, r, parallel.virtual_stages));
     }
+    log_info("ternion: memory estimate per rank at the step's peak:");
+    for (int r = 0; r < layout->world_size; ++r)
+      log_info("  rank ", r, ": ", describe(estimates[static_cast<std::size_t>(r)]));
     log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
              " sequences (",
            count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",

@@ -9,9 +9,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "framework/device_runtime.h"
 #include "framework/logging.h"
+#include "framework/parameter.h"
 #include "kernels/attention.h"
 #include "kernels/convert.h"
 #include "kernels/elementwise.h"
@@ -120,11 +122,11 @@ TokenShard open_data_file(const std::string& key, const std::string& path,
   return shard;
 }
 
-Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
+Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build build)
     : config_(config),
       own_groups_(groups == nullptr ? ProcessGroups::one_rank() : nullptr),
       groups_(groups != nullptr ? *groups : *own_groups_),
-      device_(training_device(config, groups_)),
+      device_(build == Build::meta ? Device::meta() : training_device(config, groups_)),
       precision_(parse_precision(config.training.precision, "training.precision")),
       tp_{groups_.tp_size() > 1 ? &groups_.tensor() : nullptr,
           config.parallel.sequence_parallel},
@@ -137,8 +139,9 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
       chunks_(),
       checkpoint_retention_(config.checkpoint.keep) {
+  const bool meta = build == Build::meta;
   // Every rank writes its part of each checkpoint: each checks now, not after training.
-  check_save_dir_writable(config, groups_.world().rank());
+  if (!meta) check_save_dir_writable(config, groups_.world().rank());
   AttentionKernel attention = AttentionKernel::automatic;
   TN_CHECK_AS(ConfigError, parse_attention_kernel(config.training.attention, attention),
               "training.attention: must be auto, cudnn or cublas, got '",
@@ -164,13 +167,17 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
   const int stage = groups_.pp_rank();
   const auto virtual_stages = static_cast<int>(config.parallel.virtual_stages);
   const int total = stages * virtual_stages;
-  chunks_ = build_pipeline_chunks(config.model, tp_, stages, stage, virtual_stages);
+  {
+    std::optional<ShapeOnlyParameters> shapes_only;
+    if (meta) shapes_only.emplace();
+    chunks_ = build_pipeline_chunks(config.model, tp_, stages, stage, virtual_stages);
+  }
   RecomputePolicy recompute;
   parse_recompute(config.training.recompute, recompute.mode);
   recompute.full_blocks = config.training.recompute_layers;
   for (auto& chunk : chunks_) {
     chunk->set_recompute(recompute);
-    chunk->initialize(static_cast<std::uint64_t>(config.training.seed));
+    if (!meta) chunk->initialize(static_cast<std::uint64_t>(config.training.seed));
     for (Parameter* p : chunk->parameters()) parameters_.push_back(p);
   }
   if (total > 1) {
@@ -181,7 +188,9 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
                                   virtual_stages, stage);
   }
   // Both set: the checkpoint holds the whole training state, so it wins; said once.
-  if (!config.model.init_from.empty() && config.checkpoint.load.empty()) {
+  if (meta) {
+    // Values do not matter to what is allocated: nothing is read.
+  } else if (!config.model.init_from.empty() && config.checkpoint.load.empty()) {
     import_hf_weights(config.model, config.model.init_from, parameters_);
     log_info("ternion: weights initialised from the Hugging Face model in ", config.model.init_from);
   } else if (!config.model.init_from.empty()) {
@@ -224,7 +233,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups)
   }
   segments_ = reducer_ ? reducer_->owned_segments() : whole_parameters(parameters_);
   optimizer_ = make_optimizer(config.optimizer, segments_);
-  if (!config.checkpoint.load.empty()) {
+  if (!meta && !config.checkpoint.load.empty()) {
     resumed_from_ = resolve_checkpoint(config.checkpoint.load, config.checkpoint.save_dir);
     resumed_step_ = load_checkpoint(resumed_from_);
     after_master_update();
@@ -483,6 +492,10 @@ StepMetrics Trainer::run() {
                "parallel.micro_batch_size, ", config_.parallel.micro_batch_size,
                ", and model.seq_len, ", config_.model.seq_len, ": lower them)");
     }
+    if (step == first_step && memory_estimate_) {
+      m.memory_estimate_mb = static_cast<double>(*memory_estimate_) / 1e6;
+      log_memory_against_estimate(m);
+    }
     const std::int64_t traced = config_.logging.trace_step > 0 ? config_.logging.trace_step : t.steps;
     if (!config_.logging.trace_file.empty() && step == traced) trace_last_step(step);
     if (t.eval_interval > 0 && (step % t.eval_interval == 0 || step == t.steps))
@@ -565,6 +578,23 @@ std::string Trainer::generate(const SampleOptions& options) {
                                                                         : kernel);
   return generate_text(config_.model, options, parts,
                        [this](const Tensor& tokens) { return full_logits(tokens); });
+}
+
+void Trainer::log_memory_against_estimate(const StepMetrics& first) {
+  Communicator& world = groups_.world();
+  Tensor mine = Tensor::from_vector(
+      {static_cast<float>(first.peak_memory_mb), static_cast<float>(*first.memory_estimate_mb)}, {2});
+  Tensor all = Tensor::empty({2 * static_cast<std::int64_t>(world.size())});
+  world.all_gather(all, mine);
+  const float* v = all.data<float>();
+  for (int r = 0; r < world.size(); ++r) {
+    const double measured = v[2 * r], estimated = v[2 * r + 1];
+    const double off = measured > 0 ? (estimated - measured) / measured * 100.0 : 0.0;
+    char line[160];
+    std::snprintf(line, sizeof line, ": step %lld peaked at %.1f MB, estimated %.1f MB (%+.1f%%)",
+                  static_cast<long long>(first.step), measured, estimated, off);
+    log_info("ternion: memory", world.size() > 1 ? detail::concat(" rank ", r) : std::string(), line);
+  }
 }
 
 void Trainer::trace_last_step(std::int64_t step) {

@@ -48,7 +48,14 @@ class Trainer {
   // (every rank of it runs the same steps on the same data) and split into pipeline stages
   // over their pipeline group, `parallel.virtual_stages` chunks per rank, run by the
   // configured schedule.
-  explicit Trainer(const TrainConfig& config, const ProcessGroups* groups = nullptr);
+  //
+  // Build::meta builds the same rank (model chunks, schedule, reducer, optimizer) on the meta
+  // device (framework/device.h): no values, nothing initialised or read but the data's
+  // headers, nothing checked on disk; its train_step allocates what a real step allocates
+  // and computes nothing (training/memory_estimate.h runs it over layout-only groups).
+  enum class Build { run, meta };
+  explicit Trainer(const TrainConfig& config, const ProcessGroups* groups = nullptr,
+                   Build build = Build::run);
   Trainer(const Trainer&) = delete;  // the samplers point into the shards held here
   Trainer& operator=(const Trainer&) = delete;
 
@@ -79,11 +86,15 @@ class Trainer {
   // The global gradient norm: every parameter counted once, however it is sharded.
   double grad_norm();
   const TrainConfig& config() const { return config_; }
+  Device device() const { return device_; }  // where parameters, activations and gradients live
   std::size_t optimizer_state_bytes() const { return optimizer_->state_bytes(); }
   // The gradients' memory on this rank: what lasts the step (whole, or under ZeRO-2 a shard),
   // and the most held at once in the last step (ZeRO-2's buckets being filled or reduced).
   std::size_t gradient_bytes() const;
   std::size_t peak_gradient_bytes() const;
+  // This rank's estimated peak (training/memory_estimate.h), set on every rank or none: run()
+  // writes it into the first step's metrics and logs it per rank beside the measured peak.
+  void set_memory_estimate(std::size_t bytes) { memory_estimate_ = bytes; }
 
  private:
   void reduce_partial_gradients();
@@ -95,6 +106,7 @@ class Trainer {
   double sum_over_pipeline(double value);
   Tensor full_logits(const Tensor& tokens);  // on every rank
   void trace_last_step(std::int64_t step);    // logging.trace_file
+  void log_memory_against_estimate(const StepMetrics& first);  // collective
 
   // Token batches onto this rank's device (targets are counted on the host first).
   TokenBatch on_device(const TokenBatch& batch) const;
@@ -124,6 +136,7 @@ class Trainer {
   std::vector<PipelineAction> schedule_;
   PipelineStepResult last_pipeline_step_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::optional<std::size_t> memory_estimate_;
 };
 
 // Opens a token file named by config key `key` and checks that it fits the model: tokens

@@ -164,6 +164,13 @@ MemoryStats memory_stats() {
                      allocator->bytes_reserved()};
 }
 
+std::size_t total_memory() {
+  state();  // binds this thread to the process's device
+  std::size_t free = 0, total = 0;
+  TN_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return total;
+}
+
 void reset_peak_memory() {
   if (CachingAllocator* allocator = device_caching_allocator()) allocator->reset_peak();
 }

@@ -71,6 +71,7 @@ struct MemoryStats {
 };
 MemoryStats memory_stats();
 void reset_peak_memory();
+std::size_t total_memory();  // the device's, as cudaMemGetInfo reports it
 
 // Device-side helpers behind Tensor's copies and fills (framework/cuda/tensor_ops.cu). All run
 // on the compute stream. `copy_bytes` of a kind that touches host memory (anything but

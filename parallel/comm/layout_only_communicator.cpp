@@ -9,28 +9,57 @@ LayoutOnlyCommunicator::LayoutOnlyCommunicator(int rank, int size, std::string n
   TN_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
 }
 
-void LayoutOnlyCommunicator::refuse(const char* operation) const {
-  TN_THROW(CommError, name_, ": ", operation, " in a layout-only group (rank ", rank_, " of ",
-           size_, "), which describes a layout and cannot communicate");
+WorkHandle LayoutOnlyCommunicator::all_reduce_async(Tensor& tensor, ReduceOp) {
+  TN_CHECK(tensor.is_contiguous(), name_, ": all_reduce of a non-contiguous ", tensor.str());
+  return completed_work();
 }
 
-WorkHandle LayoutOnlyCommunicator::all_reduce_async(Tensor&, ReduceOp) { refuse("all_reduce"); }
-WorkHandle LayoutOnlyCommunicator::all_gather_async(Tensor&, const Tensor&) {
-  refuse("all_gather");
+WorkHandle LayoutOnlyCommunicator::all_gather_async(Tensor& out, const Tensor& in) {
+  TN_CHECK(out.is_contiguous() && in.is_contiguous() && out.numel() == size_ * in.numel(), name_,
+           ": all_gather of ", in.str(), " into ", out.str(), " over ", size_, " ranks");
+  const Tensor flat_out = out.view({-1}), flat_in = in.view({-1});
+  for (int r = 0; r < size_; ++r) flat_out.slice(0, r * in.numel(), in.numel()).copy_from(flat_in);
+  return completed_work();
 }
-WorkHandle LayoutOnlyCommunicator::reduce_scatter_async(Tensor&, const Tensor&, ReduceOp) {
-  refuse("reduce_scatter");
+
+WorkHandle LayoutOnlyCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in, ReduceOp) {
+  const ChunkRange mine = chunk_range(in.numel(), size_, rank_);
+  TN_CHECK(out.is_contiguous() && in.is_contiguous() && out.numel() == mine.size(), name_,
+           ": reduce_scatter of ", in.str(), " into ", out.str(), " over ", size_, " ranks");
+  out.view({-1}).copy_from(in.view({-1}).slice(0, mine.begin, mine.size()));
+  return completed_work();
 }
-WorkHandle LayoutOnlyCommunicator::broadcast_async(Tensor&, int) { refuse("broadcast"); }
-WorkHandle LayoutOnlyCommunicator::send_async(const Tensor&, int, int) { refuse("send"); }
-WorkHandle LayoutOnlyCommunicator::recv_async(Tensor&, int, int) { refuse("receive"); }
-WorkHandle LayoutOnlyCommunicator::exchange_async(std::vector<P2POp>) { refuse("exchange"); }
-WorkHandle LayoutOnlyCommunicator::barrier_async() { refuse("barrier"); }
+
+WorkHandle LayoutOnlyCommunicator::broadcast_async(Tensor&, int root) {
+  TN_CHECK(root >= 0 && root < size_, name_, ": broadcast from rank ", root, " of ", size_);
+  return completed_work();
+}
+
+WorkHandle LayoutOnlyCommunicator::send_async(const Tensor&, int peer, int) {
+  TN_CHECK(peer >= 0 && peer < size_ && peer != rank_, name_, ": send to rank ", peer);
+  return completed_work();
+}
+
+WorkHandle LayoutOnlyCommunicator::recv_async(Tensor&, int peer, int) {
+  TN_CHECK(peer >= 0 && peer < size_ && peer != rank_, name_, ": receive from rank ", peer);
+  return completed_work();
+}
+
+WorkHandle LayoutOnlyCommunicator::exchange_async(std::vector<P2POp> ops) {
+  for (const P2POp& op : ops)
+    TN_CHECK(op.peer >= 0 && op.peer < size_ && op.peer != rank_, name_,
+             ": point-to-point operation with rank ", op.peer);
+  return completed_work();
+}
+
+WorkHandle LayoutOnlyCommunicator::barrier_async() { return completed_work(); }
+
 std::unique_ptr<Communicator> LayoutOnlyCommunicator::split(int, int, const std::string&) {
-  refuse("split");
+  TN_THROW(CommError, name_, ": split of a layout-only group (ProcessGroups::layout_only builds "
+           "a rank's groups from its layout)");
 }
 std::unique_ptr<Communicator> LayoutOnlyCommunicator::split_node_local(const std::string&) {
-  refuse("split_node_local");
+  TN_THROW(CommError, name_, ": split_node_local of a layout-only group");
 }
 
 }  // namespace ternion

@@ -1,6 +1,14 @@
-// Rank r of a group of n that cannot communicate: what layers are built over when a dry run
+// Rank r of a group of n that moves no data: what layers are built over when a dry run
 // builds, shapes only (framework/parameter.h: ShapeOnlyParameters), the shard each rank of a
-// layout would hold, all of them on one process. Every operation throws CommError.
+// layout would hold, all of them on one process; and what a rank's training step runs over on
+// the meta device (training/memory_estimate.h) to count its memory without its peers.
+//
+// Every operation checks its sizes as a real group would and completes at once, moving
+// nothing: meta tensors hold nothing to move, and a host tensor is left as one rank alone
+// would leave it (all-reduce and broadcast keep it; all-gather fills every rank's part with
+// this rank's, reduce-scatter keeps this rank's chunk; a receive keeps the buffer). Values
+// are meaningless; allocations, shapes and the order of operations are the real ones.
+// Splitting is refused: ProcessGroups::layout_only builds the groups from the layout.
 #pragma once
 
 #include <memory>
@@ -31,7 +39,6 @@ class LayoutOnlyCommunicator : public Communicator {
   std::unique_ptr<Communicator> split_node_local(const std::string& name) override;
 
  private:
-  [[noreturn]] void refuse(const char* operation) const;
   int rank_, size_;
   std::string name_;
 };

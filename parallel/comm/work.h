@@ -25,4 +25,13 @@ class Work {
 
 using WorkHandle = std::shared_ptr<Work>;
 
+// The handle of an operation that completed when it was called (what a one-rank group's and a
+// layout-only group's operations return).
+class CompletedWork final : public Work {
+ public:
+  bool is_completed() override { return true; }
+  void wait() override {}
+};
+inline WorkHandle completed_work() { return std::make_shared<CompletedWork>(); }
+
 }  // namespace ternion

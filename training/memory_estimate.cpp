@@ -1,0 +1,51 @@
+#include "training/memory_estimate.h"
+
+#include <unordered_set>
+
+#include "framework/allocator.h"
+#include "framework/device_runtime.h"
+#include "framework/logging.h"
+#include "training/trainer.h"
+
+namespace ternion {
+
+MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layout, int rank) {
+  const std::unique_ptr<ProcessGroups> groups = ProcessGroups::layout_only(layout, rank);
+  const Device meta = Device::meta();
+  const std::size_t before = device_memory_stats(meta).in_use;  // other meta tensors alive
+  Trainer trainer(config, groups.get(), Trainer::Build::meta);
+
+  MemoryEstimate estimate;
+  std::unordered_set<const Parameter*> seen;
+  for (const Parameter* p : trainer.parameters()) {
+    if (!seen.insert(p).second) continue;
+    estimate.parameters += CachingAllocator::block_size(p->value.nbytes());
+    if (p->compute.defined()) estimate.parameters += CachingAllocator::block_size(p->compute.nbytes());
+  }
+  estimate.gradients = trainer.gradient_bytes();
+  estimate.optimizer_state = trainer.optimizer_state_bytes();
+  const std::size_t resident = device_memory_stats(meta).in_use - before;
+  const std::size_t counted = estimate.parameters + estimate.gradients + estimate.optimizer_state;
+  estimate.other_resident = resident > counted ? resident - counted : 0;
+  // The step's peak is measured from the in-use figure at its start, as the run measures it.
+  const StepMetrics metrics = trainer.train_step(1);
+  (void)metrics;
+  const DeviceMemoryStats after = device_memory_stats(meta);
+  estimate.step = after.peak - before - resident;
+  estimate.contexts_in_flight = std::max(1, trainer.last_pipeline_step().peak_live_contexts);
+  return estimate;
+}
+
+std::string describe(const MemoryEstimate& e) {
+  return detail::concat(
+      human_bytes(static_cast<double>(e.peak())), " = parameters ",
+      human_bytes(static_cast<double>(e.parameters)), " + gradients ",
+      human_bytes(static_cast<double>(e.gradients)), " + optimizer state ",
+      human_bytes(static_cast<double>(e.optimizer_state)), " + buffers ",
+      human_bytes(static_cast<double>(e.other_resident)), " + step ",
+      human_bytes(static_cast<double>(e.step)), " (activations of at most ",
+      count_of(e.contexts_in_flight, "micro-batch chunk", "micro-batch chunks"),
+      " at once, buckets, temporaries)");
+}
+
+}  // namespace ternion
