@@ -35,6 +35,7 @@ void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size
     config_fail(doc, kSection, "overlap_grad_reduce",
                 "must be true with zero_stage 2: ZeRO-2 reduces each bucket as the backward "
                 "finishes it, which is what keeps its gradient memory at a shard");
+  if (comm_timeout_s < 1) config_fail(doc, kSection, "comm_timeout_s", "must be at least 1");
   if (backend != "nccl" && backend != "mpi")
     config_fail(doc, kSection, "backend", "must be nccl or mpi, got '" + backend + "'");
   try {

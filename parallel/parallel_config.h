@@ -40,6 +40,11 @@ struct ParallelConfig {
   // ranks sharing one GPU, which NCCL refuses). CPU runs always use MPI, whatever this says,
   // so the default keeps every CPU run working. See parallel/comm/comm_backend.h.
   std::string backend = "nccl";
+  // Seconds an operation may wait for its peers before the job is ended as hung
+  // (parallel/comm/comm_watchdog.h). PyTorch's default: long enough for what other ranks
+  // legitimately wait for (a first step's setup, a large checkpoint saved to a slow disk),
+  // short against hours of a stuck allocation.
+  std::int64_t comm_timeout_s = 600;
 
   template <class V>
   void visit(V& v) {
@@ -60,6 +65,9 @@ struct ParallelConfig {
     v("backend", backend,
       "communication of GPU tensors: nccl | mpi (staged through host memory, for several ranks "
       "per GPU); CPU runs always use mpi");
+    v("comm_timeout_s", comm_timeout_s,
+      "seconds a communication may wait for its peers before the job ends as hung, each rank "
+      "writing its flight record (logging.flight_dir) for ternion-hang-report");
   }
 
   // Checks the values and that tensor x pipeline x data is the job's `world_size` ranks (see

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -17,6 +18,7 @@
 #include "layers/model_family.h"
 #include "layers/model_facts.h"
 #include "parallel/comm/comm_backend.h"
+#include "parallel/comm/comm_watchdog.h"
 #include "parallel/comm/mpi_runtime.h"
 #include "parallel/process_groups.h"
 #include "training/checkpoint.h"
@@ -521,6 +523,12 @@ int run(Communicator& world, int argc, char** argv) {
   if (world.size() > 1)
     if (const std::optional<int> status = agree_on_config(world, config)) return *status;
   if (config.training.threads > 0) set_num_threads(static_cast<int>(config.training.threads));
+  CommWatchdogSettings watchdog;
+  watchdog.timeout = std::chrono::seconds(config.parallel.comm_timeout_s);
+  watchdog.flight_dir = config.logging.flight_directory();
+  watchdog.world_rank = world.rank();
+  watchdog.world_size = world.size();
+  configure_comm_watchdog(watchdog);
   if (world.size() == 1) {
     if (setup.options.dry_run) {
       // The one-rank layout, built as on many ranks so the dry run checks the same code.
@@ -555,6 +563,7 @@ int train_main(int argc, char** argv) {
     // Only work the ranks did not agree on gets here; with other ranks possibly waiting in a
     // collective, the job ends.
     const Failure failure = failure_of(std::current_exception());
+    write_flight_record_now("error: " + failure.text.substr(0, failure.text.find_last_not_of('\n') + 1));
     if (world->size() > 1)
       abort_job(failure.text.substr(0, failure.text.find_last_not_of('\n') + 1), failure.status);
     std::fputs(failure.text.c_str(), stderr);

@@ -1,5 +1,7 @@
 #include "training/train_config.h"
 
+#include <filesystem>
+
 #include "data/byte_tokenizer.h"
 #include "kernels/attention.h"
 #include "kernels/linear.h"
@@ -188,5 +190,12 @@ void print_config_schema(std::ostream& out) {
   print_sections(out, TrainConfig{}, {});
 }
 
+
+std::string LoggingConfig::flight_directory() const {
+  if (!flight_dir.empty()) return flight_dir;
+  const std::filesystem::path beside = std::filesystem::path(metrics_file).parent_path();
+  return (metrics_file.empty() || beside.empty() ? std::filesystem::path("flight")
+                                                 : beside / "flight").string();
+}
 
 }  // namespace ternion

@@ -77,6 +77,7 @@ struct LoggingConfig {
   std::int64_t log_interval = 1;
   std::string trace_file;      // Chrome trace of one pipeline step; empty = none
   std::int64_t trace_step = 0;  // the step traced (0 = the last)
+  std::string flight_dir;       // empty: flight/ beside metrics_file (or in the working dir)
 
   template <class V>
   void visit(V& v) {
@@ -86,7 +87,12 @@ struct LoggingConfig {
     v("log_interval", log_interval, "print a log line every N steps");
     v("trace_file", trace_file, "Chrome-trace JSON of one pipeline step's timeline (empty = none)");
     v("trace_step", trace_step, "the step logging.trace_file records (0 = the last step)");
+    v("flight_dir", flight_dir,
+      "where each rank writes its last communication operations (rank_R.json) on a hang, an "
+      "error or a signal (empty = flight/ beside metrics_file, or in the working directory)");
   }
+  // flight_dir, or its default.
+  std::string flight_directory() const;
 };
 
 struct CheckpointConfig {

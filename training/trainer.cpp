@@ -21,6 +21,7 @@
 #include "optimizers/grad_clip.h"
 #include "optimizers/lr_schedule.h"
 #include "parallel/comm/comm_backend.h"
+#include "parallel/comm/comm_watchdog.h"
 #include "training/checkpoint.h"
 #include "training/hf_import.h"
 #include "training/pipeline_trace.h"
@@ -57,6 +58,7 @@ const char* g_stop_answer = "";
 std::size_t g_stop_answer_length = 0;
 // A second signal gets the default action (the process ends), for a run that hangs.
 extern "C" void request_stop(int signal) {
+  request_flight_record();  // what this rank was waiting for, should the step not end
   if (!g_stop_requested.exchange(true) && g_stop_answer_length > 0)
     [[maybe_unused]] const auto written = write(STDERR_FILENO, g_stop_answer, g_stop_answer_length);
   std::signal(signal, SIG_DFL);

@@ -1,5 +1,6 @@
 #include "parallel/comm/mpi_communicator.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "framework/bfloat16.h"
 #include "framework/error.h"
+#include "parallel/comm/flight_recorder.h"
 #include "parallel/comm/host_staging.h"
 #include "parallel/comm/mpi_check.h"
 #include "parallel/comm/mpi_progress_engine.h"
@@ -283,11 +285,36 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, Options option
       int found = 0;
       TN_MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found), where);
       if (found) tag_upper_bound_ = *static_cast<int*>(tag_ub);
+      // The members' world ranks, for the flight record.
+      MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+      TN_MPI_CHECK(MPI_Comm_group(comm_, &group), where);
+      TN_MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world), where);
+      std::vector<int> ranks(static_cast<std::size_t>(size_));
+      for (int r = 0; r < size_; ++r) ranks[static_cast<std::size_t>(r)] = r;
+      members_.resize(ranks.size());
+      TN_MPI_CHECK(MPI_Group_translate_ranks(group, size_, ranks.data(), world, members_.data()),
+                   where);
+      MPI_Group_free(&group);
+      MPI_Group_free(&world);
     });
   } catch (...) {
     engine.run([&] { MPI_Comm_free(&comm_); });  // the destructor will not run
     throw;
   }
+  flight_group_ = FlightRecorder::instance().register_group(name_, members_);
+}
+
+WorkHandle MpiCommunicator::submit(std::unique_ptr<MpiOperation> operation, std::string_view kind,
+                                   std::int64_t bytes, const std::vector<int>& peers) {
+  std::vector<int> world_peers;
+  for (int peer : peers) world_peers.push_back(members_[static_cast<std::size_t>(peer)]);
+  operation->flight_id =
+      FlightRecorder::instance().issued(flight_group_, std::string(kind), bytes, world_peers);
+  return MpiProgressEngine::instance().submit(std::move(operation));
+}
+
+std::uint64_t MpiCommunicator::record_call(std::string_view kind) {
+  return FlightRecorder::instance().issued(flight_group_, std::string(kind), 0, {});
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -338,8 +365,9 @@ WorkHandle MpiCommunicator::all_reduce_async(Tensor& tensor, ReduceOp op) {
   check_reducible(kOperation, tensor);
   HostStaging staging(options_.stage_cpu_tensors);
   Tensor host = staging.stage(tensor, /*copy_in=*/true, /*copy_back=*/true);
-  return staging.wrap(MpiProgressEngine::instance().submit(
-      std::make_unique<AllReduceOperation>(context(kOperation), comm_, host, op, size_)));
+  return staging.wrap(submit(
+      std::make_unique<AllReduceOperation>(context(kOperation), comm_, host, op, size_),
+      kOperation, static_cast<std::int64_t>(tensor.nbytes())));
 }
 
 WorkHandle MpiCommunicator::all_gather_async(Tensor& out, const Tensor& in) {
@@ -368,8 +396,9 @@ WorkHandle MpiCommunicator::all_gather_async(Tensor& out, const Tensor& in) {
                        : Tensor::empty(in.shape(), in.dtype(), Device::cpu());
     host_in.copy_from(in);
   }
-  return staging.wrap(MpiProgressEngine::instance().submit(std::make_unique<AllGatherOperation>(
-      context(kOperation), comm_, host_out, host_in, in_place)));
+  return staging.wrap(submit(std::make_unique<AllGatherOperation>(context(kOperation), comm_,
+                                                                 host_out, host_in, in_place),
+                             kOperation, static_cast<std::int64_t>(out.nbytes())));
 }
 
 WorkHandle MpiCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in, ReduceOp op) {
@@ -392,8 +421,9 @@ WorkHandle MpiCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in, 
   HostStaging staging(options_.stage_cpu_tensors);
   Tensor host_in = staging.stage(in, /*copy_in=*/true, /*copy_back=*/false);
   Tensor host_out = staging.stage(out, /*copy_in=*/false, /*copy_back=*/true);
-  return staging.wrap(MpiProgressEngine::instance().submit(std::make_unique<ReduceScatterOperation>(
-      context(kOperation), comm_, host_out, host_in, op, std::move(counts))));
+  return staging.wrap(submit(std::make_unique<ReduceScatterOperation>(
+                                 context(kOperation), comm_, host_out, host_in, op, std::move(counts)),
+                             kOperation, static_cast<std::int64_t>(in.nbytes())));
 }
 
 WorkHandle MpiCommunicator::broadcast_async(Tensor& tensor, int root) {
@@ -404,8 +434,9 @@ WorkHandle MpiCommunicator::broadcast_async(Tensor& tensor, int root) {
   HostStaging staging(options_.stage_cpu_tensors);
   const bool is_root = rank_ == root;
   Tensor host = staging.stage(tensor, /*copy_in=*/is_root, /*copy_back=*/!is_root);
-  return staging.wrap(MpiProgressEngine::instance().submit(
-      std::make_unique<BroadcastOperation>(context(kOperation), comm_, host, root)));
+  return staging.wrap(
+      submit(std::make_unique<BroadcastOperation>(context(kOperation), comm_, host, root),
+             kOperation, static_cast<std::int64_t>(tensor.nbytes()), {root}));
 }
 
 WorkHandle MpiCommunicator::send_async(const Tensor& tensor, int peer, int tag) {
@@ -430,17 +461,21 @@ WorkHandle MpiCommunicator::point_to_point(std::string_view operation, std::vect
     check_peer(operation, which, op.peer, op.tag);
   }
   HostStaging staging(options_.stage_cpu_tensors);
+  std::int64_t bytes = 0;
+  std::vector<int> peers;
   for (P2POp& op : ops) {
     const bool recv = op.kind == P2POp::Kind::Recv;
     op.tensor = staging.stage(op.tensor, /*copy_in=*/!recv, /*copy_back=*/recv);
+    bytes += static_cast<std::int64_t>(op.tensor.nbytes());
+    if (std::find(peers.begin(), peers.end(), op.peer) == peers.end()) peers.push_back(op.peer);
   }
-  return staging.wrap(MpiProgressEngine::instance().submit(
-      std::make_unique<PointToPointOperation>(context(operation), comm_, std::move(ops))));
+  return staging.wrap(
+      submit(std::make_unique<PointToPointOperation>(context(operation), comm_, std::move(ops)),
+             operation, bytes, peers));
 }
 
 WorkHandle MpiCommunicator::barrier_async() {
-  return MpiProgressEngine::instance().submit(
-      std::make_unique<BarrierOperation>(context("barrier"), comm_));
+  return submit(std::make_unique<BarrierOperation>(context("barrier"), comm_), "barrier", 0);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const std::string& name) {
@@ -448,7 +483,7 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const s
   MpiProgressEngine::instance().run([&] {
     TN_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub),
                  context(detail::concat("split into '", name, "'")));
-  });
+  }, record_call("split"));
   if (sub == MPI_COMM_NULL) return nullptr;
   return std::make_unique<MpiCommunicator>(sub, name, options_);
 }
@@ -458,7 +493,7 @@ std::unique_ptr<Communicator> MpiCommunicator::split_node_local(const std::strin
   MpiProgressEngine::instance().run([&] {
     TN_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &sub),
                  context(detail::concat("split_node_local into '", name, "'")));
-  });
+  }, record_call("split_node_local"));
   TN_CHECK(sub != MPI_COMM_NULL, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gave no communicator");
   return std::make_unique<MpiCommunicator>(sub, name, options_);
 }
@@ -468,7 +503,7 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::duplicate(const std::string& n
   MPI_Comm copy = MPI_COMM_NULL;
   MpiProgressEngine::instance().run([&] {
     TN_MPI_CHECK(MPI_Comm_dup(comm_, &copy), context(detail::concat("duplicate as '", name, "'")));
-  });
+  }, record_call("duplicate"));
   return std::make_unique<MpiCommunicator>(copy, name, options);
 }
 

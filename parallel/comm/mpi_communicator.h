@@ -34,6 +34,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,6 +43,8 @@
 #include "parallel/comm/communicator.h"
 
 namespace ternion {
+
+class MpiOperation;  // parallel/comm/mpi_progress_engine.h
 
 struct MpiCommunicatorOptions {
   // Tests: send CPU tensors through the host-staging path too (copies in and back), so that
@@ -85,6 +88,11 @@ class MpiCommunicator final : public Communicator {
   // `which` prefixes the message ("ops[2]: ") when a batch holds several operations.
   void check_peer(std::string_view operation, std::string_view which, int peer, int tag) const;
   WorkHandle point_to_point(std::string_view operation, std::vector<P2POp> ops);
+  // Records `operation` in the flight recorder (as `kind`, moving `bytes`, with the group's
+  // ranks `peers`) and hands it to the progress engine.
+  WorkHandle submit(std::unique_ptr<MpiOperation> operation, std::string_view kind,
+                    std::int64_t bytes, const std::vector<int>& peers = {});
+  std::uint64_t record_call(std::string_view kind);  // a funnelled call (split, ...)
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::string name_;
@@ -93,6 +101,8 @@ class MpiCommunicator final : public Communicator {
   int world_rank_ = 0;
   int tag_upper_bound_ = 32767;  // MPI_TAG_UB; the standard guarantees at least this
   Options options_;
+  std::vector<int> members_;     // world ranks, in group-rank order
+  int flight_group_ = -1;        // this group in the flight recorder
 };
 
 }  // namespace ternion

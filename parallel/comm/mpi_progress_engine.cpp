@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "framework/error.h"
+#include "parallel/comm/flight_recorder.h"
 #include "parallel/comm/mpi_check.h"
 #include "parallel/comm/mpi_runtime.h"
 
@@ -92,12 +93,14 @@ WorkHandle MpiProgressEngine::submit(std::unique_ptr<MpiOperation> operation) {
   return work;
 }
 
-void MpiProgressEngine::run(std::function<void()> call) {
+void MpiProgressEngine::run(std::function<void()> call, std::uint64_t flight_id) {
   if (std::this_thread::get_id() == thread_.get_id()) {
     call();
     return;
   }
-  submit(std::make_unique<CallOperation>(std::move(call)))->wait();
+  auto operation = std::make_unique<CallOperation>(std::move(call));
+  operation->flight_id = flight_id;
+  submit(std::move(operation))->wait();
 }
 
 void MpiProgressEngine::loop() {
@@ -155,6 +158,8 @@ void MpiProgressEngine::start(Pending pending) {
   Active active;
   active.operation = std::move(pending.operation);
   active.work = std::move(pending.work);
+  if (const std::uint64_t id = active.operation->flight_id; id != 0)
+    FlightRecorder::instance().started(id);
   try {
     active.operation->start(active.requests);
   } catch (...) {
@@ -217,6 +222,20 @@ void MpiProgressEngine::complete(Active& active) {
     } catch (...) {
       active.error = std::current_exception();
     }
+  }
+  if (const std::uint64_t id = active.operation->flight_id; id != 0) {
+    std::string error;
+    if (active.error) {
+      try {
+        std::rethrow_exception(active.error);
+      } catch (const std::exception& e) {
+        error = e.what();
+      } catch (...) {
+        error = "unknown error";
+      }
+      request_flight_record();  // a failed operation: the record says what came before
+    }
+    FlightRecorder::instance().ended(id, error);
   }
   // Drop the operation (and the buffers it keeps alive) before the caller may reuse them.
   active.operation.reset();

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -29,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "parallel/comm/comm_watchdog.h"
 #include "parallel/comm/work.h"
 
 namespace ternion {
@@ -49,6 +51,8 @@ class MpiOperation {
   virtual void request_done(std::size_t /*index*/, const MPI_Status& /*status*/) {}
   // Every request completed; the last step before the Work is marked complete.
   virtual void finish() {}
+  // Its entry in the flight recorder (parallel/comm/flight_recorder.h); 0: not recorded.
+  std::uint64_t flight_id = 0;
 };
 
 class MpiWork final : public Work {
@@ -76,8 +80,9 @@ class MpiProgressEngine {
 
   WorkHandle submit(std::unique_ptr<MpiOperation> operation);
   // Runs `call` on the progress thread in submission order and waits for it; rethrows what
-  // it threw. Runs it directly when called from the progress thread itself.
-  void run(std::function<void()> call);
+  // it threw. Runs it directly when called from the progress thread itself. `flight_id`: its
+  // entry in the flight recorder, if it has one.
+  void run(std::function<void()> call, std::uint64_t flight_id = 0);
 
   ~MpiProgressEngine();
   MpiProgressEngine(const MpiProgressEngine&) = delete;
@@ -110,6 +115,7 @@ class MpiProgressEngine {
   std::vector<int> indices_;  // MPI_Testsome's scratch arrays
   std::vector<MPI_Status> statuses_;
   std::thread thread_;
+  CommWatchdog watchdog_;  // ends the job when an operation hangs
 };
 
 }  // namespace ternion

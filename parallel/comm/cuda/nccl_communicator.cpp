@@ -1,5 +1,7 @@
 #include "parallel/comm/cuda/nccl_communicator.h"
 
+#include "parallel/comm/comm_watchdog.h"
+
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -28,7 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::chrono::seconds kDefaultTimeout{600};
 // Host-side polling by the calling thread (NCCL's state while it sets an operation up, a
 // barrier's event): spin (yielding) for a moment, because most waits end quickly, then sleep
 // between looks, so that waiting for a slow peer does not take a core from this rank's host work.
@@ -148,8 +149,8 @@ void ready_or_abort(ncclComm_t comm, const std::string& where, Clock::time_point
                                detail::nccl_error_text(state));
     } else if (Clock::now() >= deadline) {
       failure = detail::concat(where, ": not finished after ", timeout.count(),
-                               " s (TERNION_NCCL_TIMEOUT_S): a peer may have failed or never "
-                               "called it");
+                               " s (parallel.comm_timeout_s, or TERNION_NCCL_TIMEOUT_S): a "
+                               "peer may have failed or never called it");
     }
     if (!failure.empty()) {
       (void)ncclCommAbort(comm);
@@ -276,8 +277,8 @@ struct NcclCore {
   }
   std::string timeout_message(const std::string& where) const {
     return detail::concat(where, ": not finished after ", timeout.count(),
-                          " s (TERNION_NCCL_TIMEOUT_S): a peer may have failed or never called "
-                          "it",
+                          " s (parallel.comm_timeout_s, or TERNION_NCCL_TIMEOUT_S): a peer "
+                          "may have failed or never called it",
                           kAborted);
   }
 
@@ -736,7 +737,7 @@ class DeferredSendWork final : public Work {
 
 std::chrono::seconds nccl_timeout_from_environment() {
   const char* text = std::getenv("TERNION_NCCL_TIMEOUT_S");
-  if (text == nullptr || text[0] == '\0') return kDefaultTimeout;
+  if (text == nullptr || text[0] == '\0') return comm_watchdog_settings().timeout;
   char* end = nullptr;
   const long long seconds = std::strtoll(text, &end, 10);
   TN_CHECK_AS(ConfigError, end != nullptr && *end == '\0' && seconds > 0,

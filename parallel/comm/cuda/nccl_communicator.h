@@ -36,7 +36,7 @@
 // from being watched). Every 10 ms while operations are outstanding (every second otherwise)
 // it looks at them, oldest first (one stream: they complete in order): releases those whose
 // event has completed (cudaEventQuery), reads ncclCommGetAsyncError, and checks the oldest
-// one's deadline, TERNION_NCCL_TIMEOUT_S seconds (default 600) after it was enqueued. On an
+// one's deadline, parallel.comm_timeout_s seconds (default 600) after it was enqueued. On an
 // asynchronous error, a failed event or a timeout it records a CommError message naming the
 // operation, the group, the rank and the cause, prints it to stderr once, and aborts the NCCL
 // communicator (ncclCommAbort): NCCL's kernels of this communicator exit, so a host thread
@@ -128,7 +128,8 @@ class NcclCommunicator final : public Communicator {
   std::shared_ptr<NcclCommState> state_;
 };
 
-// TERNION_NCCL_TIMEOUT_S (whole seconds > 0), else 600 s. Throws ConfigError on a bad value.
+// TERNION_NCCL_TIMEOUT_S (whole seconds > 0; for tests), else parallel.comm_timeout_s
+// (parallel/comm/comm_watchdog.h, 600 s unless configured). ConfigError on a bad value.
 std::chrono::seconds nccl_timeout_from_environment();
 
 // Throws (CommError) the first NCCL failure this process has recorded, on any communicator

@@ -1,0 +1,28 @@
+// ternion-hang-report DIR: reads the flight records a hung or failed job's ranks wrote
+// (logging.flight_dir) and says which rank the others wait for (parallel/comm/hang_report.h).
+// Exit status 0 with a verdict, 1 when the records cannot be read, 2 on a usage error.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "parallel/comm/hang_report.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::fprintf(argc == 2 ? stdout : stderr,
+                 "usage: ternion-hang-report DIR\n\n"
+                 "Reads the flight records (rank_R.json) that a job's ranks wrote to DIR\n"
+                 "(logging.flight_dir) on a communication timeout, an error or a signal, and\n"
+                 "says what each rank waits in and which rank is behind.\n");
+    return argc == 2 ? 0 : 2;
+  }
+  try {
+    const ternion::HangReport report =
+        ternion::analyse_flight_records(ternion::read_flight_records(argv[1]));
+    for (const std::string& line : report.lines) std::printf("ternion-hang-report: %s\n", line.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ternion-hang-report: error: %s\n", e.what());
+    return 1;
+  }
+}

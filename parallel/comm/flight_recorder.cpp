@@ -1,0 +1,198 @@
+#include "parallel/comm/flight_recorder.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "framework/error.h"
+
+namespace ternion {
+
+namespace {
+using json = nlohmann::json;
+constexpr const char* kFormat = "ternion-flight-record";
+constexpr int kVersion = 1;
+}  // namespace
+
+const char* flight_state_name(FlightState state) {
+  switch (state) {
+    case FlightState::issued: return "issued";
+    case FlightState::started: return "started";
+    case FlightState::completed: return "completed";
+    case FlightState::failed: return "failed";
+  }
+  return "?";
+}
+
+double unix_time_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+FlightRecorder& FlightRecorder::instance() {
+  static FlightRecorder* recorder = new FlightRecorder();  // leaked: used until exit
+  return *recorder;
+}
+
+int FlightRecorder::register_group(std::string name, std::vector<int> members) {
+  std::lock_guard lock(mutex_);
+  groups_.push_back({std::move(name), std::move(members)});
+  next_seq_.push_back(1);
+  return static_cast<int>(groups_.size() - 1);
+}
+
+std::uint64_t FlightRecorder::issued(int group, std::string kind, std::int64_t bytes,
+                                     std::vector<int> peers) {
+  const double now = unix_time_now();
+  std::lock_guard lock(mutex_);
+  TN_CHECK(group >= 0 && group < static_cast<int>(groups_.size()), "flight group ", group);
+  const std::uint64_t id = next_id_++;
+  FlightEntry& e = ring_[id % kCapacity];
+  e.id = id;
+  e.group = group;
+  e.seq = next_seq_[static_cast<std::size_t>(group)]++;
+  e.kind = std::move(kind);
+  e.bytes = bytes;
+  e.peers = std::move(peers);
+  e.state = FlightState::issued;
+  e.issued_s = now;
+  e.started_s = e.ended_s = -1;
+  e.error.clear();
+  return id;
+}
+
+FlightEntry* FlightRecorder::find(std::uint64_t id) {
+  FlightEntry& e = ring_[id % kCapacity];
+  return e.id == id ? &e : nullptr;
+}
+
+void FlightRecorder::started(std::uint64_t id) {
+  const double now = unix_time_now();
+  std::lock_guard lock(mutex_);
+  if (FlightEntry* e = find(id)) {
+    e->state = FlightState::started;
+    e->started_s = now;
+  }
+}
+
+void FlightRecorder::ended(std::uint64_t id, const std::string& error) {
+  const double now = unix_time_now();
+  std::lock_guard lock(mutex_);
+  if (FlightEntry* e = find(id)) {
+    e->state = error.empty() ? FlightState::completed : FlightState::failed;
+    e->ended_s = now;
+    e->error = error;
+  }
+}
+
+FlightEntry FlightRecorder::oldest_unfinished() const {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t first = next_id_ > kCapacity ? next_id_ - kCapacity : 1;
+  for (std::uint64_t id = first; id < next_id_; ++id) {
+    const FlightEntry& e = ring_[id % kCapacity];
+    if (e.id == id && (e.state == FlightState::issued || e.state == FlightState::started)) return e;
+  }
+  return FlightEntry{};
+}
+
+const FlightGroup& FlightRecorder::group(int index) const {
+  std::lock_guard lock(mutex_);
+  return groups_.at(static_cast<std::size_t>(index));
+}
+
+FlightRecord FlightRecorder::snapshot(int rank, int world_size, std::string reason,
+                                      double timeout_s) const {
+  FlightRecord record;
+  record.rank = rank;
+  record.world_size = world_size;
+  record.reason = std::move(reason);
+  record.written_s = unix_time_now();
+  record.timeout_s = timeout_s;
+  std::lock_guard lock(mutex_);
+  record.groups = groups_;
+  const std::uint64_t first = next_id_ > kCapacity ? next_id_ - kCapacity : 1;
+  for (std::uint64_t id = first; id < next_id_; ++id)
+    if (ring_[id % kCapacity].id == id) record.entries.push_back(ring_[id % kCapacity]);
+  return record;
+}
+
+std::string flight_record_json(const FlightRecord& r) {
+  json groups = json::array();
+  for (const FlightGroup& g : r.groups) groups.push_back({{"name", g.name}, {"members", g.members}});
+  json entries = json::array();
+  for (const FlightEntry& e : r.entries) {
+    json entry = {{"id", e.id},         {"group", e.group},       {"seq", e.seq},
+                  {"kind", e.kind},     {"bytes", e.bytes},       {"peers", e.peers},
+                  {"state", flight_state_name(e.state)},          {"issued_s", e.issued_s},
+                  {"started_s", e.started_s}, {"ended_s", e.ended_s}};
+    if (!e.error.empty()) entry["error"] = e.error;
+    entries.push_back(std::move(entry));
+  }
+  const json doc = {{"format", kFormat},     {"version", kVersion},
+                    {"rank", r.rank},        {"world_size", r.world_size},
+                    {"reason", r.reason},    {"written_s", r.written_s},
+                    {"timeout_s", r.timeout_s}, {"groups", groups},
+                    {"operations", entries}};
+  return doc.dump(1) + "\n";
+}
+
+FlightRecord parse_flight_record(const std::string& text, const std::string& path) {
+  try {
+    const json doc = json::parse(text);
+    TN_CHECK_AS(CommError, doc.value("format", "") == kFormat && doc.value("version", 0) == kVersion,
+                "'", path, "' is not a ternion flight record (format ", kFormat, " version ",
+                kVersion, ")");
+    FlightRecord r;
+    r.rank = doc.at("rank").get<int>();
+    r.world_size = doc.at("world_size").get<int>();
+    r.reason = doc.at("reason").get<std::string>();
+    r.written_s = doc.at("written_s").get<double>();
+    r.timeout_s = doc.at("timeout_s").get<double>();
+    for (const json& g : doc.at("groups"))
+      r.groups.push_back({g.at("name").get<std::string>(), g.at("members").get<std::vector<int>>()});
+    for (const json& o : doc.at("operations")) {
+      FlightEntry e;
+      e.id = o.at("id").get<std::uint64_t>();
+      e.group = o.at("group").get<int>();
+      e.seq = o.at("seq").get<std::uint64_t>();
+      e.kind = o.at("kind").get<std::string>();
+      e.bytes = o.at("bytes").get<std::int64_t>();
+      e.peers = o.at("peers").get<std::vector<int>>();
+      const std::string state = o.at("state").get<std::string>();
+      bool known = false;
+      for (FlightState s : {FlightState::issued, FlightState::started, FlightState::completed,
+                            FlightState::failed})
+        if (state == flight_state_name(s)) e.state = s, known = true;
+      TN_CHECK_AS(CommError, known, "'", path, "': operation ", e.id, " has state '", state, "'");
+      TN_CHECK_AS(CommError, e.group >= 0 && e.group < static_cast<int>(r.groups.size()), "'",
+                  path, "': operation ", e.id, " names group ", e.group, " of ", r.groups.size());
+      e.issued_s = o.at("issued_s").get<double>();
+      e.started_s = o.at("started_s").get<double>();
+      e.ended_s = o.at("ended_s").get<double>();
+      e.error = o.value("error", "");
+      r.entries.push_back(std::move(e));
+    }
+    TN_CHECK_AS(CommError, r.world_size >= 1 && r.rank >= 0 && r.rank < r.world_size, "'", path,
+                "': rank ", r.rank, " of ", r.world_size);
+    return r;
+  } catch (const json::exception& e) {
+    TN_THROW(CommError, "'", path, "' is not a readable flight record: ", e.what());
+  }
+}
+
+std::string write_flight_record(const std::string& dir, const FlightRecord& record) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/rank_" + std::to_string(record.rank) + ".json";
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << flight_record_json(record);
+    TN_CHECK_AS(CommError, out.good(), "writing the flight record '", partial, "' failed");
+  }
+  std::filesystem::rename(partial, path);
+  return path;
+}
+
+}  // namespace ternion

@@ -1,0 +1,212 @@
+#include "parallel/comm/hang_report.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "framework/error.h"
+#include "framework/logging.h"
+#include "parallel/comm/comm_watchdog.h"
+
+namespace ternion {
+
+namespace {
+
+// A running rank's wait outlasts the timeout by at most one look of its watchdog before its
+// record is written; a stopped rank, woken by the job's end, writes after the others' grace.
+constexpr double kWatchdogSlackS =
+    2.0 * std::chrono::duration<double>(kWatchdogLookInterval).count();
+static_assert(kWatchdogGrace > 2 * kWatchdogLookInterval);
+
+bool is_point_to_point(const std::string& kind) {
+  return kind == "send" || kind == "recv" || kind == "exchange";
+}
+
+// A group as every rank names it: its name and its members.
+std::string group_key(const FlightGroup& g) {
+  std::string key = g.name + "|";
+  for (int m : g.members) key += std::to_string(m) + ",";
+  return key;
+}
+
+std::string rank_list(const std::set<int>& ranks) {
+  std::string text;
+  for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+  return text;
+}
+
+// One rank's view: its record, its operations per group, and what it waits in.
+struct RankView {
+  const FlightRecord* record = nullptr;
+  std::map<std::string, std::uint64_t> last_seq;  // per group key: its newest operation's seq
+  std::map<std::string, const FlightEntry*> unfinished;  // per group key: the oldest
+  const FlightEntry* waits_in = nullptr;                  // its oldest unfinished operation
+};
+
+bool unfinished(const FlightEntry& e) {
+  return e.state == FlightState::issued || e.state == FlightState::started;
+}
+
+std::string describe(const RankView& v, const FlightEntry& e) {
+  const FlightGroup& g = v.record->groups[static_cast<std::size_t>(e.group)];
+  std::ostringstream out;
+  out << e.kind << " #" << e.seq << " on group '" << g.name << "'";
+  for (std::size_t i = 0; i < e.peers.size(); ++i)
+    out << (i == 0 ? " with rank " : ", ") << e.peers[i];
+  out << " (" << flight_state_name(e.state) << ' '
+      << static_cast<long long>(v.record->written_s - e.issued_s) << " s before the record)";
+  return out.str();
+}
+
+}  // namespace
+
+HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
+  HangReport report;
+  TN_CHECK_AS(CommError, !records.empty(), "no flight records to read");
+  const int world = records.front().world_size;
+  std::vector<RankView> views(static_cast<std::size_t>(world));
+  for (const FlightRecord& r : records) {
+    TN_CHECK_AS(CommError, r.world_size == world, "the records are of different jobs: rank ",
+                r.rank, "'s says ", r.world_size, " ranks, rank ", records.front().rank, "'s ",
+                world);
+    RankView& v = views[static_cast<std::size_t>(r.rank)];
+    TN_CHECK_AS(CommError, v.record == nullptr, "two records of rank ", r.rank);
+    v.record = &r;
+    for (const FlightEntry& e : r.entries) {
+      const std::string key = group_key(r.groups[static_cast<std::size_t>(e.group)]);
+      v.last_seq[key] = std::max(v.last_seq[key], e.seq);
+      if (!unfinished(e)) continue;
+      if (!v.waits_in || e.id < v.waits_in->id) v.waits_in = &e;
+      const FlightEntry*& oldest = v.unfinished[key];
+      if (!oldest || e.id < oldest->id) oldest = &e;
+    }
+  }
+  std::set<int> missing;
+  for (int r = 0; r < world; ++r)
+    if (!views[static_cast<std::size_t>(r)].record) missing.insert(r);
+  report.lines.push_back(detail::concat(
+      world, " ranks, ", records.size(), " flight records",
+      missing.empty() ? std::string() : " (none from rank" + std::string(missing.size() > 1 ? "s " : " ") +
+                                            rank_list(missing) + ")"));
+
+  std::map<int, std::set<int>> waited_by;  // rank -> the ranks that wait for it
+  std::set<int> waits_for_someone;
+  // Ranks that stopped progressing inside communication, and why the records say so.
+  std::map<int, std::string> stalled;
+  for (int r = 0; r < world; ++r) {
+    const RankView& v = views[static_cast<std::size_t>(r)];
+    if (!v.record || !v.waits_in) continue;
+    const FlightEntry& e = *v.waits_in;
+    const FlightGroup& g = v.record->groups[static_cast<std::size_t>(e.group)];
+    const std::string key = group_key(g);
+    std::vector<std::string> why;
+    bool all_passed = true;
+    const std::vector<int>& others = is_point_to_point(e.kind) ? e.peers : g.members;
+    for (int m : others) {
+      if (m == r) continue;
+      const RankView& peer = views[static_cast<std::size_t>(m)];
+      std::string blame;
+      if (!peer.record) {
+        blame = detail::concat("rank ", m, " wrote no record");
+      } else {
+        const auto seq = peer.last_seq.find(key);
+        const std::uint64_t last = seq == peer.last_seq.end() ? 0 : seq->second;
+        const std::string peer_wait =
+            peer.waits_in ? ", it waits in " + describe(peer, *peer.waits_in) : std::string();
+        if (is_point_to_point(e.kind)) {
+          if (!peer.unfinished.count(key))
+            blame = detail::concat("rank ", m, " has nothing unfinished on that group", peer_wait);
+        } else if (last < e.seq) {
+          blame = detail::concat("rank ", m, " has issued only ", last,
+                                 " operations on that group", peer_wait);
+        }
+        const auto mine = peer.unfinished.find(key);
+        if (last < e.seq || (mine != peer.unfinished.end() && mine->second->seq <= e.seq))
+          all_passed = false;
+      }
+      if (blame.empty()) continue;
+      all_passed = false;
+      why.push_back(blame);
+      waited_by[m].insert(r);
+      waits_for_someone.insert(r);
+    }
+    std::string line = detail::concat("rank ", r, " waits in ", describe(v, e));
+    // A running process's watchdog writes its record within a second of the timeout: a wait
+    // well past it in the record means the process was not running (stopped, then woken by
+    // the job's end to write it late).
+    const double waited = v.record->written_s - e.issued_s;
+    if (waited > v.record->timeout_s + kWatchdogSlackS)
+      stalled[r] = detail::concat("its wait of ", static_cast<long long>(waited),
+                                  " s outlasted the timeout, ", v.record->timeout_s,
+                                  " s, without its watchdog firing: the process was stopped or "
+                                  "starved of CPU");
+    if (!why.empty()) {
+      line += ": " + why.front();
+    } else if (all_passed && !is_point_to_point(e.kind)) {
+      line += ": every other member has finished it, this rank has not seen it end";
+      stalled.emplace(r, "its peers have finished the operation it waits in: it stopped, or was "
+                         "starved of CPU, inside it");
+    } else {
+      line += ": every peer is in it too";
+    }
+    report.lines.push_back(line);
+    for (std::size_t i = 1; i < why.size(); ++i) report.lines.push_back("  and " + why[i]);
+  }
+  // The ranks named: those that stopped inside communication, and those waited for that wait
+  // for nobody (no record, or no communication); in a cycle where each waits for another,
+  // all of them.
+  std::set<int> behind;
+  for (const auto& [rank, why] : stalled) behind.insert(rank);
+  for (const auto& [rank, waiters] : waited_by)
+    if (!waits_for_someone.count(rank) && (!views[static_cast<std::size_t>(rank)].record ||
+                                           !views[static_cast<std::size_t>(rank)].waits_in))
+      behind.insert(rank);
+  if (behind.empty())
+    for (const auto& [rank, waiters] : waited_by) behind.insert(rank);
+  if (behind.empty()) {
+    report.lines.push_back("no rank waits for another: the records show no hang");
+    return report;
+  }
+  for (int rank : behind) {
+    const RankView& v = views[static_cast<std::size_t>(rank)];
+    std::string state;
+    if (!v.record) state = "it wrote no record: stopped, killed, or stuck outside communication";
+    else if (stalled.count(rank)) state = stalled[rank];
+    else if (!v.waits_in) state = "it waits in no communication: stuck computing, or it took another branch";
+    else state = "it waits in turn: a cycle";
+    std::string line = detail::concat("behind: rank ", rank, " (", state, ")");
+    const std::set<int>& waiters = waited_by[rank];
+    if (!waiters.empty())
+      line += detail::concat("; rank", waiters.size() > 1 ? "s " : " ", rank_list(waiters),
+                             " wait", waiters.size() > 1 ? "" : "s", " for it");
+    report.lines.push_back(line);
+    report.behind.push_back(rank);
+  }
+  return report;
+}
+
+std::vector<FlightRecord> read_flight_records(const std::string& dir) {
+  std::vector<FlightRecord> records;
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& file : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = file.path().filename().string();
+    if (name.rfind("rank_", 0) == 0 && file.path().extension() == ".json") files.push_back(file.path());
+  }
+  TN_CHECK_AS(CommError, !ec, "cannot read the directory '", dir, "': ", ec.message());
+  TN_CHECK_AS(CommError, !files.empty(), "'", dir, "' holds no flight records (rank_R.json)");
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    TN_CHECK_AS(CommError, in.good() || in.eof(), "cannot read '", path.string(), "'");
+    records.push_back(parse_flight_record(text.str(), path.string()));
+  }
+  return records;
+}
+
+}  // namespace ternion

@@ -1,0 +1,171 @@
+// The flight recorder and the hang report on records made by hand: what a rank keeps, the
+// JSON it writes and reads back, and which rank the report names in each kind of hang.
+#include <gtest/gtest.h>
+
+#include "framework/error.h"
+#include "parallel/comm/flight_recorder.h"
+#include "parallel/comm/hang_report.h"
+
+namespace ternion {
+namespace {
+
+TEST(FlightRecorder, NumbersEachGroupsOperationsAndKeepsTheNewest) {
+  FlightRecorder& recorder = FlightRecorder::instance();
+  const int a = recorder.register_group("tp[0,1]", {0, 1});
+  const int b = recorder.register_group("dp[0,2]", {0, 2});
+  const std::uint64_t first = recorder.issued(a, "all_reduce", 64, {});
+  const std::uint64_t second = recorder.issued(b, "send", 32, {2});
+  const std::uint64_t third = recorder.issued(a, "all_gather", 16, {});
+  recorder.started(first);
+  recorder.ended(first);
+  recorder.started(second);
+  recorder.ended(third, "peer gone");
+  const FlightEntry oldest = recorder.oldest_unfinished();
+  EXPECT_EQ(oldest.id, second);
+  EXPECT_EQ(oldest.state, FlightState::started);
+  const FlightRecord record = recorder.snapshot(0, 3, "test", 5.0);
+  ASSERT_GE(record.entries.size(), 3u);
+  const FlightEntry& e1 = record.entries[record.entries.size() - 3];
+  const FlightEntry& e3 = record.entries.back();
+  EXPECT_EQ(e1.seq + 1, e3.seq);  // group a's first and second
+  EXPECT_EQ(e1.state, FlightState::completed);
+  EXPECT_EQ(e3.state, FlightState::failed);
+  EXPECT_EQ(e3.error, "peer gone");
+  EXPECT_EQ(record.entries[record.entries.size() - 2].peers, std::vector<int>{2});
+
+  // Past its capacity the ring keeps the newest operations.
+  for (std::size_t i = 0; i < FlightRecorder::kCapacity + 10; ++i) recorder.ended(recorder.issued(b, "barrier", 0, {}));
+  const FlightRecord full = recorder.snapshot(0, 3, "test", 5.0);
+  EXPECT_EQ(full.entries.size(), FlightRecorder::kCapacity);
+  EXPECT_EQ(full.entries.back().kind, "barrier");
+  EXPECT_EQ(recorder.oldest_unfinished().id, 0u);  // the started send was dropped with the ring
+}
+
+TEST(FlightRecorder, RecordsReadBackFromTheirJson) {
+  FlightRecord r;
+  r.rank = 1;
+  r.world_size = 2;
+  r.reason = "timeout: all_reduce #3 on group 'world'";
+  r.written_s = 1000.5;
+  r.timeout_s = 5;
+  r.groups = {{"world", {0, 1}}};
+  FlightEntry e;
+  e.id = 7;
+  e.group = 0;
+  e.seq = 3;
+  e.kind = "all_reduce";
+  e.bytes = 128;
+  e.state = FlightState::started;
+  e.issued_s = 990.25;
+  e.started_s = 990.5;
+  r.entries = {e};
+  const FlightRecord back = parse_flight_record(flight_record_json(r), "rank_1.json");
+  EXPECT_EQ(back.rank, 1);
+  EXPECT_EQ(back.reason, r.reason);
+  EXPECT_EQ(back.groups[0].members, (std::vector<int>{0, 1}));
+  ASSERT_EQ(back.entries.size(), 1u);
+  EXPECT_EQ(back.entries[0].seq, 3u);
+  EXPECT_EQ(back.entries[0].state, FlightState::started);
+  EXPECT_DOUBLE_EQ(back.entries[0].issued_s, 990.25);
+  EXPECT_THROW(parse_flight_record("{\"format\": \"other\"}", "x.json"), CommError);
+  EXPECT_THROW(parse_flight_record("not json", "x.json"), CommError);
+}
+
+// A record of `rank` of `world` whose last operations on group `name` are the given ones.
+struct Op {
+  std::uint64_t seq;
+  const char* kind;
+  FlightState state;
+  std::vector<int> peers = {};
+  int group = 0;
+};
+FlightRecord record_of(int rank, int world, std::vector<FlightGroup> groups, std::vector<Op> ops,
+                       double waited_s = 5.0) {
+  FlightRecord r;
+  r.rank = rank;
+  r.world_size = world;
+  r.reason = "timeout";
+  r.timeout_s = 5;
+  r.written_s = 2000;
+  r.groups = std::move(groups);
+  std::uint64_t id = 1;
+  for (const Op& op : ops) {
+    FlightEntry e;
+    e.id = id++;
+    e.group = op.group;
+    e.seq = op.seq;
+    e.kind = op.kind;
+    e.peers = op.peers;
+    e.state = op.state;
+    e.issued_s = r.written_s - waited_s;
+    r.entries.push_back(e);
+  }
+  return r;
+}
+
+using S = FlightState;
+
+TEST(HangReport, NamesTheMemberThatHasNotReachedTheCollective) {
+  const std::vector<FlightGroup> world = {{"world", {0, 1, 2}}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, 3, world, {{4, "all_reduce", S::completed}, {5, "all_reduce", S::started}}),
+      record_of(1, 3, world, {{4, "all_reduce", S::completed}, {5, "all_reduce", S::started}}),
+      record_of(2, 3, world, {{4, "all_reduce", S::completed}}),
+  });
+  EXPECT_EQ(report.behind, std::vector<int>{2});
+  EXPECT_NE(report.lines.back().find("waits in no communication"), std::string::npos)
+      << report.lines.back();
+}
+
+TEST(HangReport, NamesTheRankWithoutARecord) {
+  const std::vector<FlightGroup> world = {{"world", {0, 1, 2, 3}}};
+  std::vector<FlightRecord> records;
+  for (int r = 0; r < 3; ++r)
+    records.push_back(record_of(r, 4, world, {{9, "barrier", S::started}}));
+  const HangReport report = analyse_flight_records(records);
+  EXPECT_EQ(report.behind, std::vector<int>{3});
+  EXPECT_NE(report.lines.front().find("none from rank 3"), std::string::npos);
+}
+
+TEST(HangReport, NamesAStoppedRankFromItsLateRecord) {
+  // Both are in the same collective; one wrote its record long after the timeout, which a
+  // running watchdog never does.
+  const std::vector<FlightGroup> world = {{"world", {0, 1}}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, 2, world, {{5, "all_reduce", S::started}}, 5.5),
+      record_of(1, 2, world, {{5, "all_reduce", S::started}}, 9.0),
+  });
+  EXPECT_EQ(report.behind, std::vector<int>{1});
+}
+
+TEST(HangReport, FollowsAPointToPointWaitToTheRankBehindIt) {
+  // Rank 0 waits for a message from rank 1 on the pipeline group; rank 1 waits in an
+  // all-reduce with rank 2, which has not reached it.
+  const std::vector<FlightGroup> groups = {{"pp[0,1]", {0, 1}}, {"tp[1,2]", {1, 2}}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, 3, groups, {{3, "recv", S::started, {1}, 0}}),
+      record_of(1, 3, groups, {{2, "send", S::completed, {0}, 0}, {7, "all_reduce", S::started, {}, 1}}),
+      record_of(2, 3, groups, {{6, "all_reduce", S::completed, {}, 1}}),
+  });
+  EXPECT_EQ(report.behind, std::vector<int>{2});
+}
+
+TEST(HangReport, SaysSoWhenNothingWaits) {
+  const std::vector<FlightGroup> world = {{"world", {0, 1}}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, 2, world, {{5, "all_reduce", S::completed}}),
+      record_of(1, 2, world, {{5, "all_reduce", S::completed}}),
+  });
+  EXPECT_TRUE(report.behind.empty());
+  EXPECT_NE(report.lines.back().find("no hang"), std::string::npos);
+}
+
+TEST(HangReport, RefusesRecordsOfDifferentJobs) {
+  const std::vector<FlightGroup> world = {{"world", {0, 1}}};
+  EXPECT_THROW(analyse_flight_records({record_of(0, 2, world, {}), record_of(1, 3, world, {})}),
+               CommError);
+  EXPECT_THROW(read_flight_records("/nonexistent/flight"), CommError);
+}
+
+}  // namespace
+}  // namespace ternion
