@@ -18,7 +18,7 @@ std::atomic<bool> g_record_requested{false};
 
 // "all_reduce #57 on group 'dp[0,2]'", "recv #12 on group 'pp[1,3]' from world rank 3".
 std::string describe(const FlightEntry& e) {
-  const FlightGroup& g = FlightRecorder::instance().group(e.group);
+  const FlightGroup g = FlightRecorder::instance().group(e.group);
   std::string text = detail::concat(e.kind, " #", e.seq, " on group '", g.name, "'");
   for (std::size_t i = 0; i < e.peers.size(); ++i)
     text += detail::concat(i == 0 ? " with world rank " : ", ", e.peers[i]);

@@ -97,7 +97,7 @@ FlightEntry FlightRecorder::oldest_unfinished() const {
   return FlightEntry{};
 }
 
-const FlightGroup& FlightRecorder::group(int index) const {
+FlightGroup FlightRecorder::group(int index) const {
   std::lock_guard lock(mutex_);
   return groups_.at(static_cast<std::size_t>(index));
 }

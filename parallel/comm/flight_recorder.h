@@ -66,7 +66,7 @@ class FlightRecorder {
   // The oldest operation not yet ended (its id 0 when there is none), for the watchdog.
   FlightEntry oldest_unfinished() const;
   FlightRecord snapshot(int rank, int world_size, std::string reason, double timeout_s) const;
-  const FlightGroup& group(int index) const;
+  FlightGroup group(int index) const;  // a copy: groups may be added meanwhile
 
  private:
   FlightEntry* find(std::uint64_t id);  // null once the ring has dropped it
