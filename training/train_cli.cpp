@@ -392,7 +392,7 @@ int run_training(Communicator& world, const Setup& s) {
                           memory_per_rank(trainer->device(), ranks_on_node));
   trainer->set_memory_estimate(estimate->peak());
 
-  const std::int64_t params = trainer->model_parameter_count();  // collective
+  const std::int64_t params = parameters_on_rank(config.model, one_rank, 0);  // the whole model
   log_info(model_line(config.model, params));
   std::string layout;
   if (world.size() > 1) {

@@ -254,17 +254,6 @@ GptModel& Trainer::model() {
 }
 
 
-std::int64_t Trainer::model_parameter_count() {
-  // A parameter's global shape counts it whole, however this rank holds it; the last stage's
-  // copy of the tied embedding is the first stage's parameter.
-  double count = 0.0;
-  for (const auto& chunk : chunks_)
-    for (const Parameter* p : chunk->parameters())
-      if (chunk->chunk().has_embedding || p != chunk->tied_embedding())
-        count += static_cast<double>(shape_numel(p->global_shape));
-  return static_cast<std::int64_t>(sum_over_pipeline(count) + 0.5);
-}
-
 std::vector<GptModel*> Trainer::chunk_pointers() const {
   std::vector<GptModel*> out;
   for (const auto& chunk : chunks_) out.push_back(chunk.get());

@@ -77,9 +77,6 @@ class Trainer {
   GptModel& model();
   // This rank's parameters, every chunk's, each once.
   const std::vector<Parameter*>& parameters() const { return parameters_; }
-  // The whole model's parameter count, each parameter once however the ranks hold it
-  // (collective over the pipeline group).
-  std::int64_t model_parameter_count();
   const GradientReducer* reducer() const { return reducer_.get(); }
   // The last pipelined step's timeline and activation count on this rank.
   const PipelineStepResult& last_pipeline_step() const { return last_pipeline_step_; }
