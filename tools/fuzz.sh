@@ -4,7 +4,8 @@
 # checkpoint_index hf_config) with clang's libFuzzer, the whole CPU build under AddressSanitizer
 # and UBSan (in build-fuzz/), each target for SECONDS (default 300) from its committed corpus.
 # Inputs that reach new code are merged back into fuzz/corpus/<target>/ (commit them: ctest
-# replays that corpus in every build). Prints each target's executions and coverage; a finding
+# replays that corpus in every build). Prints each target's executions and coverage, and the
+# execution at which its coverage last grew (how far it is past its plateau); a finding
 # stops the target and leaves its input in build-fuzz/findings/<target>/. An allocation over
 # 256 MB counts as a finding: no input of a few KB may ask for that much.
 set -euo pipefail
@@ -35,6 +36,12 @@ for t in "${targets[@]}"; do
   fi
   grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" "build-fuzz/$t.log" || true
   grep -oE "cov: [0-9]+ ft: [0-9]+" "build-fuzz/$t.log" | tail -1 || true
+  # The plateau: the execution at which the edge coverage last grew.
+  awk '/^#[0-9]+/ && match($0, /cov: [0-9]+/) {
+         cov = substr($0, RSTART + 5, RLENGTH - 5); n = substr($1, 2)
+         if (cov != last) { last = cov; at = n } }
+       END { if (at) printf "coverage last grew at execution %d (to %d edges)\n", at, last }' \
+    "build-fuzz/$t.log"
   ./build-fuzz/fuzz/fuzz_$t -merge=1 fuzz/corpus/$t "$work" > "build-fuzz/$t.merge.log" 2>&1 || true
   echo "corpus: $(ls fuzz/corpus/$t | wc -l) files"
 done

@@ -34,6 +34,8 @@ if [ "${CI:-}" = true ]; then
   cmake --build "$build-tsan" -j"$jobs" --target test_comm
   TSAN_OPTIONS="suppressions=$PWD/tools/sanitizers/tsan.supp" \
     ctest --test-dir "$build-tsan" --output-on-failure -j"$jobs" -L '^comm$'
+  # Each parser of outside input fuzzed briefly from its committed corpus (a finding fails).
+  bash tools/fuzz.sh 30
 fi
 # Tests run one OpenMP thread each (set per test) so that parallel ctest jobs never make
 # spin-waiting thread pools fight over the cores.

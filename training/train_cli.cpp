@@ -19,6 +19,7 @@
 #include "layers/model_facts.h"
 #include "parallel/comm/comm_backend.h"
 #include "parallel/comm/comm_watchdog.h"
+#include "parallel/comm/fault_injection.h"
 #include "parallel/comm/mpi_runtime.h"
 #include "parallel/process_groups.h"
 #include "training/checkpoint.h"
@@ -516,7 +517,10 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
 int run(Communicator& world, int argc, char** argv) {
   Setup setup;
   const std::optional<Failure> read = capture(
-      [&] { read_setup(setup, argc, argv, world.rank(), world.size()); });
+      [&] {
+        read_setup(setup, argc, argv, world.rank(), world.size());
+        check_comm_fault_injection();
+      });
   if (const std::optional<int> status = agree_on_failure(world, read)) return *status;
   if (setup.finished) return 0;
   const TrainConfig& config = *setup.config;

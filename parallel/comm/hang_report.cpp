@@ -92,6 +92,23 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
       missing.empty() ? std::string() : " (none from rank" + std::string(missing.size() > 1 ? "s " : " ") +
                                             rank_list(missing) + ")"));
 
+  for (int r = 0; r < world; ++r) {
+    const RankView& v = views[static_cast<std::size_t>(r)];
+    if (!v.record) continue;
+    const auto failed_entry =
+        std::find_if(v.record->entries.rbegin(), v.record->entries.rend(),
+                     [](const FlightEntry& e) { return e.state == FlightState::failed; });
+    const bool error_record = v.record->reason.rfind("error", 0) == 0;
+    if (!error_record && failed_entry == v.record->entries.rend()) continue;
+    std::string line = detail::concat("failed: rank ", r);
+    if (failed_entry != v.record->entries.rend())
+      line += ": " + describe(v, *failed_entry) + ": " + failed_entry->error;
+    else
+      line += ": " + v.record->reason;
+    report.lines.push_back(line);
+    report.failed.push_back(r);
+  }
+
   std::map<int, std::set<int>> waited_by;  // rank -> the ranks that wait for it
   std::set<int> waits_for_someone;
   // Ranks that stopped progressing inside communication, and why the records say so.
@@ -158,10 +175,12 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
   // The ranks named: those that stopped inside communication, and those waited for that wait
   // for nobody (no record, or no communication); in a cycle where each waits for another,
   // all of them.
-  std::set<int> behind;
-  for (const auto& [rank, why] : stalled) behind.insert(rank);
+  // A rank that failed is what the others wait for, whatever the waits look like meanwhile.
+  std::set<int> behind(report.failed.begin(), report.failed.end());
+  if (behind.empty())
+    for (const auto& [rank, why] : stalled) behind.insert(rank);
   for (const auto& [rank, waiters] : waited_by)
-    if (!waits_for_someone.count(rank) && (!views[static_cast<std::size_t>(rank)].record ||
+    if (report.failed.empty() && !waits_for_someone.count(rank) && (!views[static_cast<std::size_t>(rank)].record ||
                                            !views[static_cast<std::size_t>(rank)].waits_in))
       behind.insert(rank);
   if (behind.empty())
@@ -173,7 +192,9 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
   for (int rank : behind) {
     const RankView& v = views[static_cast<std::size_t>(rank)];
     std::string state;
-    if (!v.record) state = "it wrote no record: stopped, killed, or stuck outside communication";
+    if (std::count(report.failed.begin(), report.failed.end(), rank))
+      state = "it failed, above: the job ends on its error";
+    else if (!v.record) state = "it wrote no record: stopped, killed, or stuck outside communication";
     else if (stalled.count(rank)) state = stalled[rank];
     else if (!v.waits_in) state = "it waits in no communication: stuck computing, or it took another branch";
     else state = "it waits in turn: a cycle";

@@ -8,7 +8,9 @@
 // answering. A rank with no record at all wrote none: stopped, killed, or stuck outside
 // communication (its watchdog only writes when it waits itself or sees another's record).
 // The ranks named at the end are those waited for that do not wait themselves (or wrote
-// nothing); in a cycle, every rank of it.
+// nothing); in a cycle, every rank of it. A rank that failed (its record written on an error,
+// or an operation of its record failed) is named first, with the error: what the others wait
+// for is then the job's end.
 #pragma once
 
 #include <string>
@@ -21,6 +23,7 @@ namespace ternion {
 struct HangReport {
   std::vector<std::string> lines;  // what each waiting rank waits for, then the verdict
   std::vector<int> behind;         // the ranks named at the end, ascending
+  std::vector<int> failed;         // ranks whose record an error wrote, ascending
 };
 
 HangReport analyse_flight_records(const std::vector<FlightRecord>& records);

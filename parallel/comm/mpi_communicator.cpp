@@ -9,6 +9,7 @@
 
 #include "framework/bfloat16.h"
 #include "framework/error.h"
+#include "parallel/comm/fault_injection.h"
 #include "parallel/comm/flight_recorder.h"
 #include "parallel/comm/host_staging.h"
 #include "parallel/comm/mpi_check.h"
@@ -304,8 +305,29 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, Options option
   flight_group_ = FlightRecorder::instance().register_group(name_, members_);
 }
 
+namespace {
+
+// The operation TERNION_INJECT_COMM_ERROR picked (parallel/comm/fault_injection.h): it fails
+// where MPI would report an error, when the progress thread starts it.
+class InjectedFailure final : public MpiOperation {
+ public:
+  explicit InjectedFailure(std::unique_ptr<MpiOperation> operation)
+      : operation_(std::move(operation)) {}
+  std::string describe() const override { return operation_->describe(); }
+  void start(std::vector<MPI_Request>&) override {
+    throw CommError(describe() + ": failed (injected by " + kInjectCommErrorVariable + ")");
+  }
+
+ private:
+  std::unique_ptr<MpiOperation> operation_;
+};
+
+}  // namespace
+
 WorkHandle MpiCommunicator::submit(std::unique_ptr<MpiOperation> operation, std::string_view kind,
                                    std::int64_t bytes, const std::vector<int>& peers) {
+  if (inject_comm_error(world_rank_, kind))
+    operation = std::make_unique<InjectedFailure>(std::move(operation));
   std::vector<int> world_peers;
   for (int peer : peers) world_peers.push_back(members_[static_cast<std::size_t>(peer)]);
   operation->flight_id =

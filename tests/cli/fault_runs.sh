@@ -5,6 +5,9 @@
 #         parallel.comm_timeout_s (5 s) + 10 s, non-zero, each saying which operation on which
 #         group timed out; ternion-hang-report on the flight records must name rank 5.
 #   kill: rank 5 is killed (SIGKILL) mid-run; the job must end within 30 s, naming rank 5.
+#   error: rank 5's 11th pipeline send (in step 6) fails as MPI would fail it
+#         (TERNION_INJECT_COMM_ERROR) while its peer waits for it; the job must end within
+#         30 s, naming rank 5 and the operation, and so must ternion-hang-report.
 # After each, the last checkpoint must resume to the uninterrupted run's losses (1e-5).
 # The seconds each fault took to end the job are printed (docs/reliability.md quotes them).
 set -u
@@ -45,23 +48,34 @@ resume_and_compare() {  # NAME: resume NAME's latest checkpoint to step $steps, 
 }
 
 fault() {  # NAME SIGNAL LIMIT_S: start a long run, send SIGNAL to rank 5 after step 4
+           # (SIGNAL "error": rank 5 fails a send of step 6 itself)
   local name=$1 signal=$2 limit=$3 job pid start end elapsed
   mkdir -p "$out/$name"
+  local inject=
+  [ "$signal" = error ] && inject=5:send:11
+  TERNION_INJECT_COMM_ERROR=$inject \
   $mpirun "${layout[@]}" --set training.steps=100000 --set "checkpoint.save_dir=$out/$name/ckpt" \
     --set checkpoint.save_interval=2 --set "logging.flight_dir=$out/$name/flight" \
     > "$out/$name/run.log" 2>&1 &
   job=$!
-  for _ in $(seq 1 1200); do grep -qE "^step +5/" "$out/$name/run.log" && break; sleep 0.05; done
-  pid=$(pid_of_rank 5)
-  [ -n "$pid" ] || { kill -KILL "$job"; cat "$out/$name/run.log"; fail "$name: no rank 5 found"; }
-  start=$(date +%s.%N)
-  kill "-$signal" "$pid"
+  if [ "$signal" = error ]; then  # timed from the failure's message
+    for _ in $(seq 1 1200); do grep -q "injected by" "$out/$name/run.log" && break; sleep 0.05; done
+    start=$(date +%s.%N)
+  else
+    for _ in $(seq 1 1200); do grep -qE "^step +5/" "$out/$name/run.log" && break; sleep 0.05; done
+    pid=$(pid_of_rank 5)
+    [ -n "$pid" ] || { kill -KILL "$job"; cat "$out/$name/run.log"; fail "$name: no rank 5 found"; }
+    start=$(date +%s.%N)
+    kill "-$signal" "$pid"
+  fi
   wait "$job"
   status=$?
   end=$(date +%s.%N)
   pkill -KILL -f "$out/$name/ckpt" 2>/dev/null  # a stopped rank left behind
   elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
-  echo "$name: the job ended ${elapsed} s after SIG$signal to rank 5, exit status $status"
+  local what="SIG$signal to rank 5"
+  [ "$signal" = error ] && what="rank 5's error"
+  echo "$name: the job ended ${elapsed} s after $what, exit status $status"
   [ "$status" -ne 0 ] || fail "$name: the job exited 0"
   awk -v e="$elapsed" -v l="$limit" 'BEGIN { exit !(e <= l) }' ||
     { tail -n 20 "$out/$name/run.log"; fail "$name: took ${elapsed} s, more than $limit"; }
@@ -79,4 +93,14 @@ fault kill KILL 30
 grep -qiE "rank 5 .*signal 9|process rank 5" "$out/kill/run.log" ||
   { cat "$out/kill/run.log"; fail "kill: rank 5 is not named"; }
 resume_and_compare kill
+
+fault error error 30
+grep -qE "^ternion: rank 5: (ternion-train: error: )?send on group .*failed \(injected by TERNION_INJECT_COMM_ERROR\)" \
+  "$out/error/run.log" || { cat "$out/error/run.log"; fail "error: rank 5 and its send are not named"; }
+"$report" "$out/error/flight" > "$out/error/report.txt" 2>&1 || { cat "$out/error/report.txt"; fail "error: the hang report"; }
+cat "$out/error/report.txt"
+grep -qE "^ternion-hang-report: failed: rank 5: send #[0-9]+ on group" "$out/error/report.txt" &&
+  grep -qE "^ternion-hang-report: behind: rank 5 \(it failed" "$out/error/report.txt" ||
+  fail "error: the report does not name rank 5's failed send"
+resume_and_compare error
 echo "faults end the job, name the rank, and the last checkpoints resume"

@@ -150,6 +150,36 @@ TEST(HangReport, FollowsAPointToPointWaitToTheRankBehindIt) {
   EXPECT_EQ(report.behind, std::vector<int>{2});
 }
 
+TEST(HangReport, NamesTheRankWhoseOperationFailed) {
+  // Rank 1's send failed (its record written by the error); rank 0 waits for the message.
+  const std::vector<FlightGroup> pipeline = {{"pp[0,1]", {0, 1}}};
+  FlightRecord failed = record_of(1, 2, pipeline, {{3, "send", S::failed, {0}}});
+  failed.reason = "error: the send failed";
+  failed.entries.back().error = "send on group 'pp[0,1]': failed";
+  const HangReport report = analyse_flight_records({
+      record_of(0, 2, pipeline, {{3, "recv", S::started, {1}}}),
+      failed,
+  });
+  EXPECT_EQ(report.failed, std::vector<int>{1});
+  ASSERT_GE(report.lines.size(), 2u);
+  EXPECT_EQ(report.lines[1].rfind("failed: rank 1: send #3 on group 'pp[0,1]'", 0), 0u)
+      << report.lines[1];
+  EXPECT_NE(report.lines[1].find(": send on group 'pp[0,1]': failed"), std::string::npos);
+  EXPECT_EQ(report.behind, std::vector<int>{1});
+  EXPECT_EQ(report.lines.back().rfind("behind: rank 1 (it failed", 0), 0u) << report.lines.back();
+}
+
+TEST(HangReport, NamesARankThatFailedOutsideCommunication) {
+  const std::vector<FlightGroup> world = {{"world", {0, 1}}};
+  FlightRecord failed = record_of(1, 2, world, {{4, "all_reduce", S::completed}});
+  failed.reason = "error: out of memory";
+  const HangReport report = analyse_flight_records({
+      record_of(0, 2, world, {{5, "all_reduce", S::started}}), failed});
+  EXPECT_EQ(report.failed, std::vector<int>{1});
+  EXPECT_EQ(report.lines[1], "failed: rank 1: error: out of memory");
+  EXPECT_EQ(report.behind, std::vector<int>{1});
+}
+
 TEST(HangReport, SaysSoWhenNothingWaits) {
   const std::vector<FlightGroup> world = {{"world", {0, 1}}};
   const HangReport report = analyse_flight_records({
@@ -157,6 +187,7 @@ TEST(HangReport, SaysSoWhenNothingWaits) {
       record_of(1, 2, world, {{5, "all_reduce", S::completed}}),
   });
   EXPECT_TRUE(report.behind.empty());
+  EXPECT_TRUE(report.failed.empty());
   EXPECT_NE(report.lines.back().find("no hang"), std::string::npos);
 }
 
