@@ -85,6 +85,9 @@ class Trainer {
   const TrainConfig& config() const { return config_; }
   Device device() const { return device_; }  // where parameters, activations and gradients live
   std::size_t optimizer_state_bytes() const { return optimizer_->state_bytes(); }
+  // The optimizer and what it updates on this rank (whole parameters, or ZeRO shares).
+  const Optimizer& optimizer() const { return *optimizer_; }
+  const std::vector<ParameterSegment>& optimizer_segments() const { return segments_; }
   // The gradients' memory on this rank: what lasts the step (whole, or under ZeRO-2 a shard),
   // and the most held at once in the last step (ZeRO-2's buckets being filled or reduced).
   std::size_t gradient_bytes() const;

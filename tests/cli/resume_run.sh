@@ -55,6 +55,14 @@ grep -q "stopped by a signal" "$out/term.log" || fail "no stop line"
 grep -q "^ternion: signal received: stopping after this step and saving a checkpoint" "$out/term.log" ||
   fail "the signal was not acknowledged"
 latest=$(cat "$out/term/latest") || fail "no latest after SIGTERM"
+# The checkpoint is of the step the run stopped at: the last step it logged, the one it names.
+last_step=$(grep -oE "^step +[0-9]+/" "$out/term.log" | tail -n 1 | grep -oE "[0-9]+")
+grep -q "^ternion: stopped by a signal after step $last_step\$" "$out/term.log" ||
+  { grep "stopped by" "$out/term.log"; fail "the stop line does not name step $last_step, the last logged"; }
+[ "$latest" = "$(printf 'step_%07d' "$last_step")" ] ||
+  fail "SIGTERM saved $latest, but the run stopped after step $last_step"
+[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
+      "$out/term/$latest/checkpoint.json")" = "$last_step" ] || fail "$latest/checkpoint.json is not of step $last_step"
 "$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
   --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/term" --set checkpoint.load=latest \
   --dry-run > /dev/null 2>&1 || fail "the SIGTERM checkpoint does not load"

@@ -246,13 +246,16 @@ TEST(GpuLinear, FusedGeluGemmsMatchTheCpuOps) {
             << (agree ? "yes" : "no") << "\n";
   if (!agree) GTEST_SKIP() << "cuBLASLt's GELU differs from ours here: the unfused kernels run";
 #if TN_HAVE_CUDA
-  // n and k multiples of 8 (rows of 16 bytes), with and without bias; long and short K.
-  const LinearCase cases[] = {{64, 128, 96}, {37, 32, 64}, {1, 304, 8}};
+  // n and k multiples of 8 (rows of 16 bytes), with and without bias; long and short K. The
+  // first is GPT-2's MLP shape, whose verdict was yes: at least that one is checked.
+  const LinearCase cases[] = {{16, 768, 3072}, {64, 128, 96}, {37, 32, 64}, {1, 304, 8}};
+  int checked = 0;
   for (const LinearCase& c : cases) {
     if (!gelu_epilogues_agree(c.n, c.k)) {
       std::cout << "not at " << c.n << " x " << c.k << ": skipped\n";
       continue;
     }
+    ++checked;
     for (bool with_bias : {false, true}) {
       const std::string label = label_of("bf16 fused", c, with_bias, LinearActivation::gelu);
       const Tensor x = random_tensor({c.rows, c.k}, 21), w = random_tensor({c.n, c.k}, 22);
@@ -282,6 +285,7 @@ TEST(GpuLinear, FusedGeluGemmsMatchTheCpuOps) {
       expect_close(label + " dgelu", to_host_floats(dx), want_dx.to_vector(), 1e-2, 1e-2);
     }
   }
+  EXPECT_GE(checked, 1) << "no shape was checked, not even GPT-2's, whose verdict was yes";
   // Outside the epilogue's rules (n not a multiple of 8): refused, nothing launched.
   Tensor out = Tensor::empty({4, 12}, DType::BF16, gpu()), pre = out.clone();
   EXPECT_FALSE(cuda::matmul_bias_gelu(out, pre, to_gpu(random_tensor({4, 16}, 26), DType::BF16),
