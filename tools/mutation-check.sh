@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=${1:-$(mktemp -d /tmp/ternion-mutations.XXXXXX)}
-jobs=$(nproc)
+jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # GNU nproc would report OMP_NUM_THREADS
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # name | file | text | replacement | tests (ctest -R)

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${TERNION_BUILD_DIR:-build}
-jobs=$(nproc)
+jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # GNU nproc would report OMP_NUM_THREADS
 
 bash tools/install-deps.sh
 # -U: CUDA on wherever a toolkit is found, also in a build folder the quickstart configured

@@ -8,7 +8,8 @@
 # 3. starts a long run, sends it SIGTERM after step 3: it must save, say so, exit 0, and the
 #    checkpoint must resume;
 # 4. a run saving every step is SIGKILLed: `latest` still loads, and the run resumed from it
-#    keeps the killed run's metrics up to its step (each step once).
+#    keeps the killed run's metrics up to its step (each step once, the same values);
+# 5. checkpoint.keep prunes a run that saves every step, and a resumed one.
 set -u
 mpirun=$1 train=$2 config=$3 data=$4 out=$5
 rm -rf "$out"
@@ -80,6 +81,7 @@ wait "$pid" 2>/dev/null
   --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/kill" --set checkpoint.load=latest \
   --dry-run > "$out/kill-load.log" 2>&1 || { cat "$out/kill-load.log"; fail "latest does not load after SIGKILL"; }
 [ -f "$out/kill.jsonl.partial" ] || fail "the killed run left no kill.jsonl.partial"
+cp "$out/kill.jsonl.partial" "$out/killed.jsonl"
 kill_latest=$(cat "$out/kill/latest")
 last=$((10#${kill_latest#step_} + 2))
 "$train" --config "$config" --set "data.train=$data" --set training.steps=$last \
@@ -88,5 +90,21 @@ last=$((10#${kill_latest#step_} + 2))
   { cat "$out/kill-resume.log"; fail "the run resumed after SIGKILL"; }
 [ "$(sed -E 's/^\{"step": ([0-9]+),.*/\1/' "$out/kill.jsonl")" = "$(seq 1 $last)" ] ||
   { cat "$out/kill.jsonl"; fail "the resumed run's metrics are not steps 1..$last, each once"; }
+# The kept lines are the killed run's own, values and all.
+kept=$((10#${kill_latest#step_}))
+[ "$(head -n "$kept" "$out/kill.jsonl")" = "$(head -n "$kept" "$out/killed.jsonl")" ] ||
+  fail "the metrics of steps 1..$kept differ from the killed run's"
+
+# Pruning through real runs: keep 2 of a run saving every step, then of a resumed run (which
+# keeps the checkpoint it resumed from until it has saved two of its own).
+prune=(--config "$config" --set "data.train=$data" --set training.sample_tokens=0
+       --set "checkpoint.save_dir=$out/prune" --set checkpoint.save_interval=1 --set checkpoint.keep=2)
+saved() { (cd "$out/prune" && ls -d step_* | tr '\n' ' '); }
+"$train" "${prune[@]}" --set training.steps=5 > "$out/prune.log" 2>&1 || { cat "$out/prune.log"; fail "the pruned run"; }
+[ "$(saved)" = "step_0000004 step_0000005 " ] || fail "keep 2 after 5 saves left $(saved)"
+[ "$(cat "$out/prune/latest")" = step_0000005 ] || fail "latest is not step 5 after pruning"
+"$train" "${prune[@]}" --set training.steps=6 --set checkpoint.load=latest > "$out/prune6.log" 2>&1 ||
+  { cat "$out/prune6.log"; fail "the pruned run resumed"; }
+[ "$(saved)" = "step_0000005 step_0000006 " ] || fail "keep 2 after resuming and saving step 6 left $(saved)"
 echo "resumed on another layout with the same losses; SIGTERM saved $latest; a killed save left"
 echo "the last good checkpoint loadable, and the resumed run kept the killed run's metrics"

@@ -156,6 +156,14 @@ add_test(NAME parallel_mpi.ternion_run_stops_cleanly_on_signals
 set_tests_properties(parallel_mpi.ternion_run_stops_cleanly_on_signals PROPERTIES
                      FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 120
                      ENVIRONMENT "OMP_NUM_THREADS=1;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+# What the launcher asks of mpirun (a stand-in that prints it) on 1 and 2 cores: world size,
+# threads per rank, --oversubscribe, and the world sizes it refuses.
+add_test(NAME parallel_mpi.ternion_run_arithmetic
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/ternion_run_arithmetic.sh
+                 ${CMAKE_SOURCE_DIR}/launch/ternion-run $<TARGET_FILE:ternion-train>
+                 ${parallel_configs}/tp2_dp2.yaml ${CMAKE_CURRENT_BINARY_DIR}/ternion_run_arithmetic)
+set_tests_properties(parallel_mpi.ternion_run_arithmetic PROPERTIES LABELS "parallel;cli"
+                     SKIP_RETURN_CODE 77 TIMEOUT 60)
 add_test(NAME parallel_mpi.print_layout
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect_exit.sh 0 "^tensor 2 pipeline 1 data 4$"
                  $<TARGET_FILE:ternion-train> --config ${parallel_configs}/tp2_dp2.yaml
