@@ -69,12 +69,29 @@ void check_layout(const Layout& layout) {
     EXPECT_NEAR(got.grad_norm, want.grad_norm, 1e-4 * want.grad_norm) << "step " << step;
   }
   EXPECT_NEAR(run.trainer->evaluate(), reference.evaluate(), 1e-5 * reference.evaluate());
-  // Values after 20 updates (gradients: under ZeRO-1 only this rank's shares are reduced).
+  // Values after 20 updates.
   std::map<std::string, const Parameter*> by_name;
   for (const Parameter* p : reference.model().parameters()) by_name[p->name] = p;
   for (const Parameter* p : run.trainer->parameters())
     EXPECT_TRUE(test::close_to(p->name, p->value.to_vector(),
                                test::slice_for(by_name.at(p->name)->value, *p).to_vector(), 1e-3));
+  // The last step's reduced gradients, per parameter: what this rank's optimizer updated from
+  // (the whole gradient; under ZeRO-1 this rank's share of it, under ZeRO-2 its shard).
+  std::size_t compared = 0;
+  for (const ParameterSegment& segment : run.trainer->optimizer_segments()) {
+    const Parameter& p = *segment.param;
+    const std::vector<float> want = test::slice_for(by_name.at(p.name)->grad, p).to_vector();
+    std::vector<float> got = segment.reduced_grad.defined() ? segment.reduced_grad.to_vector()
+                                                            : p.grad.to_vector();
+    if (!segment.reduced_grad.defined())
+      got = std::vector<float>(got.begin() + segment.begin, got.begin() + segment.end);
+    EXPECT_TRUE(test::close_to(p.name + " reduced grad [" + std::to_string(segment.begin) + ", " +
+                                   std::to_string(segment.end) + ")",
+                               got, std::vector<float>(want.begin() + segment.begin,
+                                                       want.begin() + segment.end), 1e-3));
+    compared += static_cast<std::size_t>(segment.end - segment.begin);
+  }
+  EXPECT_GT(compared, 0u);
   testing_mpi::world().barrier();
 }
 

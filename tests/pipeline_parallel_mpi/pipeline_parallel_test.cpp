@@ -52,6 +52,17 @@ int check_layout(const Layout& layout) {
   EXPECT_NEAR(trainer.evaluate(), reference.evaluate(), 1e-5 * reference.evaluate());
   test::expect_parameters_match(trainer.parameters(), reference.model().parameters(), 1e-3,
                                 /*all=*/false);
+  // The stages together hold every parameter of the model: how many ranks hold each one.
+  const std::vector<Parameter*> whole = reference.model().parameters();
+  std::vector<float> held(whole.size(), 0.0f);
+  for (std::size_t i = 0; i < whole.size(); ++i)
+    for (const Parameter* p : trainer.parameters())
+      if (p->name == whole[i]->name) held[i] = 1.0f;
+  Tensor holders = Tensor::from_vector(held, {static_cast<std::int64_t>(held.size())});
+  world.all_reduce(holders, ReduceOp::Sum);
+  const std::vector<float> counts = holders.to_vector();
+  for (std::size_t i = 0; i < whole.size(); ++i)
+    EXPECT_GE(counts[i], static_cast<float>(layout.tensor)) << whole[i]->name << " is on no stage";
   // Generation runs through the stages too and samples the same text.
   SampleOptions sample;
   sample.prompt = "The ";
