@@ -62,7 +62,9 @@ TEST(HfImport, AnExportedModelStartsANewRunWhereItWas) {
   EXPECT_EQ(started.evaluate(), trained.evaluate());
 }
 
-// OpenAI's released GPT-2 files (GPT2Model's) name the weights without "transformer.".
+// OpenAI's released GPT-2 files (GPT2Model's) name the weights without "transformer.", and
+// older ones carry each block's causal-mask buffers (h.N.attn.bias, a [1, 1, n_ctx, n_ctx]
+// lower triangle, and h.N.attn.masked_bias, a scalar), which are not weights: ignored.
 TEST(HfImport, WeightsNamedWithoutTheTransformerPrefixLoadToo) {
   ScratchDir dir("hf-import-unprefixed");
   prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
@@ -75,6 +77,15 @@ TEST(HfImport, WeightsNamedWithoutTheTransformerPrefixLoadToo) {
   for (auto& [name, tensor] : to_hf_gpt2(c.model, params)) {
     ASSERT_EQ(name.rfind(prefix, 0), 0u) << name;
     unprefixed.emplace_back(name.substr(prefix.size()), tensor);
+  }
+  const std::int64_t n = c.model.seq_len;
+  std::vector<float> lower(static_cast<std::size_t>(n * n), 0.0f);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j <= i; ++j) lower[static_cast<std::size_t>(i * n + j)] = 1.0f;
+  for (std::int64_t b = 0; b < c.model.n_layer; ++b) {
+    const std::string block = "h." + std::to_string(b) + ".attn.";
+    unprefixed.emplace_back(block + "bias", Tensor::from_vector(lower, {1, 1, n, n}));
+    unprefixed.emplace_back(block + "masked_bias", Tensor::from_vector({-1e4f}, {}));
   }
   const std::string hf_dir = dir.file("hf");
   std::filesystem::create_directories(hf_dir);
