@@ -113,6 +113,8 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
   std::set<int> waits_for_someone;
   // Ranks that stopped progressing inside communication, and why the records say so.
   std::map<int, std::string> stalled;
+  // Ranks whose operation has every peer in it too, and still did not complete.
+  std::map<int, std::string> in_it_together;
   for (int r = 0; r < world; ++r) {
     const RankView& v = views[static_cast<std::size_t>(r)];
     if (!v.record || !v.waits_in) continue;
@@ -168,6 +170,10 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
                          "starved of CPU, inside it");
     } else {
       line += ": every peer is in it too";
+      in_it_together[r] = detail::concat("it and every peer wait in ", e.kind, " #", e.seq,
+                                         " on group '", g.name,
+                                         "', which has not completed: the network between "
+                                         "them (a link down) or the transport is stuck");
     }
     report.lines.push_back(line);
     for (std::size_t i = 1; i < why.size(); ++i) report.lines.push_back("  and " + why[i]);
@@ -185,6 +191,15 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
       behind.insert(rank);
   if (behind.empty())
     for (const auto& [rank, waiters] : waited_by) behind.insert(rank);
+  if (behind.empty() && !in_it_together.empty()) {
+    std::set<int> ranks;
+    for (const auto& [rank, why] : in_it_together) ranks.insert(rank);
+    report.lines.push_back(detail::concat(
+        "no rank is behind: rank", ranks.size() > 1 ? "s " : " ", rank_list(ranks),
+        " wait in operations every peer has joined, which have not completed: the network "
+        "between them (a link down) or the transport is stuck"));
+    return report;
+  }
   if (behind.empty()) {
     report.lines.push_back("no rank waits for another: the records show no hang");
     return report;
@@ -197,6 +212,7 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     else if (!v.record) state = "it wrote no record: stopped, killed, or stuck outside communication";
     else if (stalled.count(rank)) state = stalled[rank];
     else if (!v.waits_in) state = "it waits in no communication: stuck computing, or it took another branch";
+    else if (in_it_together.count(rank)) state = in_it_together[rank];
     else state = "it waits in turn: a cycle";
     std::string line = detail::concat("behind: rank ", rank, " (", state, ")");
     const std::set<int>& waiters = waited_by[rank];

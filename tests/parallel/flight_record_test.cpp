@@ -180,6 +180,33 @@ TEST(HangReport, NamesARankThatFailedOutsideCommunication) {
   EXPECT_EQ(report.behind, std::vector<int>{1});
 }
 
+// A link down between two nodes: both members of a cross-node group wait in the same
+// all-reduce, and each one's node-local partner waits for it.
+TEST(HangReport, SaysWhenEveryMemberWaitsInTheSameOperation) {
+  const std::vector<FlightGroup> groups = {{"dp[1,3]", {1, 3}}, {"mp[0,1]", {0, 1}},
+                                           {"mp[2,3]", {2, 3}}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, 4, groups, {{6, "all_reduce", S::started, {}, 1}}),
+      record_of(1, 4, groups, {{5, "all_reduce", S::completed, {}, 1}, {18, "all_reduce", S::started, {}, 0}}),
+      record_of(2, 4, groups, {{6, "all_reduce", S::started, {}, 2}}),
+      record_of(3, 4, groups, {{5, "all_reduce", S::completed, {}, 2}, {18, "all_reduce", S::started, {}, 0}}),
+  });
+  EXPECT_EQ(report.behind, (std::vector<int>{1, 3}));
+  EXPECT_NE(report.lines.back().find("the network between them (a link down)"), std::string::npos)
+      << report.lines.back();
+}
+
+TEST(HangReport, SaysWhenEveryRankWaitsWithAllItsPeers) {
+  const std::vector<FlightGroup> groups = {{"dp[0,1]", {0, 1}}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, 2, groups, {{17, "all_reduce", S::started}}),
+      record_of(1, 2, groups, {{17, "all_reduce", S::started}}),
+  });
+  EXPECT_TRUE(report.behind.empty());
+  EXPECT_EQ(report.lines.back().rfind("no rank is behind: ranks 0, 1 wait in operations", 0), 0u)
+      << report.lines.back();
+}
+
 TEST(HangReport, SaysSoWhenNothingWaits) {
   const std::vector<FlightGroup> world = {{"world", {0, 1}}};
   const HangReport report = analyse_flight_records({
