@@ -328,6 +328,7 @@ WorkHandle MpiCommunicator::submit(std::unique_ptr<MpiOperation> operation, std:
                                    std::int64_t bytes, const std::vector<int>& peers) {
   if (inject_comm_error(world_rank_, kind))
     operation = std::make_unique<InjectedFailure>(std::move(operation));
+  operation->count_on(unfinished_);
   std::vector<int> world_peers;
   for (int peer : peers) world_peers.push_back(members_[static_cast<std::size_t>(peer)]);
   operation->flight_id =
@@ -342,6 +343,10 @@ std::uint64_t MpiCommunicator::record_call(std::string_view kind) {
 MpiCommunicator::~MpiCommunicator() {
   // After MPI_Finalize there is nothing left to free (and no MPI call is allowed).
   if (comm_ == MPI_COMM_NULL || !MpiRuntime::initialized()) return;
+  // Operations still in flight (an error unwinding past them, a peer that never joined, as the
+  // job ends): freeing the communicator under them crashes Open MPI's progress (seen in its
+  // non-blocking collectives). It is left to MPI_Finalize, or to the job's end.
+  if (unfinished_->load(std::memory_order_acquire) > 0) return;
   try {
     MpiProgressEngine::instance().run(
         [this] { TN_MPI_CHECK(MPI_Comm_free(&comm_), context("freeing the communicator")); });

@@ -34,6 +34,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -100,6 +101,8 @@ class MpiCommunicator final : public Communicator {
   int size_ = 1;
   int world_rank_ = 0;
   int tag_upper_bound_ = 32767;  // MPI_TAG_UB; the standard guarantees at least this
+  // Operations submitted on comm_ and not yet ended (the progress engine ends them).
+  std::shared_ptr<std::atomic<int>> unfinished_ = std::make_shared<std::atomic<int>>(0);
   Options options_;
   std::vector<int> members_;     // world ranks, in group-rank order
   int flight_group_ = -1;        // this group in the flight recorder

@@ -39,7 +39,9 @@ namespace ternion {
 // failure by throwing (CommError).
 class MpiOperation {
  public:
-  virtual ~MpiOperation() = default;
+  virtual ~MpiOperation() {
+    if (unfinished_on_communicator) unfinished_on_communicator->fetch_sub(1, std::memory_order_release);
+  }
   // For error messages: "all_reduce on group 'world' (rank 1 of 4)".
   virtual std::string describe() const = 0;
   // The same for one of its requests, when MPI reports that request failed.
@@ -53,6 +55,13 @@ class MpiOperation {
   virtual void finish() {}
   // Its entry in the flight recorder (parallel/comm/flight_recorder.h); 0: not recorded.
   std::uint64_t flight_id = 0;
+  // Its communicator's count of operations not yet ended, which this one leaves on
+  // destruction (null: not counted).
+  std::shared_ptr<std::atomic<int>> unfinished_on_communicator;
+  void count_on(std::shared_ptr<std::atomic<int>> counter) {
+    counter->fetch_add(1, std::memory_order_relaxed);
+    unfinished_on_communicator = std::move(counter);
+  }
 };
 
 class MpiWork final : public Work {

@@ -248,10 +248,23 @@ int train_both(const TrainConfig& config) {
     EXPECT_NEAR(got.grad_norm, want.grad_norm, kTolerance * want.grad_norm)
         << "gradient norm at step " << step;
   }
+  // The parameters after the steps, each within kTolerance of the reference's in the L2 norm:
+  // AdamW's normalised update turns a rounding-level difference in an element's gradient near
+  // zero into a visible step of that one element (which element depends on the BLAS's
+  // summation order), while a wrong gradient moves many elements.
   for (const Parameter* p : trainer.parameters()) {
     const std::vector<double>& want = reference.params().at(p->name);
-    EXPECT_TRUE(test::close_to(p->name + " after step " + std::to_string(config.training.steps),
-                               p->value.to_vector(), want, kTolerance * max_abs(want), 0.0));
+    const std::vector<float> got = p->value.to_vector();
+    EXPECT_EQ(got.size(), want.size()) << p->name;
+    if (got.size() != want.size()) continue;
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      diff += (got[i] - want[i]) * (got[i] - want[i]);
+      norm += want[i] * want[i];
+    }
+    EXPECT_LE(std::sqrt(diff), kTolerance * std::sqrt(norm))
+        << p->name << " after step " << config.training.steps << ": |got - want| "
+        << std::sqrt(diff) << ", |want| " << std::sqrt(norm);
   }
   return clipped;
 }
