@@ -166,8 +166,9 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
       line += ": " + why.front();
     } else if (all_passed && !is_point_to_point(e.kind)) {
       line += ": every other member has finished it, this rank has not seen it end";
-      stalled.emplace(r, "its peers have finished the operation it waits in: it stopped, or was "
-                         "starved of CPU, inside it");
+      stalled.emplace(r, "its peers have finished the operation it waits in: it stopped, was "
+                         "starved of CPU, or lost its link to them (their last message never "
+                         "arrived), inside it");
     } else {
       line += ": every peer is in it too";
       in_it_together[r] = detail::concat("it and every peer wait in ", e.kind, " #", e.seq,
