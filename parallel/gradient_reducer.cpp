@@ -23,8 +23,10 @@ std::vector<GradientBucket> plan_gradient_buckets(const std::vector<std::int64_t
 }
 
 GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<bool> late,
-                                 Communicator& data, std::int64_t bucket_bytes, int zero_stage)
-    : data_(data), zero_stage_(zero_stage) {
+                                 std::unique_ptr<BucketReduction> reduction,
+                                 std::int64_t bucket_bytes, int zero_stage)
+    : reduction_(std::move(reduction)), zero_stage_(zero_stage) {
+  TN_CHECK(reduction_ != nullptr, "a gradient reducer without its bucket reduction");
   TN_CHECK(zero_stage >= 0 && zero_stage <= 2, "ZeRO stage ", zero_stage);
   TN_CHECK(late.size() == params.size(), late.size(), " late flags for ", params.size(),
            " parameters");
@@ -46,7 +48,7 @@ GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<boo
   }
 
   // Offsets, each bucket padded to a multiple of the group size so its chunks are equal.
-  const int parts = data_.size();
+  const int parts = reduction_->size();
   std::int64_t offset = 0;
   offsets_.assign(params_.size(), 0);
   bucket_of_param_.assign(params_.size(), 0);
@@ -103,7 +105,7 @@ GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<boo
     const GradientBucket& bucket = buckets_[b];
     const std::int64_t chunk = chunk_numel(b);
     const bool sharded = shards_optimizer_state();
-    const std::int64_t lo = sharded ? bucket.offset + data_.rank() * chunk : bucket.offset;
+    const std::int64_t lo = sharded ? bucket.offset + chunk_begin(b) : bucket.offset;
     const std::int64_t hi = sharded ? lo + chunk : bucket.offset + bucket.numel;
     for (std::size_t i : bucket.params) {
       const std::int64_t begin = std::max(lo, offsets_[i]);
@@ -148,7 +150,7 @@ void GradientReducer::give_buffer(std::size_t b) {
   retire(/*wait=*/false);
   Tensor& whole = bucket_grads_[b];
   whole = Tensor::zeros({buckets_[b].numel}, DType::F32, device_);
-  whole.slice(0, data_.rank() * chunk_numel(b), chunk_numel(b)).copy_from(shard_of(b));
+  whole.slice(0, chunk_begin(b), chunk_numel(b)).copy_from(shard_of(b));
   for (std::size_t i : buckets_[b].params)
     params_[i]->grad = whole.slice(0, offsets_[i] - buckets_[b].offset, params_[i]->value.numel())
                            .view(params_[i]->value.shape());
@@ -159,6 +161,7 @@ void GradientReducer::give_buffer(std::size_t b) {
 }
 
 void GradientReducer::prepare(const std::vector<Parameter*>& params) {
+  reduction_->progress();
   if (!shards_gradients()) return;
   retire(/*wait=*/false);  // what has arrived frees its buffers before new ones are taken
   for (const Parameter* p : params) {
@@ -171,6 +174,7 @@ void GradientReducer::prepare(const std::vector<Parameter*>& params) {
 
 void GradientReducer::mark_ready(const std::vector<Parameter*>& params) {
   TN_CHECK(!finished_, "mark_ready after finish: call begin_step first");
+  reduction_->progress();
   for (const Parameter* p : params) {
     const auto it = index_of_.find(p);
     if (it == index_of_.end() || ready_[it->second]) continue;  // not ours, or reported already
@@ -188,8 +192,8 @@ void GradientReducer::mark_ready(const std::vector<Parameter*>& params) {
 
 void GradientReducer::start(std::size_t b) {
   Tensor view = flat_grads_.slice(0, buckets_[b].offset, buckets_[b].numel);
-  work_[b] = zero_stage_ == 1 ? data_.reduce_scatter_async(shard_buffers_[b], view, ReduceOp::Sum)
-                              : data_.all_reduce_async(view, ReduceOp::Sum);
+  work_[b] = zero_stage_ == 1 ? reduction_->reduce_scatter(b, shard_buffers_[b], view)
+                              : reduction_->all_reduce(b, view);
 }
 
 void GradientReducer::start_sharded(std::size_t b) {
@@ -199,7 +203,7 @@ void GradientReducer::start_sharded(std::size_t b) {
   // reduce-scatter's sum is the shard's.
   Tensor whole = is_late(b) ? flat_grads_ : bucket_grads_[b];
   Tensor shard = shard_of(b);
-  in_flight_.push_back({b, data_.reduce_scatter_async(shard, whole, ReduceOp::Sum), whole});
+  in_flight_.push_back({b, reduction_->reduce_scatter(b, shard, whole), whole});
   // A backward faster than the network would otherwise hold every bucket's whole buffer.
   constexpr std::size_t kMaxInFlight = 2;
   while (in_flight_.size() > kMaxInFlight) {
@@ -249,8 +253,8 @@ void GradientReducer::finish_reductions() {
   // The reduced chunk of each bucket back into the flat gradients, where the owned
   // segments' gradients are.
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const std::int64_t chunk = chunk_numel(b);
-    flat_grads_.slice(0, buckets_[b].offset + data_.rank() * chunk, chunk).copy_from(shard_buffers_[b]);
+    flat_grads_.slice(0, buckets_[b].offset + chunk_begin(b), chunk_numel(b))
+        .copy_from(shard_buffers_[b]);
   }
 }
 
@@ -259,9 +263,8 @@ void GradientReducer::all_gather_parameters() {
   std::vector<WorkHandle> gathers;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     Tensor whole = flat_values_.slice(0, buckets_[b].offset, buckets_[b].numel);
-    const std::int64_t chunk = chunk_numel(b);
-    Tensor mine = whole.slice(0, data_.rank() * chunk, chunk);
-    gathers.push_back(data_.all_gather_async(whole, mine));
+    Tensor mine = whole.slice(0, chunk_begin(b), chunk_numel(b));
+    gathers.push_back(reduction_->all_gather(whole, mine));
   }
   for (WorkHandle& work : gathers) work->wait();
 }

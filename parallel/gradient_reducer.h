@@ -30,6 +30,10 @@
 // gradients first, then reducing, would need the whole buffer for the step: ZeRO-1's memory.)
 // owned_segments() then carry their gradient in ParameterSegment::reduced_grad.
 //
+// How each bucket travels (flat or hierarchical over the nodes, f32 or bf16 on the wire) is
+// the BucketReduction's (parallel/bucket_reduction.h); under ZeRO it also says which chunk of
+// each bucket this rank keeps (shard_index(): the data rank when flat).
+//
 // Parameters flagged `late` (the pipeline's tied embedding, whose two copies must first be
 // summed over the embedding group) are kept out of the early buckets: they form the last
 // bucket, whose whole gradient stays for the step (under ZeRO-2 too), reduced by
@@ -37,12 +41,13 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <unordered_map>
 #include <cstdint>
 #include <vector>
 
 #include "framework/parameter.h"
-#include "parallel/comm/communicator.h"
+#include "parallel/bucket_reduction.h"
 
 namespace ternion {
 
@@ -68,9 +73,10 @@ struct ReducerStats {
 class GradientReducer {
  public:
   // `params` in the order backward finishes them; `late[i]` keeps params[i] for the last
-  // bucket. `data` is the data-parallel group; `zero_stage` 0, 1 or 2.
-  GradientReducer(std::vector<Parameter*> params, std::vector<bool> late, Communicator& data,
-                  std::int64_t bucket_bytes, int zero_stage);
+  // bucket. `reduction` moves buckets over the data-parallel group; `zero_stage` 0, 1 or 2.
+  GradientReducer(std::vector<Parameter*> params, std::vector<bool> late,
+                  std::unique_ptr<BucketReduction> reduction, std::int64_t bucket_bytes,
+                  int zero_stage);
 
   void begin_step();                                  // no bucket ready yet
   // ZeRO-2: before a backward writes `params`' gradients (no-op otherwise).
@@ -109,7 +115,13 @@ class GradientReducer {
   bool is_late(std::size_t bucket) const {
     return has_late_bucket_ && bucket + 1 == buckets_.size();
   }
-  std::int64_t chunk_numel(std::size_t bucket) const { return buckets_[bucket].numel / data_.size(); }
+  std::int64_t chunk_numel(std::size_t bucket) const {
+    return buckets_[bucket].numel / reduction_->size();
+  }
+  // Where this rank's chunk of `bucket` starts in the bucket.
+  std::int64_t chunk_begin(std::size_t bucket) const {
+    return reduction_->shard_index() * chunk_numel(bucket);
+  }
   Tensor shard_of(std::size_t bucket) const {  // ZeRO-2: this rank's reduced chunk
     return shard_grads_.slice(0, shard_offsets_[bucket], chunk_numel(bucket));
   }
@@ -123,7 +135,7 @@ class GradientReducer {
   std::vector<Parameter*> params_;
   std::unordered_map<const Parameter*, std::size_t> index_of_;
   std::vector<std::int64_t> offsets_;  // each parameter's offset in the flat buffers
-  Communicator& data_;
+  std::unique_ptr<BucketReduction> reduction_;
   int zero_stage_;
   bool has_late_bucket_ = false;  // the last bucket holds the late parameters
   Device device_;

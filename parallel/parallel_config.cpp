@@ -35,6 +35,12 @@ void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size
     config_fail(doc, kSection, "overlap_grad_reduce",
                 "must be true with zero_stage 2: ZeRO-2 reduces each bucket as the backward "
                 "finishes it, which is what keeps its gradient memory at a shard");
+  if (grad_reduce != "flat" && grad_reduce != "hierarchical" && grad_reduce != "auto")
+    config_fail(doc, kSection, "grad_reduce",
+                "must be flat, hierarchical or auto, got '" + grad_reduce + "'");
+  if (grad_reduce_dtype != "fp32" && grad_reduce_dtype != "bf16")
+    config_fail(doc, kSection, "grad_reduce_dtype",
+                "must be fp32 or bf16, got '" + grad_reduce_dtype + "'");
   if (comm_timeout_s < 1) config_fail(doc, kSection, "comm_timeout_s", "must be at least 1");
   if (backend != "nccl" && backend != "mpi")
     config_fail(doc, kSection, "backend", "must be nccl or mpi, got '" + backend + "'");

@@ -36,6 +36,10 @@ struct ParallelConfig {
   double bucket_size_mb = 25.0;       // data-parallel gradient buckets
   bool overlap_grad_reduce = true;    // start a bucket's reduction as soon as it is ready
   std::int64_t zero_stage = 0;  // 1: optimizer state sharded over data ranks; 2: gradients too
+  // How buckets travel (parallel/bucket_reduction.h): flat | hierarchical | auto (hierarchical
+  // where the data group has the same number, two or more, of ranks on each of several nodes).
+  std::string grad_reduce = "auto";
+  std::string grad_reduce_dtype = "fp32";  // fp32 | bf16: what the gradients cross the wire as
   // How CUDA tensors travel: nccl (default), or mpi staged through host memory (for several
   // ranks sharing one GPU, which NCCL refuses). CPU runs always use MPI, whatever this says,
   // so the default keeps every CPU run working. See parallel/comm/comm_backend.h.
@@ -62,6 +66,13 @@ struct ParallelConfig {
     v("zero_stage", zero_stage,
       "0; 1 for ZeRO-1 (optimizer state sharded over data ranks); 2 for ZeRO-2 (gradients "
       "too, reduce-scattered every micro-batch)");
+    v("grad_reduce", grad_reduce,
+      "data-parallel gradient reduction: flat | hierarchical (reduce-scatter inside each node, "
+      "all-reduce across nodes, all-gather inside the node) | auto (hierarchical where the data "
+      "group has two or more ranks on each of several nodes, evenly)");
+    v("grad_reduce_dtype", grad_reduce_dtype,
+      "what gradients cross the wire as: fp32 | bf16 (each contribution rounded once, summed in "
+      "fp32 by its chunk's owner, the sum rounded once)");
     v("backend", backend,
       "communication of GPU tensors: nccl | mpi (staged through host memory, for several ranks "
       "per GPU); CPU runs always use mpi");

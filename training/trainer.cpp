@@ -219,7 +219,17 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
   }
   if (groups_.dp_size() > 1) {
     const auto bucket_bytes = static_cast<std::int64_t>(config.parallel.bucket_size_mb * 1e6);
-    reducer_ = std::make_unique<GradientReducer>(backward_order, late, groups_.data(),
+    // The memory estimate's layout-only groups cannot split: it counts a flat f32 reduction.
+    const GradReducePlan plan = plan_grad_reduce(
+        meta ? GradReduceMode::Flat : parse_grad_reduce_mode(config.parallel.grad_reduce),
+        groups_.layout().dp_group(groups_.world().rank()), groups_.node_of_rank(),
+        groups_.dp_rank());
+    if (!plan.why.empty()) log_info("ternion: ", plan.why);
+    auto reduction = std::make_unique<StagedReduction>(
+        groups_.data(), plan,
+        meta ? WireType::F32 : parse_wire_type(config.parallel.grad_reduce_dtype));
+    if (!meta) log_info("ternion: data-parallel gradients: ", reduction->describe());
+    reducer_ = std::make_unique<GradientReducer>(backward_order, late, std::move(reduction),
                                                  bucket_bytes,
                                                  static_cast<int>(config.parallel.zero_stage));
     for (auto& chunk : chunks_) {

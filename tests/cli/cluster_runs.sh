@@ -4,9 +4,10 @@
 # where this machine cannot make one):
 #   1. every rank's node, node-local rank and group follow the hosts (NodeGroups in
 #      TEST_PARALLEL_MPI, told to expect 2 nodes);
-#   2. tensor 2 x data 2 (tensor inside a node, data across) and tensor 2 x pipeline 2
-#      (pipeline across) train as one rank (tests/cli/compare_runs.sh: losses, gradient norms,
-#      sample, each rank's parameters), and tensor 4, spanning the nodes, is refused;
+#   2. tensor 2 x data 2 (tensor inside a node, data across), tensor 2 x pipeline 2
+#      (pipeline across), and data 4 reduced hierarchically (inside each node, then across),
+#      with and without ZeRO-1, train as one rank (tests/cli/compare_runs.sh: losses, gradient
+#      norms, sample, each rank's parameters), and tensor 4, spanning the nodes, is refused;
 #   3. node 1's link goes down after step 5 of a run that saves every 2 steps: the job must end
 #      within parallel.comm_timeout_s (5 s) + 10 s, non-zero, with the timed-out operation
 #      named; ternion-hang-report must point at the network or at a rank of node 1;
@@ -33,12 +34,23 @@ TERNION_TEST_NODES=2 "$launcher" -np 4 "$test_parallel_mpi" --gtest_filter='Node
 echo "node groups: each rank's node and node-local group are its host's"
 
 compare=$(dirname "$0")/compare_runs.sh
-for layout in "tensor=2 data=2" "tensor=2 pipeline=2"; do
+for layout in "tensor=2 data=2" "tensor=2 pipeline=2" "data=4 grad_reduce=hierarchical" \
+    "data=4 grad_reduce=hierarchical zero_stage=1"; do
   name=${layout// /_}
   sets=()
   for kv in $layout; do sets+=(--set "parallel.$kv"); done
-  "$compare" "$launcher" "$train" "$config" "$data" "$out/$name" 4 "${sets[@]}" \
+  run_config=$config
+  case $layout in
+    *hierarchical*) run_config=$out/twenty_steps.yaml  # the 20 steps hierarchical is held to
+                    sed -E 's/^(  steps:) [0-9]+$/\1 20/' "$config" > "$run_config" ;;
+  esac
+  "$compare" "$launcher" "$train" "$run_config" "$data" "$out/$name" 4 "${sets[@]}" \
     > "$out/$name.log" 2>&1 || { cat "$out/$name.log"; fail "$layout on 2 nodes"; }
+  case $layout in
+    *hierarchical*) grep -qE "^ternion: data-parallel gradients: hierarchical: inside each node over dp-node\[0,1\], then across 2 nodes over dp-across\[0,2\]" \
+                      "$out/$name/many.log" || { cat "$out/$name/many.log"; fail "$layout: not reduced hierarchically"; }
+                    [ "$(wc -l < "$out/$name/many.jsonl")" -eq 20 ] || fail "$layout: not 20 steps" ;;
+  esac
   echo "$layout on 2 nodes x 2 ranks: $(tail -n 1 "$out/$name.log")"
 done
 "$launcher" -np 4 "$train" --config "$config" --set "data.train=$data" --set parallel.tensor=4 \

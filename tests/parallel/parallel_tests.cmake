@@ -87,6 +87,22 @@ parallel_mpi_cli_test(training_refuses_bad_zero_stage 2 1
   --once "--set parallel.zero_stage=3: parallel.zero_stage: must be 0, 1 or 2, got 3"
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set parallel.zero_stage=3)
+# Gradient reduction keys: a bad one refused once; hierarchical where the data group is on one
+# node falls back to flat and says why; bf16 on the wire trains and says so.
+parallel_mpi_cli_test(training_refuses_bad_grad_reduce 2 1
+  --once "--set parallel.grad_reduce=tree: parallel.grad_reduce: must be flat, hierarchical or auto, got 'tree'"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.grad_reduce=tree)
+parallel_mpi_cli_test(training_refuses_bad_grad_reduce_dtype 2 1
+  --once "--set parallel.grad_reduce_dtype=fp16: parallel.grad_reduce_dtype: must be fp32 or bf16, got 'fp16'"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.grad_reduce_dtype=fp16)
+parallel_mpi_cli_test(hierarchical_on_one_node_reduces_flat_bf16 2 0
+  --once "^ternion: parallel.grad_reduce: hierarchical needs .* but its 2 ranks are on one node. reducing flat$"
+  --once "^ternion: data-parallel gradients: flat over dp\\[0,1\\], bf16 on the wire$"
+  --once "^step +2/2 "
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.grad_reduce=hierarchical --set parallel.grad_reduce_dtype=bf16)
 # Ranks that resolved different configs (an MPMD job) stop before any collective can hang.
 add_test(NAME parallel_mpi.ranks_with_different_configs
          COMMAND ${parallel_expect} 1
