@@ -11,6 +11,7 @@
 //                 the nodes too (no all-gather), so this rank keeps chunk l * N + n of the
 //                 bucket (l its place in its node, n its node's place among the nodes), not
 //                 chunk data_rank; shard_index() says which.
+// PowerSgdReduction (parallel/powersgd_reduction.h) compresses instead.
 // Wire types:
 //   f32   exact sums (in the collective's own order).
 //   bf16  half the bytes. A reduce-scatter sends each rank's contribution to every other
@@ -38,9 +39,18 @@ namespace ternion {
 
 class ProcessGroups;
 
+// One parameter's gradient in a bucket: where it starts in the bucket, and its shape.
+struct BucketMember {
+  std::string name;
+  Shape shape;
+  std::int64_t offset = 0;
+};
+
 class BucketReduction {
  public:
   virtual ~BucketReduction() = default;
+  // The reducer's buckets, once planned (a compression keeps state per parameter).
+  virtual void plan(const std::vector<std::vector<BucketMember>>& /*buckets*/) {}
   // Ranks in the data group: a bucket is cut into this many equal chunks.
   virtual int size() const = 0;
   // The chunk of each bucket this rank keeps under ZeRO.
@@ -83,7 +93,9 @@ GradReducePlan plan_grad_reduce(GradReduceMode mode, const std::vector<int>& mem
 
 // One or two levels (the group itself; or inside the node, then across the nodes). Collective
 // over the data group when it splits (hierarchical, or a bf16 wire: a second communicator per
-// level carries the gathers, so they never queue behind the next bucket's scatter).
+// level carries the gathers, so they never queue behind the next bucket's scatter). Flat, the
+// first stage runs on `data` itself, which the trainer also uses: safe because a chain's first
+// stage on it is never held back, so it starts when submitted, in program order on every rank.
 class StagedReduction final : public BucketReduction {
  public:
   // Flat over `data` (hierarchical when `plan` says so: `data` is split by it).

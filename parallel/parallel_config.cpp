@@ -41,6 +41,23 @@ void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size
   if (grad_reduce_dtype != "fp32" && grad_reduce_dtype != "bf16")
     config_fail(doc, kSection, "grad_reduce_dtype",
                 "must be fp32 or bf16, got '" + grad_reduce_dtype + "'");
+  if (grad_compression != "none" && grad_compression != "powersgd")
+    config_fail(doc, kSection, "grad_compression",
+                "must be none or powersgd, got '" + grad_compression + "'");
+  if (powersgd_rank < 1) config_fail(doc, kSection, "powersgd_rank", "must be at least 1");
+  if (grad_compression == "powersgd") {
+    if (zero_stage != 0)
+      config_fail(doc, kSection, "grad_compression",
+                  "powersgd needs parallel.zero_stage 0: it all-reduces whole buckets, where "
+                  "ZeRO reduce-scatters them");
+    if (grad_reduce_dtype != "fp32")
+      config_fail(doc, kSection, "grad_compression",
+                  "powersgd sends its factors in fp32: set parallel.grad_reduce_dtype to fp32");
+    if (grad_reduce == "hierarchical")
+      config_fail(doc, kSection, "grad_compression",
+                  "powersgd reduces flat over the data group: set parallel.grad_reduce to auto "
+                  "or flat");
+  }
   if (comm_timeout_s < 1) config_fail(doc, kSection, "comm_timeout_s", "must be at least 1");
   if (backend != "nccl" && backend != "mpi")
     config_fail(doc, kSection, "backend", "must be nccl or mpi, got '" + backend + "'");

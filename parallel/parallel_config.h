@@ -40,6 +40,9 @@ struct ParallelConfig {
   // where the data group has the same number, two or more, of ranks on each of several nodes).
   std::string grad_reduce = "auto";
   std::string grad_reduce_dtype = "fp32";  // fp32 | bf16: what the gradients cross the wire as
+  // none | powersgd (parallel/powersgd_reduction.h): low-rank compression with error feedback.
+  std::string grad_compression = "none";
+  std::int64_t powersgd_rank = 4;
   // How CUDA tensors travel: nccl (default), or mpi staged through host memory (for several
   // ranks sharing one GPU, which NCCL refuses). CPU runs always use MPI, whatever this says,
   // so the default keeps every CPU run working. See parallel/comm/comm_backend.h.
@@ -73,6 +76,10 @@ struct ParallelConfig {
     v("grad_reduce_dtype", grad_reduce_dtype,
       "what gradients cross the wire as: fp32 | bf16 (each contribution rounded once, summed in "
       "fp32 by its chunk's owner, the sum rounded once)");
+    v("grad_compression", grad_compression,
+      "gradient compression: none | powersgd (rank-r factors of each matrix gradient with error "
+      "feedback, flat over the data group; not with ZeRO or a bf16 wire)");
+    v("powersgd_rank", powersgd_rank, "the rank of PowerSGD's factors");
     v("backend", backend,
       "communication of GPU tensors: nccl | mpi (staged through host memory, for several ranks "
       "per GPU); CPU runs always use mpi");

@@ -22,6 +22,7 @@
 #include "optimizers/lr_schedule.h"
 #include "parallel/comm/comm_backend.h"
 #include "parallel/comm/comm_watchdog.h"
+#include "parallel/powersgd_reduction.h"
 #include "training/checkpoint.h"
 #include "training/hf_import.h"
 #include "training/pipeline_trace.h"
@@ -225,13 +226,21 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
         groups_.layout().dp_group(groups_.world().rank()), groups_.node_of_rank(),
         groups_.dp_rank());
     if (!plan.why.empty()) log_info("ternion: ", plan.why);
-    auto reduction = std::make_unique<StagedReduction>(
-        groups_.data(), plan,
-        meta ? WireType::F32 : parse_wire_type(config.parallel.grad_reduce_dtype));
-    if (!meta) log_info("ternion: data-parallel gradients: ", reduction->describe());
+    std::unique_ptr<BucketReduction> reduction;
+    if (!meta && config.parallel.grad_compression == "powersgd") {
+      reduction = std::make_unique<PowerSgdReduction>(
+          groups_.data(), static_cast<int>(config.parallel.powersgd_rank),
+          static_cast<std::uint64_t>(config.training.seed));
+    } else {
+      reduction = std::make_unique<StagedReduction>(
+          groups_.data(), plan,
+          meta ? WireType::F32 : parse_wire_type(config.parallel.grad_reduce_dtype));
+    }
+    const BucketReduction* how = reduction.get();
     reducer_ = std::make_unique<GradientReducer>(backward_order, late, std::move(reduction),
                                                  bucket_bytes,
                                                  static_cast<int>(config.parallel.zero_stage));
+    if (!meta) log_info("ternion: data-parallel gradients: ", how->describe());
     for (auto& chunk : chunks_) {
       chunk->set_gradient_ready_hook([this](const MicroBatchInfo& info,
                                             const std::vector<Parameter*>& params) {

@@ -103,6 +103,15 @@ parallel_mpi_cli_test(hierarchical_on_one_node_reduces_flat_bf16 2 0
   --once "^step +2/2 "
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set parallel.grad_reduce=hierarchical --set parallel.grad_reduce_dtype=bf16)
+parallel_mpi_cli_test(training_refuses_powersgd_with_zero 2 1
+  --once "--set parallel.grad_compression=powersgd: parallel.grad_compression: powersgd needs parallel.zero_stage 0"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.grad_compression=powersgd --set parallel.zero_stage=1)
+parallel_mpi_cli_test(powersgd_trains 2 0
+  --once "^ternion: data-parallel gradients: PowerSGD of rank 2 over dp\\[0,1\\]-powersgd, [0-9]+ of [0-9]+ elements on the wire"
+  --once "^step +2/2 "
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.grad_compression=powersgd --set parallel.powersgd_rank=2)
 # Ranks that resolved different configs (an MPMD job) stop before any collective can hang.
 add_test(NAME parallel_mpi.ranks_with_different_configs
          COMMAND ${parallel_expect} 1
