@@ -45,6 +45,8 @@ void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size
     config_fail(doc, kSection, "grad_compression",
                 "must be none or powersgd, got '" + grad_compression + "'");
   if (powersgd_rank < 1) config_fail(doc, kSection, "powersgd_rank", "must be at least 1");
+  if (powersgd_start_step < 0)
+    config_fail(doc, kSection, "powersgd_start_step", "must be 0 or more");
   if (grad_compression == "powersgd") {
     if (zero_stage != 0)
       config_fail(doc, kSection, "grad_compression",

@@ -43,6 +43,7 @@ struct ParallelConfig {
   // none | powersgd (parallel/powersgd_reduction.h): low-rank compression with error feedback.
   std::string grad_compression = "none";
   std::int64_t powersgd_rank = 4;
+  std::int64_t powersgd_start_step = 0;  // steps reduced uncompressed first
   // How CUDA tensors travel: nccl (default), or mpi staged through host memory (for several
   // ranks sharing one GPU, which NCCL refuses). CPU runs always use MPI, whatever this says,
   // so the default keeps every CPU run working. See parallel/comm/comm_backend.h.
@@ -80,6 +81,9 @@ struct ParallelConfig {
       "gradient compression: none | powersgd (rank-r factors of each matrix gradient with error "
       "feedback, flat over the data group; not with ZeRO or a bf16 wire)");
     v("powersgd_rank", powersgd_rank, "the rank of PowerSGD's factors");
+    v("powersgd_start_step", powersgd_start_step,
+      "steps whose gradients are all-reduced uncompressed before PowerSGD starts (as PyTorch's "
+      "start_powerSGD_iter)");
     v("backend", backend,
       "communication of GPU tensors: nccl | mpi (staged through host memory, for several ranks "
       "per GPU); CPU runs always use mpi");

@@ -44,10 +44,11 @@ void orthonormalize(Tensor& out, const Tensor& p) {
 }  // namespace
 
 PowerSgdReduction::PowerSgdReduction(Communicator& data, int rank, std::uint64_t seed,
-                                     double min_compression_rate)
+                                     std::int64_t start_step, double min_compression_rate)
     : comm_(data.split(0, data.rank(), data.name() + "-powersgd")),
       rank_(rank),
       seed_(seed),
+      start_step_(start_step),
       min_compression_rate_(min_compression_rate) {
   TN_CHECK(rank >= 1, "PowerSGD rank ", rank);
   TN_CHECK(comm_ != nullptr, "PowerSGD: the split of ", data.name(), " left rank ", data.rank(), " out");
@@ -84,6 +85,12 @@ WorkHandle PowerSgdReduction::all_reduce(std::size_t b, Tensor& whole_bucket) {
   Bucket& bucket = buckets_[b];
   const Device device = whole_bucket.device();
   const std::int64_t r = rank_;
+  if (bucket.reductions++ < start_step_) {
+    Tensor all = whole_bucket.view({-1});
+    return chains_.submit({{comm_.get(), [comm = comm_.get(), all]() mutable {
+                              return comm->all_reduce_async(all, ReduceOp::Sum);
+                            }, {}}});
+  }
   if (!bucket.qs.defined()) {  // first use: residuals zero, Q random and the same on every rank
     std::int64_t q_elements = 0;
     for (const Matrix& m : bucket.matrices) q_elements += m.cols * r;
@@ -188,7 +195,9 @@ std::vector<Tensor> PowerSgdReduction::residuals() const {
 
 std::string PowerSgdReduction::describe() const {
   std::ostringstream text;
-  text << "PowerSGD of rank " << rank_ << " over " << comm_->name() << ", "
+  text << "PowerSGD of rank " << rank_ << " over " << comm_->name();
+  if (start_step_ > 0) text << " from step " << start_step_ + 1;
+  text << ", "
        << wire_elements_ << " of " << bucket_elements_ << " elements on the wire ("
        << (wire_elements_ > 0 ? static_cast<double>(bucket_elements_) / static_cast<double>(wire_elements_) : 0.0)
        << "x fewer)";

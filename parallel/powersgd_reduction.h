@@ -8,6 +8,9 @@
 //   M = G + E;  P = M Q;  all-reduce P;  P = orthonormal columns of P;
 //   Q = M^T P;  all-reduce Q;  G = P Q^T  (the sum over ranks of M, projected on P's columns);
 //   E = M - P Q^T / D   (the residuals of the D ranks together hold what the sum lost).
+// The first `start_step` reductions of each bucket are plain all-reduces (PyTorch's
+// start_powerSGD_iter: compressing the large, fast-changing gradients of the first steps
+// costs more in learning than it saves).
 // A matrix is compressed where that sends at most half its elements ((n + m) r <= n m / 2,
 // PyTorch's min_compression_rate of 2); vectors, and matrices too thin to gain, travel whole
 // in the first all-reduce. The bytes on the wire per step: (n + m) r per compressed matrix.
@@ -31,7 +34,7 @@ namespace ternion {
 class PowerSgdReduction final : public BucketReduction {
  public:
   // `min_compression_rate`: compress a matrix where n m >= rate (n + m) r (tests pass 0).
-  PowerSgdReduction(Communicator& data, int rank, std::uint64_t seed,
+  PowerSgdReduction(Communicator& data, int rank, std::uint64_t seed, std::int64_t start_step = 0,
                     double min_compression_rate = 2.0);
   void plan(const std::vector<std::vector<BucketMember>>& buckets) override;
   int size() const override { return comm_->size(); }
@@ -60,6 +63,7 @@ class PowerSgdReduction final : public BucketReduction {
     std::vector<std::pair<std::int64_t, std::int64_t>> whole;  // (offset, numel) sent uncompressed
     std::int64_t p_elements = 0, whole_elements = 0;
     Tensor qs;  // every matrix's Q back to back: what the second all-reduce sums
+    std::int64_t reductions = 0;  // all_reduce calls so far
   };
 
   // A communicator of its own (a split of the data group, collective at construction): its
@@ -68,6 +72,7 @@ class PowerSgdReduction final : public BucketReduction {
   std::unique_ptr<Communicator> comm_;
   int rank_;
   std::uint64_t seed_;
+  std::int64_t start_step_;
   double min_compression_rate_;
   std::vector<Bucket> buckets_;
   std::int64_t wire_elements_ = 0, bucket_elements_ = 0;

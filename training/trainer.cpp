@@ -230,7 +230,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
     if (!meta && config.parallel.grad_compression == "powersgd") {
       reduction = std::make_unique<PowerSgdReduction>(
           groups_.data(), static_cast<int>(config.parallel.powersgd_rank),
-          static_cast<std::uint64_t>(config.training.seed));
+          static_cast<std::uint64_t>(config.training.seed), config.parallel.powersgd_start_step);
     } else {
       reduction = std::make_unique<StagedReduction>(
           groups_.data(), plan,

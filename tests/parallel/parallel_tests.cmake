@@ -107,6 +107,10 @@ parallel_mpi_cli_test(training_refuses_powersgd_with_zero 2 1
   --once "--set parallel.grad_compression=powersgd: parallel.grad_compression: powersgd needs parallel.zero_stage 0"
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set parallel.grad_compression=powersgd --set parallel.zero_stage=1)
+parallel_mpi_cli_test(training_refuses_negative_powersgd_start_step 2 1
+  --once "--set parallel.powersgd_start_step=-1: parallel.powersgd_start_step: must be 0 or more"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.grad_compression=powersgd --set parallel.powersgd_start_step=-1)
 parallel_mpi_cli_test(powersgd_trains 2 0
   --once "^ternion: data-parallel gradients: PowerSGD of rank 2 over dp\\[0,1\\]-powersgd, [0-9]+ of [0-9]+ elements on the wire"
   --once "^step +2/2 "

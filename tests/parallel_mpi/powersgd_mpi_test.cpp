@@ -29,7 +29,7 @@ struct CompressedRun {
   PowerSgdReduction* powersgd = nullptr;
   std::unique_ptr<GradientReducer> reducer;
 
-  CompressedRun(const std::vector<Shape>& shapes, int rank, double min_rate) {
+  CompressedRun(const std::vector<Shape>& shapes, int rank, double min_rate, std::int64_t start = 0) {
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       owned.push_back(std::make_unique<Parameter>());
       owned.back()->name = "p" + std::to_string(i);
@@ -37,7 +37,7 @@ struct CompressedRun {
       owned.back()->grad = Tensor::zeros(shapes[i]);
       params.push_back(owned.back().get());
     }
-    auto reduction = std::make_unique<PowerSgdReduction>(testing_mpi::world(), rank, 7, min_rate);
+    auto reduction = std::make_unique<PowerSgdReduction>(testing_mpi::world(), rank, 7, start, min_rate);
     powersgd = reduction.get();
     reducer = std::make_unique<GradientReducer>(params, std::vector<bool>(params.size(), false),
                                                 std::move(reduction), 4 * 300, 0);
@@ -108,6 +108,23 @@ TEST(PowerSgd, ErrorFeedbackLosesNothing) {
       ASSERT_NEAR(applied[1][e], run.sum_of_gradients(1, e, t + 1), 1e-4);
   }
   EXPECT_GT(largest_residual, 0.1) << "rank 1 should not have been exact";
+}
+
+TEST(PowerSgd, TheStepsBeforeItsStartAreExactSums) {
+  CompressedRun run({{16, 12}, {7}}, /*rank=*/1, /*min_rate=*/0, /*start=*/2);
+  for (int t = 0; t < 3; ++t) {
+    const auto got = run.step(t);
+    double worst = 0;
+    for (std::size_t e = 0; e < got[0].size(); ++e)
+      worst = std::max(worst, std::abs(got[0][e] - (run.sum_of_gradients(0, e, t + 1) -
+                                                    run.sum_of_gradients(0, e, t))));
+    if (t < 2) {
+      EXPECT_LT(worst, 1e-4) << "step " << t << " was compressed";
+      EXPECT_TRUE(run.powersgd->residuals().empty());
+    } else {
+      EXPECT_GT(worst, 1e-2) << "step " << t << " was not compressed";
+    }
+  }
 }
 
 TEST(PowerSgd, SendsTenTimesFewerElementsAtGptShapes) {
