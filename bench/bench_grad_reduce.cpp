@@ -66,6 +66,27 @@ double slowest(Communicator& world, double value) {
   return t.data<float>()[0];
 }
 
+struct Timing {
+  double seconds = 0;     // per run, the slowest rank's
+  double link_bytes = 0;  // per run, sent over all nodes' links
+};
+
+// `iters` runs of `run`, timed, and the bytes the nodes' links sent meanwhile (read by each
+// node's first rank where `reads_link`).
+template <class Run>
+Timing time_runs(Communicator& world, int iters, bool reads_link, Run&& run) {
+  world.barrier();
+  const double tx_before = reads_link ? node_tx_bytes() : 0;
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) run();
+  Timing timing;
+  timing.seconds =
+      slowest(world, std::chrono::duration<double>(Clock::now() - start).count() / iters);
+  world.barrier();
+  timing.link_bytes = sum_over(world, reads_link ? node_tx_bytes() - tx_before : 0) / iters;
+  return timing;
+}
+
 struct Options {
   std::vector<double> mb = {25, 100};
   double bucket_mb = 0;  // 0: one bucket
@@ -157,15 +178,8 @@ int main(int argc, char** argv) {
           const float* v = t.data<float>();
           TN_CHECK(std::all_of(v, v + elements, [&](float x) { return x == want; }),
                    name, ": a wrong sum on rank ", rank);
-          world->barrier();
-          const double tx_before = reads_link ? node_tx_bytes() : 0;
-          const auto start = Clock::now();
-          for (int i = 0; i < options.iters; ++i) all_reduce();
-          const double time_s = slowest(
-              *world, std::chrono::duration<double>(Clock::now() - start).count() / options.iters);
-          world->barrier();
-          const double sent = sum_over(*world, reads_link ? node_tx_bytes() - tx_before : 0) /
-                              options.iters;
+          const Timing timing = time_runs(*world, options.iters, reads_link, all_reduce);
+          const double time_s = timing.seconds, sent = timing.link_bytes;
           if (rank != 0) continue;
           const double ring = !links ? 0
                               : plan.hierarchical ? 2.0 * (nodes - 1) * bytes
@@ -194,15 +208,9 @@ int main(int argc, char** argv) {
       reduction.plan({members});
       Tensor t = Tensor::full({elements}, static_cast<float>(rank + 1));
       reduction.all_reduce(0, t)->wait();
-      world->barrier();
-      const double tx_before = reads_link ? node_tx_bytes() : 0;
-      const auto start = Clock::now();
-      for (int i = 0; i < options.iters; ++i) reduction.all_reduce(0, t)->wait();
-      const double time_s = slowest(
-          *world, std::chrono::duration<double>(Clock::now() - start).count() / options.iters);
-      world->barrier();
-      const double sent =
-          sum_over(*world, reads_link ? node_tx_bytes() - tx_before : 0) / options.iters;
+      const Timing timing = time_runs(*world, options.iters, reads_link,
+                                      [&] { reduction.all_reduce(0, t)->wait(); });
+      const double time_s = timing.seconds, sent = timing.link_bytes;
       if (rank == 0)
         std::printf("  %-34s %8.1f %10.1f %14s %14s %7s   (%.0fx fewer elements)\n",
                     "PowerSGD rank 4, f32 factors", 4.0 * static_cast<double>(elements) / 1e6,
