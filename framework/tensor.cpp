@@ -7,6 +7,7 @@
 
 #include "framework/bfloat16.h"
 #include "framework/features.h"
+#include "framework/op_cost.h"
 
 #if TN_HAVE_CUDA
 #include "framework/cuda/cuda_runtime.h"
@@ -282,7 +283,10 @@ void copy_across_devices(Tensor& dst, const Tensor& src) {
 
 void Tensor::copy_from(const Tensor& src) {
   TN_CHECK(shape_ == src.shape_ && dtype_ == src.dtype_, "copy from ", src.str(), " into ", str());
-  if (device().is_meta() || src.device().is_meta()) return;  // nothing to move
+  if (device().is_meta() || src.device().is_meta()) {  // nothing to move
+    if (device().is_meta()) counted_on_meta({this, &src});
+    return;
+  }
   if (!device().is_cpu() || !src.device().is_cpu()) {
     if (numel() > 0) copy_across_devices(*this, src);
     return;
@@ -310,7 +314,7 @@ Tensor Tensor::to(Device target) const {
 
 void Tensor::fill(float value) {
   TN_CHECK(dtype_ == DType::F32 && is_contiguous(), "fill of ", str());
-  if (device().is_meta()) return;
+  if (counted_on_meta({this})) return;
   if (!device().is_cpu()) {
 #if TN_HAVE_CUDA
     check_process_device(device());
@@ -327,7 +331,7 @@ void Tensor::fill(float value) {
 
 void Tensor::zero() {
   TN_CHECK(is_contiguous(), "zero of ", str());
-  if (device().is_meta()) return;
+  if (counted_on_meta({this})) return;
   if (!device().is_cpu()) {
 #if TN_HAVE_CUDA
     check_process_device(device());

@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
 #include "kernels/cuda/cuda_kernels.h"
@@ -25,7 +26,7 @@ void check_optimizer_operands(const char* op, std::initializer_list<const Tensor
 void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWHyper& h) {
   check_optimizer_operands("adamw_update", {&param, &grad, &m, &v});
   TN_CHECK(h.step >= 1, "adamw_update: step ", h.step, " is not 1-based");
-  if (param.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&param, &grad, &m, &v, &param, &m, &v})) return;  // shapes only: nothing to compute
   if (param.device().is_cpu()) {
     cpu::adamw_update(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(),
                       param.numel(), h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.grad_scale,
@@ -48,7 +49,11 @@ void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h) 
     TN_CHECK(t.param.device() == device, "adamw_update_many: ", t.param.str(), " is not on ",
              device.str(), " with the first tensor");
   }
-  if (device.is_meta()) return;  // shapes only: nothing to compute
+  if (device.is_meta()) {  // shapes only: nothing to compute
+    for (const AdamWTensors& t : tensors)
+      counted_on_meta({&t.param, &t.grad, &t.m, &t.v, &t.param, &t.m, &t.v});
+    return;
+  }
   if (device.is_cpu()) {
     // Exactly adamw_update per tensor, with the tensor's own weight decay.
     for (AdamWTensors& t : tensors)
@@ -66,7 +71,7 @@ void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h) 
 
 void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h) {
   check_optimizer_operands("sgd_update", {&param, &grad, &momentum_buffer});
-  if (param.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&param, &grad, &momentum_buffer, &param, &momentum_buffer})) return;  // shapes only: nothing to compute
   if (param.device().is_cpu()) {
     cpu::sgd_update(param.data<float>(), grad.data<float>(), momentum_buffer.data<float>(),
                     param.numel(), h.lr, h.momentum, h.weight_decay, h.grad_scale);

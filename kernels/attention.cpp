@@ -4,6 +4,7 @@
 #include <initializer_list>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -48,6 +49,16 @@ AttentionDims check_attention_operands(const char* op, std::initializer_list<con
   return {batch, seq, n_head, head_size};
 }
 
+// Causal attention's two products per (sequence, head), each over half the scores on
+// average: S = Q K^T [T, T/2] and O = P V [T, hs] over T/2 keys. The backward runs twice
+// their work (dV, dP; dQ, dK), as the model's FLOPs count it.
+void record_attention_gemms(const AttentionDims& d, DType dtype, double passes) {
+  const int bytes = static_cast<int>(dtype_size(dtype));
+  const double count = passes * static_cast<double>(d.batch * d.n_head);
+  record_gemm({d.seq, d.seq / 2, d.head_size, bytes}, count);
+  record_gemm({d.seq, d.head_size, d.seq / 2, bytes}, count);
+}
+
 }  // namespace
 
 void set_attention_kernel(AttentionKernel kernel) { g_attention_kernel.store(kernel); }
@@ -82,7 +93,11 @@ std::string attention_kernel_name(AttentionKernel kernel) {
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t n_head) {
   const AttentionDims d =
       check_attention_operands("attention_forward", {&out, &qkv}, "out", out, lse, qkv, n_head);
-  if (qkv.device().is_meta()) return;  // shapes only: nothing to compute
+  if (qkv.device().is_meta()) {  // shapes only: nothing to compute
+    record_attention_gemms(d, qkv.dtype(), 1);
+    counted_on_meta({&qkv, &out, &lse});
+    return;
+  }
   if (!qkv.device().is_cpu()) {
 #if TN_HAVE_CUDA
     cuda::attention_forward(out, lse, qkv, n_head, attention_kernel());
@@ -107,7 +122,11 @@ void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, con
            " for qkv ", shape_str(qkv.shape()));
   TN_CHECK(out.shape() == dout.shape(), "attention_backward: out ", shape_str(out.shape()),
            " for dout ", shape_str(dout.shape()));
-  if (qkv.device().is_meta()) return;  // shapes only: nothing to compute
+  if (qkv.device().is_meta()) {  // shapes only: nothing to compute
+    record_attention_gemms(d, qkv.dtype(), 2);
+    counted_on_meta({&qkv, &dout, &out, &lse, &dqkv});
+    return;
+  }
   if (!qkv.device().is_cpu()) {
 #if TN_HAVE_CUDA
     cuda::attention_backward(dqkv, dout, qkv, out, lse, n_head, attention_kernel());

@@ -1,6 +1,7 @@
 #include "kernels/bias_add.h"
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -29,7 +30,7 @@ void bias_add_forward(Tensor& out, const Tensor& bias) {
   TN_CHECK(out.dtype() == bias.dtype(), "bias_add_forward: out ", out.str(), " and bias ",
            bias.str(), " differ in dtype");
   const std::int64_t cols = bias.size(0), rows = cols == 0 ? 0 : out.numel() / cols;
-  if (out.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&out, &bias, &out})) return;  // shapes only: nothing to compute
   if (out.device().is_cpu()) {
     const Tensor bias32 = as_f32(bias);
     F32Output out32(out, /*load=*/true);
@@ -49,7 +50,7 @@ void bias_add_backward(Tensor& dbias, const Tensor& dout) {
   TN_CHECK(dbias.dtype() == DType::F32, "bias_add_backward: dbias ", dbias.str(),
            " must be f32 (gradients accumulate in f32)");
   const std::int64_t cols = dbias.size(0), rows = cols == 0 ? 0 : dout.numel() / cols;
-  if (dout.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&dout, &dbias, &dbias})) return;  // shapes only: nothing to compute
   if (dout.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout);
     cpu::bias_add_backward<float>(dbias.data<float>(), dout32.data<float>(), rows, cols);

@@ -2,6 +2,7 @@
 
 #include "framework/bfloat16.h"
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #if TN_HAVE_CUDA
 #include "kernels/cuda/cuda_kernels.h"
 #endif
@@ -20,7 +21,7 @@ void convert(Tensor& out, const Tensor& in) {
   const bool bf16_to_f32 = out.dtype() == DType::F32 && in.dtype() == DType::BF16;
   TN_CHECK(f32_to_bf16 || bf16_to_f32, "convert: no conversion from ", in.str(), " to ",
            out.str());
-  if (out.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&out, &in})) return;  // shapes only: nothing to compute
   if (!out.device().is_cpu()) {
 #if TN_HAVE_CUDA
     cuda::convert(out, in);

@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -58,7 +59,7 @@ void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits, co
                            std::int64_t vocab_size, std::int32_t ignore_index) {
   const char* op = "cross_entropy_forward";
   check_whole_vocabulary(op, losses, lse, logits, targets, vocab_size);
-  if (logits.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &targets, &losses, &lse})) return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     const Tensor logits32 = as_f32(logits);  // bf16 logits staged; f32 ones used as they are
     cpu::cross_entropy_forward<float>(losses.data<float>(), lse.data<float>(),
@@ -83,7 +84,7 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor&
   TN_CHECK(dlogits.dtype() == logits.dtype() && dlogits.is_contiguous() &&
                dlogits.shape() == logits.shape() && dlogits.device() == logits.device(),
            op, ": dlogits ", dlogits.str(), " for logits ", logits.str());
-  if (logits.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &dlogits, &lse, &targets})) return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     // With bf16, logits are copied before dlogits (which may alias them) is written.
     const Tensor logits32 = as_f32(logits);
@@ -111,7 +112,7 @@ void cross_entropy_forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits
   TN_CHECK(dlogits.dtype() == logits.dtype() && dlogits.is_contiguous() &&
                dlogits.shape() == logits.shape() && dlogits.device() == logits.device(),
            op, ": dlogits ", dlogits.str(), " for logits ", logits.str());
-  if (logits.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &dlogits, &losses, &lse, &targets})) return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     cross_entropy_forward(losses, lse, logits, targets, vocab_size, ignore_index);
     cross_entropy_backward(dlogits, logits, lse, targets, dloss, vocab_size, ignore_index);
@@ -130,7 +131,7 @@ void cross_entropy_row_max(Tensor& row_max, const Tensor& logits, std::int64_t v
   const char* op = "cross_entropy_row_max";
   check_shard_logits(op, logits, vocab_start, vocab_size);
   check_per_row(op, {&row_max}, logits.size(0), logits.device());
-  if (logits.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &row_max})) return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     const Tensor logits32 = as_f32(logits);
     cpu::cross_entropy_row_max<float>(row_max.data<float>(), logits32.data<float>(),
@@ -149,7 +150,7 @@ void cross_entropy_row_sum_exp(Tensor& sum_exp, const Tensor& logits, const Tens
   const char* op = "cross_entropy_row_sum_exp";
   check_shard_logits(op, logits, vocab_start, vocab_size);
   check_per_row(op, {&sum_exp, &global_max}, logits.size(0), logits.device());
-  if (logits.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &sum_exp})) return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     const Tensor logits32 = as_f32(logits);
     cpu::cross_entropy_row_sum_exp<float>(sum_exp.data<float>(), logits32.data<float>(),
@@ -171,7 +172,7 @@ void cross_entropy_target_logit(Tensor& target_logit, const Tensor& logits,
   check_shard_logits(op, logits, vocab_start, vocab_size);
   check_targets(op, targets, logits.size(0), logits.device());
   check_per_row(op, {&target_logit}, logits.size(0), logits.device());
-  if (logits.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &targets, &target_logit})) return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     const Tensor logits32 = as_f32(logits);
     cpu::cross_entropy_target_logit<float>(target_logit.data<float>(), logits32.data<float>(),
@@ -194,7 +195,7 @@ void cross_entropy_finish(Tensor& losses, Tensor& lse, const Tensor& global_max,
   check_targets(op, targets, targets.numel(), targets.device());
   check_per_row(op, {&losses, &lse, &global_max, &global_sum_exp, &target_logit}, targets.numel(),
                 targets.device());
-  if (targets.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&targets, &losses, &lse})) return;  // shapes only: nothing to compute
   if (targets.device().is_cpu()) {
     cpu::cross_entropy_finish<float>(losses.data<float>(), lse.data<float>(),
                                      global_max.data<float>(), global_sum_exp.data<float>(),

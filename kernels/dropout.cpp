@@ -1,6 +1,7 @@
 #include "kernels/dropout.h"
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -33,7 +34,7 @@ void check_dropout_operands(const char* op, const Tensor& out, const Tensor& in,
 void dropout_forward(Tensor& out, const Tensor& x, float p, RngStream stream,
                      const GlobalPosition& position) {
   check_dropout_operands("dropout_forward", out, x, p, position);
-  if (x.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&x, &out})) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor x32 = as_f32(x);  // bf16 staged (before out, which may alias x, is written)
     F32Output out32(out);
@@ -53,7 +54,7 @@ void dropout_forward(Tensor& out, const Tensor& x, float p, RngStream stream,
 void dropout_backward(Tensor& dx, const Tensor& dout, float p, RngStream stream,
                       const GlobalPosition& position) {
   check_dropout_operands("dropout_backward", dx, dout, p, position);
-  if (dout.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&dout, &dx})) return;  // shapes only: nothing to compute
   if (dout.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout);
     F32Output dx32(dx);

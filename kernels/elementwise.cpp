@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -36,7 +37,7 @@ void check_one_dtype(const char* op, std::initializer_list<const Tensor*> all) {
 void add(Tensor& out, const Tensor& a, const Tensor& b) {
   check_elementwise("add", {&out, &a, &b});
   check_one_dtype("add", {&out, &a, &b});
-  if (out.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&out, &a, &b})) return;  // shapes only: nothing to compute
   if (out.device().is_cpu()) {
     const Tensor a32 = as_f32(a), b32 = as_f32(b);
     F32Output out32(out);
@@ -56,7 +57,7 @@ void accumulate(Tensor& out, const Tensor& x) {
   // One dtype, or f32 out += bf16 x (bf16 gradients into f32 accumulators).
   TN_CHECK(out.dtype() == x.dtype() || out.dtype() == DType::F32, "accumulate: ", out.str(),
            " += ", x.str(), " (one dtype, or f32 += bf16)");
-  if (out.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&out, &x, &out})) return;  // shapes only: nothing to compute
   if (out.device().is_cpu()) {
     const Tensor x32 = as_f32(x);
     F32Output out32(out, /*load=*/true);
@@ -73,7 +74,7 @@ void accumulate(Tensor& out, const Tensor& x) {
 
 void scale(Tensor& x, float factor) {
   check_elementwise("scale", {&x});
-  if (x.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&x, &x})) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     F32Output x32(x, /*load=*/true);
     cpu::scale<float>(x32.get().data<float>(), factor, x.numel());
@@ -96,7 +97,10 @@ std::vector<double> sums_of_squares(std::span<const Tensor> xs) {
     TN_CHECK(x.device() == xs.front().device(), "sums_of_squares: needs one device, got ",
              x.str(), " with ", xs.front().str());
   }
-  if (xs.front().device().is_meta()) return std::vector<double>(xs.size(), 0.0);  // shapes only
+  if (xs.front().device().is_meta()) {  // shapes only
+    for (const Tensor& x : xs) counted_on_meta({&x});
+    return std::vector<double>(xs.size(), 0.0);
+  }
   if (xs.front().device().is_cpu()) {
     std::vector<double> sums;
     sums.reserve(xs.size());
@@ -120,7 +124,10 @@ void zero_many(std::span<Tensor> xs) {
              "zero_many: needs contiguous tensors on one device, got ", x.str(), " with ",
              xs.front().str());
   }
-  if (xs.front().device().is_meta()) return;  // shapes only: nothing to compute
+  if (xs.front().device().is_meta()) {  // shapes only: nothing to compute
+    for (const Tensor& x : xs) counted_on_meta({&x});
+    return;
+  }
   if (xs.front().device().is_cpu()) {
     for (Tensor& x : xs) x.zero();
     return;
@@ -134,7 +141,7 @@ void zero_many(std::span<Tensor> xs) {
 
 bool all_finite(const Tensor& x) {
   check_elementwise("all_finite", {&x});
-  if (x.device().is_meta()) return true;  // shapes only: nothing to compute
+  if (counted_on_meta({&x})) return true;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor x32 = as_f32(x);
     return cpu::all_finite<float>(x32.data<float>(), x.numel());

@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -56,7 +57,7 @@ void token_embedding_forward(Tensor& out, const Tensor& tokens, const Tensor& wt
   check_float_dtype(op, wte);
   check_tensors(op, {&out, &wte}, wte.dtype(), tokens.device());
   check_token_shapes(op, out, tokens, wte);
-  if (tokens.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&tokens, &out, &out})) return;  // shapes only: nothing to compute
   if (tokens.device().is_cpu()) {
     const Tensor wte32 = as_f32(wte);
     F32Output out32(out);
@@ -81,7 +82,7 @@ void token_embedding_backward(Tensor& dwte, const Tensor& dout, const Tensor& to
   check_tensors(op, {&dout}, dout.dtype(), tokens.device());
   check_tensors(op, {&dwte}, DType::F32, tokens.device());
   check_token_shapes(op, dout, tokens, dwte);
-  if (tokens.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&tokens, &dout, &dout})) return;  // shapes only: nothing to compute
   if (tokens.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout);
     cpu::token_embedding_backward<float>(dwte.data<float>(), dout32.data<float>(),
@@ -102,7 +103,7 @@ void position_embedding_forward(Tensor& out, const Tensor& wpe) {
   check_float_dtype(op, out);
   check_tensors(op, {&out, &wpe}, out.dtype(), out.device());
   check_position_shapes(op, out, wpe);
-  if (out.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&out, &wpe, &out})) return;  // shapes only: nothing to compute
   if (out.device().is_cpu()) {
     const Tensor wpe32 = as_f32(wpe);
     F32Output out32(out, /*load=*/true);
@@ -125,7 +126,7 @@ void position_embedding_backward(Tensor& dwpe, const Tensor& dout) {
   check_tensors(op, {&dout}, dout.dtype(), dout.device());
   check_tensors(op, {&dwpe}, DType::F32, dout.device());
   check_position_shapes(op, dout, dwpe);
-  if (dout.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&dout, &dwpe})) return;  // shapes only: nothing to compute
   if (dout.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout);
     cpu::position_embedding_backward<float>(dwpe.data<float>(), dout32.data<float>(),

@@ -1,6 +1,7 @@
 #include "kernels/gelu.h"
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/bias_add.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -24,7 +25,7 @@ void check_same_float(const char* op, const Tensor& a, const Tensor& b) {
 
 void gelu_forward(Tensor& out, const Tensor& x) {
   check_same_float("gelu_forward", out, x);
-  if (x.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&x, &out})) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor x32 = as_f32(x);
     F32Output out32(out);
@@ -47,7 +48,7 @@ void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout, Tensor* dbia
                  x.dim() >= 1 && x.size(-1) == dbias->size(0) && dbias->device() == x.device(),
              "gelu_backward: dbias ", dbias->str(), " for x ", x.str(),
              " (f32, one value per column of x)");
-  if (x.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&x, &dout, &dx})) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor x32 = as_f32(x), dout32 = as_f32(dout);
     F32Output dx32(dx);

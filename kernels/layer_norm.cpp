@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/elementwise.h"
@@ -60,7 +61,7 @@ void layer_norm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x
   TN_CHECK(out.shape() == x.shape() && bias.shape() == weight.shape(), "layer_norm_forward: out ",
            shape_str(out.shape()), " and bias ", shape_str(bias.shape()), " for x ",
            shape_str(x.shape()));
-  if (x.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&x, &out, &weight, &bias})) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     // BF16 operands are staged through F32 copies; F32 ones are used as they are.
     const Tensor x32 = as_f32(x), weight32 = as_f32(weight), bias32 = as_f32(bias);
@@ -95,7 +96,7 @@ void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tenso
                  !residual->same_start_as(dx),
              "layer_norm_backward: residual ", residual->str(), " for x ", x.str(),
              " (it must not be dx itself)");
-  if (x.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&x, &dout, &dx, &dx, &mean, &rstd})) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout), x32 = as_f32(x), weight32 = as_f32(weight);
     F32Output dx32(dx);  // overwritten: nothing to load (dx may alias dout, staged above)

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/bias_add.h"
 #include "kernels/elementwise.h"
 #include "kernels/gelu.h"
@@ -126,7 +127,14 @@ void linear_forward(Tensor& out, Tensor* pre_activation, const Tensor& x, const 
   // With GELU the affine result is the pre-activation, and out is computed from it.
   const bool gelu = activation == LinearActivation::gelu;
   Tensor& affine = gelu ? *pre_activation : out;
-  if (x.device().is_meta()) return;  // shapes only: nothing to compute
+  if (x.device().is_meta()) {  // shapes only: nothing to compute
+    // What the CPU path runs: the GEMM, then the bias, GELU and residual passes.
+    record_gemm({x.size(0), w.size(0), w.size(1), static_cast<int>(dtype_size(x.dtype()))});
+    if (bias != nullptr) counted_on_meta({&affine, bias, &affine});
+    if (gelu) counted_on_meta({&affine, &out});
+    if (residual != nullptr) counted_on_meta({&out, residual, &out});
+    return;
+  }
   if (x.device().is_cpu()) {
     affine_unfused(affine, x, w, bias);
   } else {

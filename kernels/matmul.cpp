@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -37,7 +38,10 @@ void matmul(Tensor& out, const Tensor& a, const Tensor& b, bool transpose_a, boo
   TN_CHECK(m <= kBlasMax && n <= kBlasMax && k <= kBlasMax,
            "matmul: dimensions exceed BLAS's 32-bit integers: ", m, " x ", n, " x ", k);
 
-  if (out.device().is_meta()) return;  // shapes only: nothing to compute
+  if (out.device().is_meta()) {  // shapes only: nothing to compute
+    record_gemm({m, n, k, static_cast<int>(dtype_size(a.dtype()))});
+    return;
+  }
   if (out.device().is_cpu()) {
     // BF16 operands are staged through F32 (no copies when everything is F32); out is loaded
     // when beta reads it.

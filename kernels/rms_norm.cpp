@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/elementwise.h"
@@ -57,7 +58,7 @@ void rms_norm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& 
       check_rms_norm_operands("rms_norm_forward", {&out, &x, &weight}, {&rstd}, x, weight, rstd);
   TN_CHECK(out.shape() == x.shape(), "rms_norm_forward: out ", shape_str(out.shape()), " for x ",
            shape_str(x.shape()));
-  if (x.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&x, &out, &weight})) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     // BF16 operands are staged through F32 copies; F32 ones are used as they are.
     const Tensor x32 = as_f32(x), weight32 = as_f32(weight);
@@ -88,7 +89,7 @@ void rms_norm_backward(Tensor& dx, Tensor& dweight, const Tensor& dout, const Te
                  !residual->same_start_as(dx),
              "rms_norm_backward: residual ", residual->str(), " for x ", x.str(),
              " (it must not be dx itself)");
-  if (x.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&x, &dout, &dx, &dx, &rstd})) return;  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout), x32 = as_f32(x), weight32 = as_f32(weight);
     F32Output dx32(dx);  // overwritten: nothing to load (dx may alias dout, staged above)

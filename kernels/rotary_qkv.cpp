@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -63,7 +64,7 @@ void rotary_qkv_forward(Tensor& packed, const Tensor& grouped, std::int64_t kv_h
   const char* op = "rotary_qkv_forward";
   const std::int64_t head_size = check_arguments(op, packed, grouped, grouped, packed, kv_heads,
                                                  queries_per_kv, first_position, rope);
-  if (grouped.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&grouped, &packed})) return;  // shapes only: nothing to compute
   if (grouped.device().is_cpu()) {
     const Tensor grouped32 = as_f32(grouped);
     F32Output packed32(packed);
@@ -87,7 +88,7 @@ void rotary_qkv_backward(Tensor& dgrouped, const Tensor& dpacked, std::int64_t k
   const char* op = "rotary_qkv_backward";
   const std::int64_t head_size = check_arguments(op, dgrouped, dpacked, dgrouped, dpacked,
                                                  kv_heads, queries_per_kv, first_position, rope);
-  if (dpacked.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&dpacked, &dgrouped})) return;  // shapes only: nothing to compute
   if (dpacked.device().is_cpu()) {
     const Tensor dpacked32 = as_f32(dpacked);
     F32Output dgrouped32(dgrouped);

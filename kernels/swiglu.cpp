@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "framework/features.h"
+#include "framework/op_cost.h"
 #include "kernels/convert.h"
 #include "kernels/cpu/cpu_kernels.h"
 #if TN_HAVE_CUDA
@@ -40,7 +41,7 @@ void swiglu_forward(Tensor& out, const Tensor& gate_up) {
   const std::int64_t n = check_swiglu_operands("swiglu_forward", gate_up, {&gate_up, &out}, out);
   TN_CHECK(n == 0 || !out.same_start_as(gate_up), "swiglu_forward: out ", out.str(),
            " may not alias gate_up");
-  if (gate_up.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&gate_up, &out})) return;  // shapes only: nothing to compute
   if (gate_up.device().is_cpu()) {
     const Tensor gate_up32 = as_f32(gate_up);
     F32Output out32(out);
@@ -62,7 +63,7 @@ void swiglu_backward(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up
            " for gate_up ", gate_up.str());
   TN_CHECK(n == 0 || !dgate_up.same_start_as(dout), "swiglu_backward: dgate_up ",
            dgate_up.str(), " may not alias dout");
-  if (gate_up.device().is_meta()) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&gate_up, &dout, &dgate_up})) return;  // shapes only: nothing to compute
   if (gate_up.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout), gate_up32 = as_f32(gate_up);
     F32Output dgate_up32(dgate_up);  // overwritten: nothing to load

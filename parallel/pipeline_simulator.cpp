@@ -36,12 +36,12 @@ struct StageState {
 class Simulator {
  public:
   Simulator(const std::vector<std::vector<PipelineAction>>& lists, int virtual_stages,
-            double forward_cost, double backward_cost)
+            const std::vector<StageCost>& costs, double transfer_time)
       : lists_(lists),
         stages_(static_cast<int>(lists.size())),
         virtual_stages_(virtual_stages),
-        forward_cost_(forward_cost / virtual_stages),
-        backward_cost_(backward_cost / virtual_stages),
+        costs_(costs),
+        transfer_time_(transfer_time),
         state_(lists.size()) {}
 
   PipelineSimulation run() {
@@ -115,11 +115,12 @@ class Simulator {
     if (is_recv(a.kind)) {
       const auto sent = sent_at_.find(message_of(s, a));
       if (sent == sent_at_.end()) return false;
-      st.clock = std::max(st.clock, sent->second);
+      st.clock = std::max(st.clock, sent->second + transfer_time_);
     } else if (is_send(a.kind)) {
       sent_at_.emplace(message_of(s, a), st.clock);
     } else {
-      const double cost = a.kind == Kind::Forward ? forward_cost_ : backward_cost_;
+      const StageCost& c = costs_[index(s)];
+      const double cost = (a.kind == Kind::Forward ? c.forward : c.backward) / virtual_stages_;
       st.clock += cost;
       st.busy += cost;
       st.held += a.kind == Kind::Forward ? 1 : -1;
@@ -173,8 +174,8 @@ class Simulator {
   const std::vector<std::vector<PipelineAction>>& lists_;
   int stages_;
   int virtual_stages_;
-  double forward_cost_;   // per chunk
-  double backward_cost_;  // per chunk
+  std::vector<StageCost> costs_;  // per stage, for all of its chunks
+  double transfer_time_;
   std::vector<StageState> state_;
   std::map<MessageKey, double> sent_at_;  // when each message's send was issued
 };
@@ -183,24 +184,42 @@ class Simulator {
 
 PipelineSimulation simulate_pipeline_actions(
     const std::vector<std::vector<PipelineAction>>& stage_actions, int virtual_stages,
-    double forward_cost, double backward_cost) {
+    const std::vector<StageCost>& costs, double transfer_time) {
   TN_CHECK(!stage_actions.empty(), "a pipeline needs at least one stage");
   TN_CHECK(virtual_stages >= 1, "virtual_stages ", virtual_stages);
-  TN_CHECK(std::isfinite(forward_cost) && forward_cost >= 0 && std::isfinite(backward_cost) &&
-               backward_cost >= 0,
-           "costs must be finite and non-negative, got forward ", forward_cost, " backward ",
-           backward_cost);
-  return Simulator(stage_actions, virtual_stages, forward_cost, backward_cost).run();
+  TN_CHECK(costs.size() == stage_actions.size(), costs.size(), " stage costs for ",
+           stage_actions.size(), " stages");
+  for (const StageCost& c : costs)
+    TN_CHECK(std::isfinite(c.forward) && c.forward >= 0 && std::isfinite(c.backward) &&
+                 c.backward >= 0,
+             "costs must be finite and non-negative, got forward ", c.forward, " backward ",
+             c.backward);
+  TN_CHECK(std::isfinite(transfer_time) && transfer_time >= 0, "transfer time ", transfer_time);
+  return Simulator(stage_actions, virtual_stages, costs, transfer_time).run();
+}
+
+PipelineSimulation simulate_pipeline_actions(
+    const std::vector<std::vector<PipelineAction>>& stage_actions, int virtual_stages,
+    double forward_cost, double backward_cost) {
+  return simulate_pipeline_actions(
+      stage_actions, virtual_stages,
+      std::vector<StageCost>(stage_actions.size(), StageCost{forward_cost, backward_cost}), 0.0);
+}
+
+std::vector<std::vector<PipelineAction>> pipeline_schedules(PipelineSchedule kind, int stages,
+                                                            int micro_batches, int virtual_stages) {
+  validate_pipeline_schedule(kind, stages, micro_batches, virtual_stages);
+  std::vector<std::vector<PipelineAction>> lists;
+  for (int s = 0; s < stages; ++s)
+    lists.push_back(pipeline_schedule(kind, stages, micro_batches, virtual_stages, s));
+  return lists;
 }
 
 PipelineSimulation simulate_pipeline(PipelineSchedule kind, int stages, int micro_batches,
                                      int virtual_stages, double forward_cost,
                                      double backward_cost) {
-  validate_pipeline_schedule(kind, stages, micro_batches, virtual_stages);
-  std::vector<std::vector<PipelineAction>> lists;
-  for (int s = 0; s < stages; ++s)
-    lists.push_back(pipeline_schedule(kind, stages, micro_batches, virtual_stages, s));
-  return simulate_pipeline_actions(lists, virtual_stages, forward_cost, backward_cost);
+  return simulate_pipeline_actions(pipeline_schedules(kind, stages, micro_batches, virtual_stages),
+                                   virtual_stages, forward_cost, backward_cost);
 }
 
 }  // namespace ternion

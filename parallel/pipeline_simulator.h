@@ -7,7 +7,7 @@
 // micro-batch's work over the whole pipeline is the same with and without interleaving).
 // Sends take no time and never block: a send is issued at its rank's current time. A receive
 // takes no time of its own but ends no earlier than the matching send was issued (same kind,
-// micro-batch and virtual-stage pair), so the rank sits idle from reaching the receive until
+// micro-batch and virtual-stage pair; plus a transfer time where one is given), so the rank sits idle from reaching the receive until
 // then. Ranks share no resource, so this discrete-event model is exact when each action is
 // timed in dependency order, which is what the simulator does; it reports a deadlock when no
 // rank can run its next action and some have not finished.
@@ -52,6 +52,23 @@ struct PipelineSimulation {
 PipelineSimulation simulate_pipeline(PipelineSchedule kind, int stages, int micro_batches,
                                      int virtual_stages, double forward_cost = 1.0,
                                      double backward_cost = 2.0);
+
+// Every pipeline rank's action list (validates the configuration first).
+std::vector<std::vector<PipelineAction>> pipeline_schedules(PipelineSchedule kind, int stages,
+                                                            int micro_batches, int virtual_stages);
+
+// A stage's forward and backward of one micro-batch over all of its chunks (each chunk takes
+// its 1/v share). Stages differ where the first holds the embedding and the last the head.
+struct StageCost {
+  double forward = 1.0;
+  double backward = 2.0;
+};
+
+// With a cost per stage, and `transfer_time` from a send's issue to the earliest completion
+// of its receive (a message's time on the link; 0 above).
+PipelineSimulation simulate_pipeline_actions(
+    const std::vector<std::vector<PipelineAction>>& stage_actions, int virtual_stages,
+    const std::vector<StageCost>& costs, double transfer_time);
 
 // Simulates the given lists, one per pipeline rank (stage_actions.size() stages), e.g. a
 // schedule that was changed by hand.

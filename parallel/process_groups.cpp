@@ -75,7 +75,7 @@ ProcessGroups::ProcessGroups(LayoutOnlyTag, std::unique_ptr<Communicator> world,
     const auto position = std::find(members.begin(), members.end(), rank) - members.begin();
     return std::make_unique<LayoutOnlyCommunicator>(static_cast<int>(position),
                                                     static_cast<int>(members.size()),
-                                                    prefix + rank_list_str(members));
+                                                    prefix + rank_list_str(members), members);
   };
   tensor_ = group(layout_.tp_group(rank), "tp");
   data_ = group(layout_.dp_group(rank), "dp");

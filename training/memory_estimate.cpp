@@ -1,5 +1,6 @@
 #include "training/memory_estimate.h"
 
+#include <optional>
 #include <unordered_set>
 
 #include "framework/allocator.h"
@@ -9,7 +10,8 @@
 
 namespace ternion {
 
-MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layout, int rank) {
+MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layout, int rank,
+                               OpCostRecorder* step_ops) {
   const std::unique_ptr<ProcessGroups> groups = ProcessGroups::layout_only(layout, rank);
   const Device meta = Device::meta();
   const std::size_t before = device_memory_stats(meta).in_use;  // other meta tensors alive
@@ -28,8 +30,12 @@ MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layo
   const std::size_t counted = estimate.parameters + estimate.gradients + estimate.optimizer_state;
   estimate.other_resident = resident > counted ? resident - counted : 0;
   // The step's peak is measured from the in-use figure at its start, as the run measures it.
-  const StepMetrics metrics = trainer.train_step(1);
-  (void)metrics;
+  {
+    std::optional<OpCostScope> counting;
+    if (step_ops != nullptr) counting.emplace(*step_ops);
+    const StepMetrics metrics = trainer.train_step(1);
+    (void)metrics;
+  }
   const DeviceMemoryStats after = device_memory_stats(meta);
   estimate.step = after.peak - before - resident;
   estimate.contexts_in_flight = std::max(1, trainer.last_pipeline_step().peak_live_contexts);

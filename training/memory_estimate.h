@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "framework/op_cost.h"
 #include "parallel/rank_layout.h"
 #include "training/train_config.h"
 
@@ -33,7 +34,10 @@ struct MemoryEstimate {
 };
 
 // Rank `rank` of `layout` running `config` (ConfigError etc. as the run would throw them).
-MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layout, int rank);
+// With `step_ops`, what the step's kernels did is counted there too (framework/op_cost.h):
+// the planner's compute costs come from the same step as the memory.
+MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layout, int rank,
+                               OpCostRecorder* step_ops = nullptr);
 
 // "1.93 GB = parameters 498 MB + gradients 498 MB + optimizer state 996 MB + buffers 0 B +
 // step 1.2 GB (activations of at most 4 micro-batch chunks at once, buckets, temporaries)"

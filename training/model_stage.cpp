@@ -1,5 +1,6 @@
 #include "training/model_stage.h"
 
+#include "framework/op_cost.h"
 #include "layers/lm_head.h"
 
 namespace ternion {
@@ -23,6 +24,7 @@ Shape ModelStage::boundary_shape(int micro_batch) const {
 }
 
 Tensor ModelStage::forward(int micro_batch, int chunk, const Tensor& input) {
+  const OpPhaseScope phase(OpPhase::forward);
   const TokenBatch& batch = batches_.at(static_cast<std::size_t>(micro_batch));
   GptModel& model = *chunks_.at(static_cast<std::size_t>(chunk));
   MicroBatchInfo info = info_;
@@ -47,6 +49,7 @@ Tensor ModelStage::forward(int micro_batch, int chunk, const Tensor& input) {
 }
 
 Tensor ModelStage::backward(int micro_batch, int chunk, const Tensor& grad_output) {
+  const OpPhaseScope phase(OpPhase::backward);
   TN_CHECK(mode_ == Mode::train, "backward of a forward-only stage");
   const auto it = contexts_.find({micro_batch, chunk});
   TN_CHECK(it != contexts_.end(), "backward of micro-batch ", micro_batch, " chunk ", chunk,

@@ -9,18 +9,24 @@
 // this rank's, reduce-scatter keeps this rank's chunk; a receive keeps the buffer). Values
 // are meaningless; allocations, shapes and the order of operations are the real ones.
 // Splitting is refused: ProcessGroups::layout_only builds the groups from the layout.
+// Under an OpCostScope each operation is counted (framework/op_cost.h) with the group's
+// name and its members' world ranks, which is how the planner learns what a step sends.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "framework/op_cost.h"
 #include "parallel/comm/communicator.h"
 
 namespace ternion {
 
 class LayoutOnlyCommunicator : public Communicator {
  public:
-  LayoutOnlyCommunicator(int rank, int size, std::string name = "layout-only");
+  // `members`: the group's world ranks, where known (for counting; may be empty).
+  LayoutOnlyCommunicator(int rank, int size, std::string name = "layout-only",
+                         std::vector<int> members = {});
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -39,8 +45,10 @@ class LayoutOnlyCommunicator : public Communicator {
   std::unique_ptr<Communicator> split_node_local(const std::string& name) override;
 
  private:
+  void count(CollectiveKind kind, const Tensor& buffer) const;
   int rank_, size_;
   std::string name_;
+  std::vector<int> members_;
 };
 
 }  // namespace ternion

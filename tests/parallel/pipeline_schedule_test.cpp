@@ -459,6 +459,34 @@ TEST(PipelineSimulator, ReportsADroppedSend) {
   expect_close("busy time, stage 3", sim.busy_time[3], 24, 0);
 }
 
+// A slow last stage sets the pace: 1F1B on 2 stages, the second twice as slow, runs the
+// second without a pause from its first forward, and the first's last backward ends the step:
+// F0 + M (F1 + B1) + B0 = 1 + 4 x 6 + 2 (worked through by hand).
+TEST(PipelineSimulator, TakesACostPerStage) {
+  const PipelineSimulation sim = simulate_pipeline_actions(
+      pipeline_schedules(PipelineSchedule::OneFOneB, 2, 4, 1), 1, {{1, 2}, {2, 4}}, 0.0);
+  expect_close("makespan", sim.makespan, 27, 1e-12);
+  expect_close("busy, stage 1", sim.busy_time[1], 24, 1e-12);
+  expect_close("idle, stage 1", sim.idle_time[1], 3, 1e-12);  // the first forward's wait and the tail
+  // Uniform costs through the per-stage form give the uniform simulation.
+  const PipelineSimulation uniform = simulate_pipeline(PipelineSchedule::Interleaved, 4, 8, 2);
+  const PipelineSimulation same = simulate_pipeline_actions(
+      pipeline_schedules(PipelineSchedule::Interleaved, 4, 8, 2), 2, std::vector<StageCost>(4), 0.0);
+  EXPECT_EQ(same.makespan, uniform.makespan);
+  EXPECT_EQ(same.bubble_fraction, uniform.bubble_fraction);
+}
+
+// Each message spends the transfer time on its link: one micro-batch over 2 stages crosses it
+// twice (activation, then gradient).
+TEST(PipelineSimulator, AddsTheTransferTimeToEachMessage) {
+  const PipelineSimulation sim = simulate_pipeline_actions(
+      pipeline_schedules(PipelineSchedule::OneFOneB, 2, 1, 1), 1, {{1, 2}, {2, 4}}, 0.5);
+  expect_close("makespan", sim.makespan, 1 + 0.5 + 2 + 4 + 0.5 + 2, 1e-12);
+  EXPECT_THROW(simulate_pipeline_actions(pipeline_schedules(PipelineSchedule::OneFOneB, 2, 1, 1), 1,
+                                         {{1, 2}}, 0.0),
+               InternalError);  // a cost for each stage
+}
+
 TEST(PipelineSimulator, RefusesAForwardBeforeItsActivation) {
   std::vector<ActionList> lists = one_f_one_b_lists(2, 2);
   ASSERT_EQ(lists[1][0], RA(0));
