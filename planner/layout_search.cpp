@@ -1,0 +1,175 @@
+#include "planner/layout_search.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <tuple>
+#include <sstream>
+#include <unistd.h>
+
+#include "data/token_shard.h"
+#include "framework/error.h"
+#include "framework/config_reader.h"
+#include "layers/model_facts.h"
+#include "parallel/rank_layout.h"
+
+namespace ternion {
+
+namespace {
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+// The meta step reads the data's headers and samples token ids (training/trainer.h); a plan
+// needs neither the user's data nor its size, so it runs on a file of seq_len + 1 zeros.
+class PlaceholderData {
+ public:
+  explicit PlaceholderData(std::int64_t seq_len) {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("ternion-plan-" + std::to_string(::getpid()) + "-" + std::to_string(seq_len) + ".bin"))
+                .string();
+    const std::vector<std::int64_t> zeros(static_cast<std::size_t>(seq_len + 1), 0);
+    write_token_file(path_, zeros);
+  }
+  ~PlaceholderData() { std::remove(path_.c_str()); }
+  PlaceholderData(const PlaceholderData&) = delete;
+  PlaceholderData& operator=(const PlaceholderData&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+std::string LayoutChoice::str() const {
+  std::ostringstream out;
+  out << "tensor " << tensor << " x pipeline " << pipeline << " x data " << data
+      << ", micro-batch " << micro_batch_size << ", " << virtual_stages
+      << (virtual_stages == 1 ? " virtual stage" : " virtual stages");
+  return out.str();
+}
+
+LayoutChoice parse_layout_choice(const std::string& text, const TrainConfig& config) {
+  std::vector<std::int64_t> values;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::int64_t value = 0;
+    TN_CHECK_AS(UsageError, detail::parse_decimal(item, value) && value >= 1,
+                "--layout: '", text, "' is not tensor,pipeline,data[,micro_batch[,virtual_stages]] ",
+                "(positive whole numbers): '", item, "'");
+    values.push_back(value);
+  }
+  TN_CHECK_AS(UsageError, values.size() >= 3 && values.size() <= 5, "--layout: '", text,
+              "' is not tensor,pipeline,data[,micro_batch[,virtual_stages]]");
+  LayoutChoice layout;
+  layout.tensor = values[0];
+  layout.pipeline = values[1];
+  layout.data = values[2];
+  layout.micro_batch_size = values.size() > 3 ? values[3] : config.parallel.micro_batch_size;
+  layout.virtual_stages = values.size() > 4 ? values[4] : config.parallel.virtual_stages;
+  return layout;
+}
+
+TrainConfig apply_layout(const TrainConfig& config, const LayoutChoice& layout,
+                         std::int64_t world_size) {
+  const std::vector<std::string> overrides = {
+      "parallel.tensor=" + std::to_string(layout.tensor),
+      "parallel.pipeline=" + std::to_string(layout.pipeline),
+      "parallel.data=" + std::to_string(layout.data),
+      "parallel.micro_batch_size=" + std::to_string(layout.micro_batch_size),
+      "parallel.virtual_stages=" + std::to_string(layout.virtual_stages)};
+  return TrainConfig::parse(config_yaml(config), config.source, overrides, world_size);
+}
+
+PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
+                          const LayoutChoice& layout) {
+  PlannedLayout planned;
+  planned.layout = layout;
+  planned.config = apply_layout(config, layout, cluster.world_size());
+  const ModelShardingShape shape = model_sharding_shape(planned.config.model);
+  ConfigDocument doc = ConfigDocument::parse(config_yaml(planned.config), config.source);
+  planned.config.parallel.validate_model_fit(doc, shape);
+
+  TrainConfig counted = planned.config;
+  const PlaceholderData data(counted.model.seq_len);
+  counted.data.train = data.path();
+  counted.data.val.clear();
+  const RankLayout ranks = make_rank_layout(cluster.world_size(), layout.tensor, layout.pipeline,
+                                            layout.data);
+  // Stages with the same part of the model run the same step: the middle ones are counted
+  // once (their groups sit in the same places on their nodes, so they price the same).
+  std::vector<RankStepOps> stages;
+  std::map<std::tuple<bool, bool, std::int64_t>, std::size_t> counted_role;
+  for (int s = 0; s < ranks.pp_size; ++s) {
+    const auto role = std::make_tuple(
+        s == 0, s == ranks.pp_size - 1,
+        pipeline_stage_blocks(counted.model.n_layer, ranks.pp_size, s).size());
+    if (const auto same = counted_role.find(role); same != counted_role.end()) {
+      stages.push_back(stages[same->second]);
+      continue;
+    }
+    RankCoords coords;
+    coords.pp_rank = s;
+    counted_role[role] = stages.size();
+    stages.push_back(count_rank_step(counted, ranks, ranks.global_rank(coords)));
+  }
+  planned.prediction = predict_step(planned.config, ranks, cluster, stages);
+  planned.fits = planned.prediction.memory_gb_per_gpu <= cluster.gpu.memory_gb;
+  return planned;
+}
+
+std::vector<LayoutChoice> candidate_layouts(const TrainConfig& config, const ClusterSpec& cluster) {
+  std::vector<LayoutChoice> out;
+  const std::int64_t world = cluster.world_size();
+  for (std::int64_t tensor = 1; tensor <= cluster.gpus_per_node; tensor *= 2) {
+    if (world % tensor != 0) continue;
+    for (std::int64_t pipeline : divisors(world / tensor)) {
+      if (pipeline > config.model.n_layer) break;
+      const std::int64_t data = world / (tensor * pipeline);
+      if (config.training.global_batch_size % data != 0) continue;
+      const std::int64_t per_rank = config.training.global_batch_size / data;
+      for (std::int64_t micro : divisors(per_rank)) {
+        const std::int64_t micro_batches = per_rank / micro;
+        for (std::int64_t virtual_stages : {1, 2, 4}) {
+          if (virtual_stages > 1 && (pipeline == 1 || micro_batches % pipeline != 0)) continue;
+          out.push_back({tensor, pipeline, data, micro, virtual_stages});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+PlanResult plan_layouts(const TrainConfig& config, const ClusterSpec& cluster) {
+  PlanResult result;
+  std::vector<PlannedLayout> misfits;
+  for (const LayoutChoice& layout : candidate_layouts(config, cluster)) {
+    ++result.candidates;
+    try {
+      PlannedLayout planned = plan_layout(config, cluster, layout);
+      (planned.fits ? result.ranked : misfits).push_back(std::move(planned));
+    } catch (const ConfigError& e) {
+      if (result.invalid++ == 0) result.first_refusal = layout.str() + ": " + e.what();
+    }
+  }
+  std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                   [](const PlannedLayout& a, const PlannedLayout& b) {
+                     return a.prediction.step_time_s < b.prediction.step_time_s;
+                   });
+  const auto least = std::min_element(misfits.begin(), misfits.end(),
+                                      [](const PlannedLayout& a, const PlannedLayout& b) {
+                                        return a.prediction.memory_gb_per_gpu <
+                                               b.prediction.memory_gb_per_gpu;
+                                      });
+  if (least != misfits.end()) result.smallest_misfit.push_back(*least);
+  return result;
+}
+
+}  // namespace ternion

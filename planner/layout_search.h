@@ -1,0 +1,56 @@
+// The layouts the planner considers for a config on a cluster, and each one's prediction:
+// every tensor x pipeline x data split of the cluster's GPUs with the tensor group inside a
+// node (a power of two up to gpus_per_node), pipeline stages that divide the blocks, data
+// ranks that divide the global batch, micro-batch sizes that divide each data rank's share, and
+// interleaving (virtual stages 2 and 4) where the micro-batch count allows it. The schedule,
+// ZeRO stage, recomputation, precision and sequence parallelism are the config's. Each
+// candidate is validated as the run would validate it (a ConfigError drops it) and predicted
+// from its ranks' counted steps (planner/step_model.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/cluster_spec.h"
+#include "planner/step_model.h"
+#include "training/train_config.h"
+
+namespace ternion {
+
+struct LayoutChoice {
+  std::int64_t tensor = 1, pipeline = 1, data = 1, micro_batch_size = 1, virtual_stages = 1;
+  std::string str() const;  // "tensor 2 x pipeline 4 x data 8, micro-batch 2, 1 virtual stage"
+};
+
+struct PlannedLayout {
+  LayoutChoice layout;
+  TrainConfig config;  // the input config with the layout applied, as it would run
+  StepPrediction prediction;
+  bool fits = false;   // memory_gb_per_gpu within the GPU's memory
+};
+
+// "t,p,d[,mb[,v]]" (UsageError naming the text); what it leaves out comes from `config`.
+LayoutChoice parse_layout_choice(const std::string& text, const TrainConfig& config);
+
+// The config with `layout` applied and validated for the cluster's world size (ConfigError).
+TrainConfig apply_layout(const TrainConfig& config, const LayoutChoice& layout,
+                         std::int64_t world_size);
+
+// Predicts one layout (ConfigError if it cannot run the config).
+PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
+                          const LayoutChoice& layout);
+
+std::vector<LayoutChoice> candidate_layouts(const TrainConfig& config, const ClusterSpec& cluster);
+
+struct PlanResult {
+  std::vector<PlannedLayout> ranked;  // those that fit, fastest first
+  int candidates = 0;                  // considered
+  int invalid = 0;                     // refused by the config's validation
+  std::string first_refusal;           // the first refusal's message
+  // Of those that do not fit: the one needing the least memory (for the message when none fits).
+  std::vector<PlannedLayout> smallest_misfit;
+};
+PlanResult plan_layouts(const TrainConfig& config, const ClusterSpec& cluster);
+
+}  // namespace ternion

@@ -1,0 +1,108 @@
+// The planner's search and its predictions on a small model: candidates, validation, ranking,
+// and the terms each layout's prediction is made of.
+#include "planner/layout_search.h"
+
+#include <gtest/gtest.h>
+
+#include "small_model.h"
+
+namespace ternion {
+namespace {
+
+using testing_support::ScratchDir;
+using testing_support::small_model;
+
+ClusterSpec one_node_of(int gpus) {
+  ClusterSpec c;
+  c.source = "test";
+  c.nodes = 1;
+  c.gpus_per_node = gpus;
+  c.gpu = {"test", 10, 10, 1, 100, 0.5};
+  c.intra_node = {10, 5};
+  return c;
+}
+
+TEST(LayoutSearch, CandidatesSplitTheGpusAndTheBatch) {
+  ScratchDir dir("plan-candidates");
+  const TrainConfig c = small_model(dir);
+  const std::vector<LayoutChoice> all = candidate_layouts(c, one_node_of(4));
+  for (const LayoutChoice& l : all) {
+    EXPECT_EQ(l.tensor * l.pipeline * l.data, 4) << l.str();
+    EXPECT_EQ(c.training.global_batch_size % (l.data * l.micro_batch_size), 0) << l.str();
+    EXPECT_TRUE(l.virtual_stages == 1 || l.pipeline > 1) << l.str();
+  }
+  // tensor 1, 2, 4 x pipeline (1, 2, 4 of 4 blocks) with the micro-batch sizes and interleaving.
+  auto has = [&](LayoutChoice want) {
+    for (const LayoutChoice& l : all)
+      if (l.str() == want.str()) return true;
+    return false;
+  };
+  EXPECT_TRUE(has({1, 1, 4, 1, 1}));
+  EXPECT_TRUE(has({2, 2, 1, 8, 1}));
+  EXPECT_TRUE(has({1, 2, 2, 1, 2}));
+  EXPECT_FALSE(has({1, 1, 4, 1, 2}));  // interleaving needs stages
+  EXPECT_TRUE(has({1, 4, 1, 1, 1}));
+}
+
+TEST(LayoutSearch, PredictsEachTermOfALayout) {
+  ScratchDir dir("plan-terms");
+  testing_support::prepare_builtin(dir);
+  const TrainConfig c = small_model(dir);
+  const PlannedLayout data4 = plan_layout(c, one_node_of(4), {1, 1, 4, 2, 1});
+  const StepPrediction& p = data4.prediction;
+  EXPECT_GT(p.compute_s, 0);
+  EXPECT_EQ(p.tensor_comm_s, 0);
+  EXPECT_EQ(p.pipeline_send_s, 0);
+  EXPECT_EQ(p.bubble_fraction, 0);
+  EXPECT_EQ(p.data_reduction, "flat");
+  EXPECT_GT(p.data_comm_s, 0);
+  EXPECT_LE(p.data_comm_exposed_s, p.data_comm_s);
+  EXPECT_GT(p.optimizer_s, 0);
+  EXPECT_NEAR(p.step_time_s, p.pipeline_s + p.data_comm_exposed_s + p.optimizer_s, 1e-12);
+  EXPECT_NEAR(p.pipeline_s, p.compute_s, 1e-12);  // one stage: its compute, nothing idle
+  EXPECT_GT(p.mfu, 0);
+  EXPECT_LT(p.mfu, 0.5);  // gemm_efficiency
+  EXPECT_TRUE(data4.fits);
+  EXPECT_EQ(data4.config.parallel.data, 4);
+
+  const PlannedLayout pipeline2 = plan_layout(c, one_node_of(4), {1, 2, 2, 1, 1});
+  EXPECT_GT(pipeline2.prediction.pipeline_send_s, 0);
+  EXPECT_GT(pipeline2.prediction.bubble_fraction, 0);
+  EXPECT_EQ(pipeline2.prediction.stage_costs.size(), 2u);
+  const PlannedLayout tensor2 = plan_layout(c, one_node_of(4), {2, 1, 2, 2, 1});
+  EXPECT_GT(tensor2.prediction.tensor_comm_s, 0);
+  EXPECT_THROW(plan_layout(c, one_node_of(4), {1, 1, 2, 2, 1}), ConfigError);  // 2 ranks of 4
+  EXPECT_THROW(plan_layout(c, one_node_of(4), {1, 4, 1, 1, 4}), ConfigError);  // 16 chunks, 4 blocks
+}
+
+TEST(LayoutSearch, RanksTheLayoutsThatFitFastestFirst) {
+  ScratchDir dir("plan-rank");
+  testing_support::prepare_builtin(dir);
+  const TrainConfig c = small_model(dir);
+  const PlanResult result = plan_layouts(c, one_node_of(2));
+  ASSERT_FALSE(result.ranked.empty());
+  EXPECT_EQ(result.candidates, static_cast<int>(candidate_layouts(c, one_node_of(2)).size()));
+  for (std::size_t i = 1; i < result.ranked.size(); ++i)
+    EXPECT_LE(result.ranked[i - 1].prediction.step_time_s, result.ranked[i].prediction.step_time_s);
+  ClusterSpec tiny_memory = one_node_of(2);
+  tiny_memory.gpu.memory_gb = 1e-6;
+  const PlanResult none = plan_layouts(c, tiny_memory);
+  EXPECT_TRUE(none.ranked.empty());
+  ASSERT_EQ(none.smallest_misfit.size(), 1u);
+}
+
+TEST(LayoutSearch, ParsesLayoutsFromTheCommandLine) {
+  ScratchDir dir("plan-parse");
+  const TrainConfig c = small_model(dir);
+  const LayoutChoice l = parse_layout_choice("2,1,4", c);
+  EXPECT_EQ(l.str(), "tensor 2 x pipeline 1 x data 4, micro-batch 2, 1 virtual stage");
+  EXPECT_EQ(parse_layout_choice("1,2,2,1,2", c).str(),
+            "tensor 1 x pipeline 2 x data 2, micro-batch 1, 2 virtual stages");
+  EXPECT_THROW(parse_layout_choice("2,1", c), UsageError);
+  EXPECT_THROW(parse_layout_choice("2,x,4", c), UsageError);
+  EXPECT_THROW(parse_layout_choice("2,0,4", c), UsageError);
+  EXPECT_THROW(parse_layout_choice("1,1,1,1,1,1", c), UsageError);
+}
+
+}  // namespace
+}  // namespace ternion
