@@ -4,23 +4,26 @@
 # rank 0's median step over steps 2..STEPS), with each prediction's error, their median and
 # worst, and where the planner's first choice ranks among the measured.
 #   bash bench/plan_validation.sh TEXT_FILE CLUSTER [BUILD_DIR] [STEPS]
-#   CLUSTER: local (configs/clusters/cpu-local.yaml, mpirun -np 2) or emulated
-#            (configs/clusters/emulated-2x4.yaml, tools/emulated-cluster 2 x 4 at 1 Gbit/s)
+#   CLUSTER: local (configs/clusters/cpu-local.yaml, mpirun -np 2), emulated-2x1 or
+#            emulated-2x4 (configs/clusters/emulated-2xR.yaml: tools/emulated-cluster, 2 nodes
+#            of R ranks at 1 Gbit/s; with R = 4 the 8 ranks share 2 cores)
 # The model: 4 blocks of 512 wide (8 heads), a 4096-token vocabulary (the byte-level data
 # uses 256 of it), context 128, 8 sequences a step; MODEL_SETS adds or replaces --sets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-text=${1:?usage: bench/plan_validation.sh TEXT_FILE local|emulated [BUILD_DIR] [STEPS]}
-cluster=${2:?usage: bench/plan_validation.sh TEXT_FILE local|emulated [BUILD_DIR] [STEPS]}
+text=${1:?usage: bench/plan_validation.sh TEXT_FILE CLUSTER [BUILD_DIR] [STEPS]}
+cluster=${2:?usage: bench/plan_validation.sh TEXT_FILE CLUSTER [BUILD_DIR] [STEPS]}
 build=${3:-build}
 steps=${4:-5}
 [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMP_NUM_THREADS=1
 case $cluster in
   local) spec=configs/clusters/cpu-local.yaml; launch=(mpirun --oversubscribe -np) ;;
-  emulated) spec=configs/clusters/emulated-2x4.yaml
-            launch=(tools/emulated-cluster --nodes 2 --ranks-per-node 4 --link-gbit 1 --) ;;
-  *) echo "plan_validation.sh: CLUSTER must be local or emulated, got '$cluster'" >&2; exit 2 ;;
+  emulated-2x1|emulated-2x4)
+    spec=configs/clusters/$cluster.yaml
+    launch=(tools/emulated-cluster --nodes 2 --ranks-per-node "${cluster#emulated-2x}" --link-gbit 1 --) ;;
+  *) echo "plan_validation.sh: CLUSTER must be local, emulated-2x1 or emulated-2x4, got '$cluster'" >&2
+     exit 2 ;;
 esac
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -29,6 +32,7 @@ sets=(--set "data.train=$out/data/train.bin" --set data.val= --set model.n_layer
       --set model.d_model=512 --set model.n_head=8 --set model.vocab_size=4096
       --set model.seq_len=128 --set training.global_batch_size=8 --set training.steps="$steps"
       --set optimizer.warmup_steps=1 --set training.eval_interval=0 --set training.sample_tokens=0
+      --set parallel.micro_batch_size=1
       ${MODEL_SETS:-})
 "$build/ternion-plan" --config configs/shakespeare.yaml --cluster "$spec" "${sets[@]}" --json > "$out/plan.json"
 python3 - "$out/plan.json" > "$out/layouts.txt" <<'PY'
@@ -43,7 +47,7 @@ while read -r t p d mb v predicted; do
   "${run[@]}" "$build/ternion-train" --config configs/shakespeare.yaml "${sets[@]}" \
     --set parallel.tensor="$t" --set parallel.pipeline="$p" --set parallel.data="$d" \
     --set parallel.micro_batch_size="$mb" --set parallel.virtual_stages="$v" \
-    --set "logging.metrics_file=$out/run.jsonl" > "$out/run.log" 2>&1 || { cat "$out/run.log"; exit 1; }
+    --set "logging.metrics_file=$out/run.jsonl" < /dev/null > "$out/run.log" 2>&1 || { cat "$out/run.log"; exit 1; }
   measured=$(grep -oE '"ms_per_step": [0-9.]+' "$out/run.jsonl" | tail -n +2 | awk '{ print $2 / 1000 }' |
              sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
   echo "$t,$p,$d,$mb,$v $predicted $measured" >> "$out/results.txt"

@@ -73,7 +73,7 @@ LayoutChoice parse_layout_choice(const std::string& text, const TrainConfig& con
   layout.pipeline = values[1];
   layout.data = values[2];
   layout.micro_batch_size = values.size() > 3 ? values[3] : config.parallel.micro_batch_size;
-  layout.virtual_stages = values.size() > 4 ? values[4] : config.parallel.virtual_stages;
+  layout.virtual_stages = values.size() > 4 ? values[4] : 1;
   return layout;
 }
 

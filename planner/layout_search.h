@@ -30,7 +30,8 @@ struct PlannedLayout {
   bool fits = false;   // memory_gb_per_gpu within the GPU's memory
 };
 
-// "t,p,d[,mb[,v]]" (UsageError naming the text); what it leaves out comes from `config`.
+// "t,p,d[,mb[,v]]" (UsageError naming the text); the micro-batch size it leaves out comes
+// from `config`, the virtual stages are 1.
 LayoutChoice parse_layout_choice(const std::string& text, const TrainConfig& config);
 
 // The config with `layout` applied and validated for the cluster's world size (ConfigError).

@@ -165,8 +165,12 @@ int run(int argc, char** argv) {
     top = static_cast<int>(parsed);
   }
   const ClusterSpec cluster = ClusterSpec::load_file(cluster_path);
-  // The config's own layout keys are replaced by each candidate's; validated per candidate.
-  TrainConfig config = TrainConfig::load(config_path, overrides, 1);
+  // Each candidate replaces the config's layout (and is validated as it would run), so the
+  // config is read as one rank's: a config written for 64 ranks plans as well.
+  for (const char* key : {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=1",
+                          "parallel.virtual_stages=1"})
+    overrides.push_back(key);
+  const TrainConfig config = TrainConfig::load(config_path, overrides, 1);
 
   if (!layout_text.empty()) {
     const PlannedLayout planned = plan_layout(config, cluster, parse_layout_choice(layout_text, config));

@@ -33,7 +33,7 @@ TEST(ClusterSpec, ReadsEveryKeyAndDefaultsTheOptionalOnes) {
 }
 
 TEST(ClusterSpec, ReadsThePresets) {
-  for (const char* name : {"dgx-a100", "dgx-h100", "dgx-h200", "cpu-local", "emulated-2x4"}) {
+  for (const char* name : {"dgx-a100", "dgx-h100", "dgx-h200", "cpu-local", "emulated-2x1", "emulated-2x4"}) {
     const ClusterSpec c =
         ClusterSpec::load_file(std::string(TERNION_SOURCE_DIR) + "/configs/clusters/" + name + ".yaml");
     EXPECT_GT(c.world_size(), 0) << name;
