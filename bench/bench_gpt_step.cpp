@@ -24,6 +24,7 @@
 #include "bench/cpu_info.h"
 #include "framework/allocator.h"
 #include "framework/philox.h"
+#include "kernels/blas_check.h"
 #include "kernels/matmul.h"
 #include "kernels/threads.h"
 #include "layers/gpt_model.h"
@@ -177,6 +178,8 @@ int main(int argc, char** argv) {
   const double square_rate = gemm_rate({{2048, 2048, 2048, false, false, 0.0f}}, 3);
 
   std::printf("cpu:   %s\n", bench::cpu_description().c_str());
+  if (const std::string warning = blas_kernel_warning(); !warning.empty())
+    std::printf("warning: %s\n", warning.c_str());
   std::printf("model: %s, %lld layers, %lld heads (%lld key/value), d_model %lld, vocab %lld (padded %lld), %.1fM parameters\n",
               c.family.c_str(), (long long)c.n_layer, (long long)c.n_head,
               (long long)c.kv_heads(), (long long)c.d_model, (long long)c.vocab_size,

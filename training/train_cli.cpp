@@ -14,6 +14,7 @@
 #include "framework/crc32.h"
 #include "framework/device_runtime.h"
 #include "framework/logging.h"
+#include "kernels/blas_check.h"
 #include "kernels/threads.h"
 #include "layers/model_family.h"
 #include "layers/model_facts.h"
@@ -527,6 +528,9 @@ int run(Communicator& world, int argc, char** argv) {
   if (world.size() > 1)
     if (const std::optional<int> status = agree_on_config(world, config)) return *status;
   if (config.training.threads > 0) set_num_threads(static_cast<int>(config.training.threads));
+  if (config.training.device == "cpu" && world.rank() == 0)
+    if (const std::string warning = blas_kernel_warning(); !warning.empty())
+      log_info("ternion: warning: ", warning);
   CommWatchdogSettings watchdog;
   watchdog.timeout = std::chrono::seconds(config.parallel.comm_timeout_s);
   watchdog.flight_dir = config.logging.flight_directory();
