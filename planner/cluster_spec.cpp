@@ -120,6 +120,9 @@ ClusterSpec ClusterSpec::parse(const std::string& yaml, const std::string& sourc
   if (spec.gpu.gemm_efficiency > 1)
     gpu.fail(gpu.child("gemm_efficiency", false),
              "cluster.gpu.gemm_efficiency: a fraction of the peak, at most 1");
+  spec.gpu.overlap_cost = gpu.number("overlap_cost", false, 0, /*allow_zero=*/true);
+  if (spec.gpu.overlap_cost > 1)
+    gpu.fail(gpu.child("overlap_cost", false), "cluster.gpu.overlap_cost: a fraction, at most 1");
   gpu.finish();
 
   spec.intra_node = read_link(cluster, "intra_node", spec.gpus_per_node > 1, source_name);

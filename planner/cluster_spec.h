@@ -31,6 +31,10 @@ struct GpuSpec {
   double memory_bandwidth_gb_s = 0;
   // The fraction of the peak large GEMMs reach (what bench_gemm measures on the target).
   double gemm_efficiency = 0.8;
+  // The share of a collective's time that the compute it overlaps loses: 0 where
+  // communication has engines of its own (NCCL's SMs and the NIC), near 1 for CPU ranks whose
+  // communication takes cycles from the cores the backward runs on (bench/grad_overlap.sh).
+  double overlap_cost = 0;
 };
 
 struct ClusterSpec {

@@ -166,7 +166,9 @@ StepPrediction predict_step(const TrainConfig& config, const RankLayout& layout,
                                                  : b / micro_batches;
     const double after = groups_seconds(rest, ops, "dp", cluster, hierarchical);
     data[s] = during + after;
-    data_exposed[s] = (window > 0 ? std::max(during - window, slowest_bucket) : during) + after;
+    const double exposed = window > 0 ? std::max(during - window, slowest_bucket) : during;
+    // What hides behind the backward may still take its cycles (CPU ranks).
+    data_exposed[s] = exposed + cluster.gpu.overlap_cost * (during - exposed) + after;
     // Everything else after the backward: the optimizer's ops, clipping's norms, the tied
     // embedding's all-reduce, the loss's.
     other[s] = ops_seconds(rest, prices) + groups_seconds(rest, ops, "tp", cluster, false) +

@@ -18,7 +18,8 @@
 //               (parallel/pipeline_simulator.h) with each send's time on its link;
 //   data        the reduction starts during the last micro-batch's backward and overlaps it:
 //               what is exposed is max(reduction - that backward, the last bucket's reduction)
-//               (all of it without parallel.overlap_grad_reduce); ZeRO's all-gather of the
+//               (all of it without parallel.overlap_grad_reduce), plus overlap_cost of the
+//               hidden part (cluster_spec.h: what it takes from the compute); ZeRO's all-gather of the
 //               updated parameters after the optimizer is exposed;
 //   the rest    the optimizer step, clipping and the step's other ops, after the backward.
 //

@@ -65,6 +65,7 @@ TEST(ClusterSpec, RefusesBadDescriptionsNamingTheKeyAndLine) {
   expect_refused(with("peak_tflops: 100", "peak_tflops: fast"), "cluster.gpu.peak_tflops: expected a number, got 'fast'");
   expect_refused(with("  inter_node: {bandwidth_gb_s: 20}\n", ""), "cluster.inter_node: is required");
   expect_refused(with("memory_gb: 40", "memory_gb: 40, gemm_efficiency: 1.5"), "gemm_efficiency: a fraction of the peak, at most 1");
+  expect_refused(with("memory_gb: 40", "memory_gb: 40, overlap_cost: 2"), "cluster.gpu.overlap_cost: a fraction, at most 1");
   expect_refused("cluster: [1, 2]\n", "cluster: must be a map of keys");
   expect_refused("nodes: 2\n", "bad.yaml:1: cluster: is required");
   expect_refused(std::string(kTwoNodes) + "racks: 2\n", "bad.yaml:7: racks: unknown key");

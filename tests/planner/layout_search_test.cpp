@@ -63,6 +63,10 @@ TEST(LayoutSearch, PredictsEachTermOfALayout) {
   EXPECT_GT(p.mfu, 0);
   EXPECT_LT(p.mfu, 0.5);  // gemm_efficiency
   EXPECT_TRUE(data4.fits);
+  ClusterSpec costly = one_node_of(4);  // the hidden part of the reduction still costs it all
+  costly.gpu.overlap_cost = 1;
+  const StepPrediction all = plan_layout(c, costly, {1, 1, 4, 2, 1}).prediction;
+  EXPECT_NEAR(all.data_comm_exposed_s, all.data_comm_s, 1e-15);
   EXPECT_EQ(data4.config.parallel.data, 4);
 
   const PlannedLayout pipeline2 = plan_layout(c, one_node_of(4), {1, 2, 2, 1, 1});
