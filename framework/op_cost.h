@@ -20,13 +20,17 @@
 namespace ternion {
 
 // out [m, n] = a [m, k] @ b [k, n], operands of element_bytes (4 for f32, 2 for bf16).
+// `fused`: a product inside a fused kernel (attention's scores), whose operands never go
+// through memory; the kernel reports the bytes it does move itself.
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   int element_bytes = 4;
+  bool fused = false;
   auto operator<=>(const GemmShape&) const = default;
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
   // Each operand read once and the result written once: the least a GEMM can move.
   double bytes() const {
+    if (fused) return 0;
     return element_bytes * (static_cast<double>(m) * static_cast<double>(k) +
                             static_cast<double>(k) * static_cast<double>(n) +
                             static_cast<double>(m) * static_cast<double>(n));
@@ -34,8 +38,9 @@ struct GemmShape {
 };
 
 // Which part of the step an op belongs to: the pipeline's forward and backward of a
-// micro-batch (recomputation's repeated forward falls in the backward, where it runs), and
-// everything else (the gradient reducer's own ops, clipping, the optimizer).
+// micro-batch (recomputation's repeated forward falls in the backward, where it runs, and so
+// do the reductions the gradient reducer starts from the backward's hooks), and everything
+// else (the pipeline's sends, finishing the reductions, clipping, the optimizer).
 enum class OpPhase { forward, backward, other };
 
 // Communication a rank started on a group. Bytes are each call's buffer on this rank: an

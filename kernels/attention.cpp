@@ -51,12 +51,13 @@ AttentionDims check_attention_operands(const char* op, std::initializer_list<con
 
 // Causal attention's two products per (sequence, head), each over half the scores on
 // average: S = Q K^T [T, T/2] and O = P V [T, hs] over T/2 keys. The backward runs twice
-// their work (dV, dP; dQ, dK), as the model's FLOPs count it.
+// their work (dV, dP; dQ, dK), as the model's FLOPs count it. Fused (flash attention): the
+// scores never reach memory, so only Q, K, V, O and the log-sum-exp are the kernel's bytes.
 void record_attention_gemms(const AttentionDims& d, DType dtype, double passes) {
   const int bytes = static_cast<int>(dtype_size(dtype));
   const double count = passes * static_cast<double>(d.batch * d.n_head);
-  record_gemm({d.seq, d.seq / 2, d.head_size, bytes}, count);
-  record_gemm({d.seq, d.head_size, d.seq / 2, bytes}, count);
+  record_gemm({d.seq, d.seq / 2, d.head_size, bytes, /*fused=*/true}, count);
+  record_gemm({d.seq, d.head_size, d.seq / 2, bytes, /*fused=*/true}, count);
 }
 
 }  // namespace

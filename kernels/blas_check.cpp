@@ -9,20 +9,22 @@
 
 namespace ternion {
 
-std::string blas_kernel_warning() {
-#if defined(__x86_64__)
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";  // the user's choice
-  const char* name = openblas_get_corename();
-  if (name == nullptr) return "";
-  std::string core = name;
-  std::transform(core.begin(), core.end(), core.begin(),
+bool blas_core_is_pre_avx2(const std::string& core) {
+  std::string lower = core;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  // OpenBLAS's x86-64 kernels older than AVX2: what it falls back to on a CPU it does not know.
   static const std::set<std::string> kOld = {"prescott", "core2", "penryn", "dunnington",
                                              "nehalem", "sandybridge", "atom", "katmai",
                                              "coppermine", "northwood", "banias", "barcelona",
                                              "bobcat", "opteron", "opteron_sse3", "athlon"};
-  if (kOld.count(core) == 0) return "";
+  return kOld.count(lower) > 0;
+}
+
+std::string blas_kernel_warning() {
+#if defined(__x86_64__)
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";  // the user's choice
+  const char* name = openblas_get_corename();
+  if (name == nullptr || !blas_core_is_pre_avx2(name)) return "";
   const char* suited = __builtin_cpu_supports("avx512f") ? "SkylakeX"
                        : __builtin_cpu_supports("avx2")  ? "Haswell"
                                                          : nullptr;

@@ -14,4 +14,8 @@ namespace ternion {
 // OPENBLAS_CORETYPE is already set, or on a CPU without AVX2.
 std::string blas_kernel_warning();
 
+// Whether `core` (openblas_get_corename(), any case) names kernels older than AVX2: what
+// OpenBLAS falls back to on an x86-64 CPU it does not know.
+bool blas_core_is_pre_avx2(const std::string& core);
+
 }  // namespace ternion

@@ -82,7 +82,7 @@ void token_embedding_backward(Tensor& dwte, const Tensor& dout, const Tensor& to
   check_tensors(op, {&dout}, dout.dtype(), tokens.device());
   check_tensors(op, {&dwte}, DType::F32, tokens.device());
   check_token_shapes(op, dout, tokens, dwte);
-  if (counted_on_meta({&tokens, &dout, &dout})) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&tokens, &dout, &dout, &dout})) return;  // shapes only: nothing to compute
   if (tokens.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout);
     cpu::token_embedding_backward<float>(dwte.data<float>(), dout32.data<float>(),
@@ -126,7 +126,7 @@ void position_embedding_backward(Tensor& dwpe, const Tensor& dout) {
   check_tensors(op, {&dout}, dout.dtype(), dout.device());
   check_tensors(op, {&dwpe}, DType::F32, dout.device());
   check_position_shapes(op, dout, dwpe);
-  if (counted_on_meta({&dout, &dwpe})) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&dout, &dwpe, &dwpe})) return;  // shapes only: nothing to compute
   if (dout.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout);
     cpu::position_embedding_backward<float>(dwpe.data<float>(), dout32.data<float>(),

@@ -96,7 +96,13 @@ void layer_norm_backward(Tensor& dx, Tensor& dweight, Tensor& dbias, const Tenso
                  !residual->same_start_as(dx),
              "layer_norm_backward: residual ", residual->str(), " for x ", x.str(),
              " (it must not be dx itself)");
-  if (counted_on_meta({&x, &dout, &dx, &dx, &mean, &rstd})) return;  // shapes only: nothing to compute
+  // Reads x, dout, the statistics and the weights (and the residual's gradient it adds);
+  // writes dx and the two parameter gradients it accumulates.
+  if (x.device().is_meta()) {  // shapes only: nothing to compute
+    counted_on_meta({&x, &dout, &dx, &mean, &rstd, &weight, &dweight, &dweight, &dbias, &dbias});
+    if (residual != nullptr) counted_on_meta({residual});
+    return;
+  }
   if (x.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout), x32 = as_f32(x), weight32 = as_f32(weight);
     F32Output dx32(dx);  // overwritten: nothing to load (dx may alias dout, staged above)

@@ -89,7 +89,11 @@ void rms_norm_backward(Tensor& dx, Tensor& dweight, const Tensor& dout, const Te
                  !residual->same_start_as(dx),
              "rms_norm_backward: residual ", residual->str(), " for x ", x.str(),
              " (it must not be dx itself)");
-  if (counted_on_meta({&x, &dout, &dx, &dx, &rstd})) return;  // shapes only: nothing to compute
+  if (x.device().is_meta()) {  // shapes only: nothing to compute
+    counted_on_meta({&x, &dout, &dx, &rstd, &weight, &dweight, &dweight});
+    if (residual != nullptr) counted_on_meta({residual});
+    return;
+  }  // shapes only: nothing to compute
   if (x.device().is_cpu()) {
     const Tensor dout32 = as_f32(dout), x32 = as_f32(x), weight32 = as_f32(weight);
     F32Output dx32(dx);  // overwritten: nothing to load (dx may alias dout, staged above)

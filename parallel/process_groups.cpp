@@ -1,6 +1,7 @@
 #include "parallel/process_groups.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -60,7 +61,9 @@ std::unique_ptr<ProcessGroups> ProcessGroups::one_rank() {
 std::unique_ptr<ProcessGroups> ProcessGroups::layout_only(const RankLayout& layout, int rank) {
   TN_CHECK(rank >= 0 && rank < layout.world_size, "rank ", rank, " of a layout of ",
            layout.world_size);
-  auto world = std::make_unique<LayoutOnlyCommunicator>(rank, layout.world_size, "world");
+  std::vector<int> everyone(static_cast<std::size_t>(layout.world_size));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  auto world = std::make_unique<LayoutOnlyCommunicator>(rank, layout.world_size, "world", everyone);
   return std::unique_ptr<ProcessGroups>(
       new ProcessGroups(LayoutOnlyTag{}, std::move(world), layout));
 }

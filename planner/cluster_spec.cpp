@@ -69,7 +69,7 @@ class MapReader {
   // Refuses the keys nobody read.
   void finish() const {
     for (const auto& entry : node_) {
-      const std::string key = entry.first.as<std::string>();
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "(a collection)";
       if (seen_.count(key) == 0) fail(entry.first, name(key.c_str()) + ": unknown key");
     }
   }

@@ -104,7 +104,8 @@ PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
   const RankLayout ranks = make_rank_layout(cluster.world_size(), layout.tensor, layout.pipeline,
                                             layout.data);
   // Stages with the same part of the model run the same step: the middle ones are counted
-  // once (their groups sit in the same places on their nodes, so they price the same).
+  // once. (Their groups price the same where tensor x data fills whole nodes; elsewhere the
+  // first such stage's placement stands for the others.)
   std::vector<RankStepOps> stages;
   std::map<std::tuple<bool, bool, std::int64_t>, std::size_t> counted_role;
   for (int s = 0; s < ranks.pp_size; ++s) {
@@ -169,6 +170,7 @@ PlanResult plan_layouts(const TrainConfig& config, const ClusterSpec& cluster) {
                                                b.prediction.memory_gb_per_gpu;
                                       });
   if (least != misfits.end()) result.smallest_misfit.push_back(*least);
+  result.too_large = static_cast<int>(misfits.size());
   return result;
 }
 

@@ -1,6 +1,6 @@
 // The layouts the planner considers for a config on a cluster, and each one's prediction:
 // every tensor x pipeline x data split of the cluster's GPUs with the tensor group inside a
-// node (a power of two up to gpus_per_node), pipeline stages that divide the blocks, data
+// node (a power of two up to gpus_per_node), pipeline stages up to the number of blocks, data
 // ranks that divide the global batch, micro-batch sizes that divide each data rank's share, and
 // interleaving (virtual stages 2 and 4) where the micro-batch count allows it. The schedule,
 // ZeRO stage, recomputation, precision and sequence parallelism are the config's. Each
@@ -49,6 +49,7 @@ struct PlanResult {
   int candidates = 0;                  // considered
   int invalid = 0;                     // refused by the config's validation
   std::string first_refusal;           // the first refusal's message
+  int too_large = 0;                   // valid, but over the GPU's memory
   // Of those that do not fit: the one needing the least memory (for the message when none fits).
   std::vector<PlannedLayout> smallest_misfit;
 };

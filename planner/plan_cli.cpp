@@ -204,12 +204,12 @@ int run(int argc, char** argv) {
     std::cout << all.dump(2) << '\n';
   } else {
     std::printf("%s on %s: %lld GPUs (%lld node%s x %lld%s%s); %d layouts considered, %d refused "
-                "by the config, %zu fit\n",
+                "by the config, %d too large, %zu fit\n",
                 config.source.c_str(), cluster.source.c_str(),
                 static_cast<long long>(cluster.world_size()), static_cast<long long>(cluster.nodes),
                 cluster.nodes == 1 ? "" : "s", static_cast<long long>(cluster.gpus_per_node),
                 cluster.gpu.name.empty() ? "" : " ", cluster.gpu.name.c_str(), result.candidates,
-                result.invalid, result.ranked.size());
+                result.invalid, result.too_large, result.ranked.size());
     print_table(result, cluster, top);
   }
   if (!write_path.empty()) write_config(write_path, result.ranked.front().config);

@@ -43,8 +43,16 @@ bool starts_with(const std::string& text, const char* prefix) {
   return text.rfind(prefix, 0) == 0;
 }
 
+// One call's seconds: hierarchical (a data-parallel reduction where the run reduces so) or
+// as one ring.
+double call_seconds(CollectiveKind kind, double bytes, const std::vector<int>& members,
+                    const ClusterSpec& cluster, bool hierarchical) {
+  return hierarchical ? hierarchical_collective_seconds(kind, bytes, members, cluster)
+                      : collective_seconds(kind, bytes, members, cluster);
+}
+
 // The seconds of the collectives in `counts` on groups whose name starts with `prefix`; with
-// `slowest_call`, the longest single call too.
+// `slowest_call`, the longest single call too (the largest bucket's).
 double groups_seconds(const OpCounts& counts, const OpCostRecorder& ops, const char* prefix,
                       const ClusterSpec& cluster, bool hierarchical, double* slowest_call = nullptr) {
   double total = 0;
@@ -52,12 +60,11 @@ double groups_seconds(const OpCounts& counts, const OpCostRecorder& ops, const c
     const auto& [group, kind] = key;
     if (!starts_with(group, prefix) || totals.calls == 0) continue;
     const std::vector<int>& members = ops.group_members().at(group);
-    const double per_call = totals.bytes / totals.calls;
-    const double seconds = hierarchical && kind == CollectiveKind::all_reduce
-                               ? hierarchical_all_reduce_seconds(per_call, members, cluster)
-                               : collective_seconds(kind, per_call, members, cluster);
-    total += totals.calls * seconds;
-    if (slowest_call != nullptr) *slowest_call = std::max(*slowest_call, seconds);
+    total += totals.calls *
+             call_seconds(kind, totals.bytes / totals.calls, members, cluster, hierarchical);
+    if (slowest_call != nullptr)
+      *slowest_call = std::max(*slowest_call,
+                               call_seconds(kind, totals.largest, members, cluster, hierarchical));
   }
   return total;
 }
@@ -117,15 +124,26 @@ bool spans_nodes_evenly(const std::vector<int>& members, const ClusterSpec& clus
   return first >= 2;
 }
 
-double hierarchical_all_reduce_seconds(double bytes, const std::vector<int>& members,
-                                       const ClusterSpec& cluster) {
+double hierarchical_collective_seconds(CollectiveKind kind, double bytes,
+                                       const std::vector<int>& members, const ClusterSpec& cluster) {
   TN_CHECK(spans_nodes_evenly(members, cluster), "a hierarchical reduction needs a group spread ",
            "evenly, two or more a node, over several nodes");
   const std::map<int, int> per_node = members_per_node(members, cluster);
   const double local = per_node.begin()->second, nodes = static_cast<double>(per_node.size());
+  // Every member's share crosses at once, each on its own GPU's part of the network.
   const LinkSpec across{cluster.inter_node.bandwidth_gb_s, cluster.inter_node.latency_us};
   const double inside = ring_seconds(bytes, (local - 1) / local, local - 1, cluster.intra_node);
-  return 2 * inside + ring_seconds(bytes / local, 2 * (nodes - 1) / nodes, 2 * (nodes - 1), across);
+  const double share = bytes / local;
+  switch (kind) {
+    case CollectiveKind::all_reduce:
+      return 2 * inside + ring_seconds(share, 2 * (nodes - 1) / nodes, 2 * (nodes - 1), across);
+    case CollectiveKind::reduce_scatter:  // ZeRO: the across stage keeps scattering, no gather
+    case CollectiveKind::all_gather:
+      return inside + ring_seconds(share, (nodes - 1) / nodes, nodes - 1, across);
+    case CollectiveKind::broadcast:
+    case CollectiveKind::send: break;
+  }
+  return collective_seconds(kind, bytes, members, cluster);
 }
 
 StepPrediction predict_step(const TrainConfig& config, const RankLayout& layout,
@@ -180,16 +198,19 @@ StepPrediction predict_step(const TrainConfig& config, const RankLayout& layout,
   }
 
   // One activation (or its gradient: the same size) between neighbouring stages: the largest
-  // message (the pipeline also sends a few scalars); the executor sends them between
-  // computes, so they count in no phase's compute.
-  const OpCostRecorder& first = stages.front().ops;
+  // message (the pipeline also sends a few scalars), over the link between the two ranks; the
+  // simulator takes one time for every boundary, the slowest's. The executor sends between
+  // computes, so sends count in no phase's compute.
+  double message = 0;
   for (OpPhase phase : {OpPhase::forward, OpPhase::backward, OpPhase::other})
-    for (const auto& [key, totals] : first.counts(phase).collectives)
-      if (starts_with(key.first, "pp") && key.second == CollectiveKind::send && totals.calls > 0)
-        out.pipeline_send_s = std::max(
-            out.pipeline_send_s,
-            collective_seconds(CollectiveKind::send, totals.largest,
-                               first.group_members().at(key.first), cluster));
+    for (const auto& [key, totals] : stages.front().ops.counts(phase).collectives)
+      if (starts_with(key.first, "pp") && key.second == CollectiveKind::send)
+        message = std::max(message, totals.largest);
+  const std::vector<int>& pipeline = layout.pp_group(stages.front().rank);
+  for (std::size_t s = 0; message > 0 && s + 1 < pipeline.size(); ++s)
+    out.pipeline_send_s =
+        std::max(out.pipeline_send_s, collective_seconds(CollectiveKind::send, message,
+                                                         {pipeline[s], pipeline[s + 1]}, cluster));
 
   const PipelineSimulation sim = simulate_pipeline_actions(
       pipeline_schedules(p.pipeline_schedule(), layout.pp_size, micro_batches,

@@ -15,9 +15,10 @@
 //               in (nothing overlaps them);
 //   pipeline    each stage's forward and backward of one micro-batch, with its tensor-parallel
 //               communication, run through the schedule's simulator
-//               (parallel/pipeline_simulator.h) with each send's time on its link;
+//               (parallel/pipeline_simulator.h), every message taking the time of the
+//               slowest link between neighbouring stages;
 //   data        the reduction starts during the last micro-batch's backward and overlaps it:
-//               what is exposed is max(reduction - that backward, the last bucket's reduction)
+//               what is exposed is max(reduction - that backward, the largest bucket's reduction)
 //               (all of it without parallel.overlap_grad_reduce), plus overlap_cost of the
 //               hidden part (cluster_spec.h: what it takes from the compute); ZeRO's all-gather of the
 //               updated parameters after the optimizer is exposed;
@@ -62,10 +63,12 @@ double ops_seconds(const OpCounts& counts, const DevicePrices& prices);  // GEMM
 // A collective of `bytes` (as framework/op_cost.h counts them) over `members` (world ranks).
 double collective_seconds(CollectiveKind kind, double bytes, const std::vector<int>& members,
                           const ClusterSpec& cluster);
-// The hierarchical all-reduce of `bytes` over `members` spread evenly over several nodes:
-// reduce-scatter inside each node, all-reduce of each share across nodes, all-gather inside.
-double hierarchical_all_reduce_seconds(double bytes, const std::vector<int>& members,
-                                       const ClusterSpec& cluster);
+// A data-parallel collective of `bytes` over `members` spread evenly over several nodes, run
+// level by level as parallel/bucket_reduction.h does: an all-reduce reduce-scatters inside
+// each node, all-reduces each member's share across nodes and all-gathers inside; ZeRO's
+// reduce-scatter (all-gather) is the inside and the across stage of the same.
+double hierarchical_collective_seconds(CollectiveKind kind, double bytes,
+                                       const std::vector<int>& members, const ClusterSpec& cluster);
 // Whether `members` span several nodes with the same number, two or more, on each (where
 // parallel.grad_reduce: auto reduces hierarchically).
 bool spans_nodes_evenly(const std::vector<int>& members, const ClusterSpec& cluster);
@@ -75,7 +78,7 @@ struct StepPrediction {
   std::vector<StageCost> stage_costs;
   double compute_s = 0;          // the slowest stage's forward and backward compute, whole step
   double tensor_comm_s = 0;      // its tensor-parallel collectives, whole step (all exposed)
-  double pipeline_send_s = 0;    // one activation message's time on its link
+  double pipeline_send_s = 0;    // one activation message's time on the slowest stage boundary
   double pipeline_s = 0;         // the simulated schedule's makespan
   double bubble_fraction = 0;    // of the simulated schedule
   std::string data_reduction;    // "flat" | "hierarchical" | "" (one data rank)

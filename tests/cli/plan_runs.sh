@@ -18,8 +18,10 @@ python3 - "$out/all.json" "$out/best.yaml" <<'PY' || fail "the JSON or the writt
 import json, re, sys
 rows = json.load(open(sys.argv[1]))
 keys = ["tensor", "pipeline", "data", "micro_batch_size", "virtual_stages", "schedule", "zero_stage",
-        "recompute", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_gb_per_gpu",
-        "bubble_fraction"]
+        "recompute", "sequence_parallel", "precision", "step_time_s", "tokens_per_s",
+        "tflops_per_gpu", "mfu", "memory_gb_per_gpu", "fits", "bubble_fraction", "compute_s",
+        "tensor_comm_s", "pipeline_send_s", "data_reduction", "data_comm_s",
+        "data_comm_exposed_s", "optimizer_s"]
 assert rows, "no layouts"
 for row in rows:
     missing = [k for k in keys if k not in row]

@@ -6,24 +6,27 @@
 #include <cblas.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <string>
 
 namespace ternion {
 namespace {
 
+TEST(BlasCheck, KnowsThePreAvx2Cores) {
+  EXPECT_TRUE(blas_core_is_pre_avx2("Prescott"));
+  EXPECT_TRUE(blas_core_is_pre_avx2("SANDYBRIDGE"));
+  EXPECT_FALSE(blas_core_is_pre_avx2("Haswell"));
+  EXPECT_FALSE(blas_core_is_pre_avx2("SkylakeX"));
+  EXPECT_FALSE(blas_core_is_pre_avx2("Zen"));
+}
+
 TEST(BlasCheck, WarnsOnlyWhereGenericKernelsRunOnAVectorCpu) {
   // The machine may set it (OpenBLAS read it when it loaded); the check is of the rest.
   const char* preset = std::getenv("OPENBLAS_CORETYPE");
   const std::string saved = preset != nullptr ? preset : "";
   unsetenv("OPENBLAS_CORETYPE");
-  std::string core = openblas_get_corename();
-  std::transform(core.begin(), core.end(), core.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const bool generic = core == "prescott" || core == "core2" || core == "nehalem" ||
-                       core == "sandybridge" || core == "penryn" || core == "atom";
+  const std::string core = openblas_get_corename();
+  const bool generic = blas_core_is_pre_avx2(core);
   const std::string warning = blas_kernel_warning();
 #if defined(__x86_64__)
   const bool vector_cpu = __builtin_cpu_supports("avx2");

@@ -72,8 +72,13 @@ TEST(StepModel, HierarchicalAllReduceIsItsThreeStages) {
   const double bytes = 1e9;
   const double inside = 3 * 2e-6 + bytes * 0.75 / 200e9;       // reduce-scatter of 4
   const double across = 2 * 10e-6 + (bytes / 4) * 1.0 / 20e9;  // all-reduce of a quarter over 2
-  EXPECT_DOUBLE_EQ(hierarchical_all_reduce_seconds(bytes, all, c), 2 * inside + across);
-  EXPECT_THROW(hierarchical_all_reduce_seconds(bytes, {0, 4}, c), InternalError);
+  EXPECT_DOUBLE_EQ(hierarchical_collective_seconds(CollectiveKind::all_reduce, bytes, all, c),
+                   2 * inside + across);
+  // ZeRO's reduce-scatter: inside, then a reduce-scatter of the quarter across the 2 nodes.
+  EXPECT_DOUBLE_EQ(hierarchical_collective_seconds(CollectiveKind::reduce_scatter, bytes, all, c),
+                   inside + 1 * 10e-6 + (bytes / 4) * 0.5 / 20e9);
+  EXPECT_THROW(hierarchical_collective_seconds(CollectiveKind::all_reduce, bytes, {0, 4}, c),
+               InternalError);
 }
 
 }  // namespace
