@@ -103,23 +103,25 @@ PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
   counted.data.val.clear();
   const RankLayout ranks = make_rank_layout(cluster.world_size(), layout.tensor, layout.pipeline,
                                             layout.data);
-  // Stages with the same part of the model run the same step: the middle ones are counted
-  // once. (Their groups price the same where tensor x data fills whole nodes; elsewhere the
-  // first such stage's placement stands for the others.)
+  // Stages with the same part of the model run the same step: the middle ones holding as
+  // many parameters (over all their chunks) are counted once. (Their groups price the same
+  // where tensor x data fills whole nodes; elsewhere the first one's placement stands for the
+  // others.)
   std::vector<RankStepOps> stages;
   std::map<std::tuple<bool, bool, std::int64_t>, std::size_t> counted_role;
   for (int s = 0; s < ranks.pp_size; ++s) {
+    RankCoords coords;
+    coords.pp_rank = s;
+    const int rank = ranks.global_rank(coords);
     const auto role = std::make_tuple(
         s == 0, s == ranks.pp_size - 1,
-        pipeline_stage_blocks(counted.model.n_layer, ranks.pp_size, s).size());
+        parameters_on_rank(counted.model, ranks, rank, layout.virtual_stages));
     if (const auto same = counted_role.find(role); same != counted_role.end()) {
       stages.push_back(stages[same->second]);
       continue;
     }
-    RankCoords coords;
-    coords.pp_rank = s;
     counted_role[role] = stages.size();
-    stages.push_back(count_rank_step(counted, ranks, ranks.global_rank(coords)));
+    stages.push_back(count_rank_step(counted, ranks, rank));
   }
   planned.prediction = predict_step(planned.config, ranks, cluster, stages);
   planned.fits = planned.prediction.memory_gb_per_gpu <= cluster.gpu.memory_gb;
