@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "data/token_shard.h"
-#include "framework/error.h"
 #include "framework/config_reader.h"
+#include "framework/error.h"
 #include "layers/model_facts.h"
 #include "parallel/rank_layout.h"
 
@@ -27,18 +27,18 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 
 // The meta step reads the data's headers and samples token ids (training/trainer.h); a plan
 // needs neither the user's data nor its size, so it runs on a file of seq_len + 1 zeros.
-class PlaceholderData {
+class StandInTokenFile {
  public:
-  explicit PlaceholderData(std::int64_t seq_len) {
+  explicit StandInTokenFile(std::int64_t seq_len) {
     path_ = (std::filesystem::temp_directory_path() /
              ("ternion-plan-" + std::to_string(::getpid()) + "-" + std::to_string(seq_len) + ".bin"))
                 .string();
     const std::vector<std::int64_t> zeros(static_cast<std::size_t>(seq_len + 1), 0);
     write_token_file(path_, zeros);
   }
-  ~PlaceholderData() { std::remove(path_.c_str()); }
-  PlaceholderData(const PlaceholderData&) = delete;
-  PlaceholderData& operator=(const PlaceholderData&) = delete;
+  ~StandInTokenFile() { std::remove(path_.c_str()); }
+  StandInTokenFile(const StandInTokenFile&) = delete;
+  StandInTokenFile& operator=(const StandInTokenFile&) = delete;
   const std::string& path() const { return path_; }
 
  private:
@@ -92,13 +92,10 @@ PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
                           const LayoutChoice& layout) {
   PlannedLayout planned;
   planned.layout = layout;
-  planned.config = apply_layout(config, layout, cluster.world_size());
-  const ModelShardingShape shape = model_sharding_shape(planned.config.model);
-  ConfigDocument doc = ConfigDocument::parse(config_yaml(planned.config), config.source);
-  planned.config.parallel.validate_model_fit(doc, shape);
+  planned.config = apply_layout(config, layout, cluster.world_size());  // validates the fit too
 
   TrainConfig counted = planned.config;
-  const PlaceholderData data(counted.model.seq_len);
+  const StandInTokenFile data(counted.model.seq_len);
   counted.data.train = data.path();
   counted.data.val.clear();
   const RankLayout ranks = make_rank_layout(cluster.world_size(), layout.tensor, layout.pipeline,
