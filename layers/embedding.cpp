@@ -51,16 +51,19 @@ Tensor Embedding::forward(const Tensor& tokens, ActivationContext& ctx) {
 }
 
 Tensor Embedding::backward(const Tensor& grad_output, ActivationContext& ctx) {
+  // All of it is parameter gradients but the sequence-parallel gather, which stays in B.
   Tensor dout = dropout_.backward(grad_output, ctx);
   const Saved saved = ctx.take<Saved>(this);
-  if (wpe_.value.defined()) {
-    Tensor dwpe = wpe_.grad.slice(0, saved.first_position, dout.size(1));
-    position_embedding_backward(dwpe, dout);
-  }
   const Tensor dlooked_up = tp_.sequence_parallel
                                 ? reduce_scatter_to_sequence_region_backward(dout, tp_)
                                 : reduce_from_tensor_region_backward(dout, tp_);
-  token_embedding_backward(wte_.grad, dlooked_up, saved.tokens, wte_.shard_offset);
+  ctx.weight_gradients([this, dout, dlooked_up, saved] {
+    if (wpe_.value.defined()) {
+      Tensor dwpe = wpe_.grad.slice(0, saved.first_position, dout.size(1));
+      position_embedding_backward(dwpe, dout);
+    }
+    token_embedding_backward(wte_.grad, dlooked_up, saved.tokens, wte_.shard_offset);
+  });
   return Tensor();
 }
 

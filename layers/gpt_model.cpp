@@ -69,8 +69,11 @@ Tensor GptModel::block_backward(std::size_t i, const Tensor& grad_output, Activa
   if (!recomputes_block(i)) return blocks_[i]->backward(grad_output, ctx);
   const BlockInput kept = ctx.take<BlockInput>(&block_params_[i]);
   ActivationContext again(ctx.info());  // the same keys: the same dropout masks
+  again.set_defer_weight_gradients(ctx.defers_weight_gradients());
   blocks_[i]->forward(kept.input, again);
-  return blocks_[i]->backward(grad_output, again);
+  Tensor dx = blocks_[i]->backward(grad_output, again);
+  for (auto& work : again.take_weight_gradients()) ctx.weight_gradients(std::move(work));
+  return dx;
 }
 
 Tensor GptModel::forward_chunk(const Tensor& input, const Tensor& targets, ActivationContext& ctx,
@@ -86,21 +89,46 @@ Tensor GptModel::forward_chunk(const Tensor& input, const Tensor& targets, Activ
 
 Tensor GptModel::backward_chunk(const Tensor& grad_output, float loss_weight,
                                 ActivationContext& ctx) {
+  return backward_layers(grad_output, loss_weight, ctx, /*split=*/false);
+}
+
+Tensor GptModel::backward_input_chunk(const Tensor& grad_output, float loss_weight,
+                                      ActivationContext& ctx) {
+  return backward_layers(grad_output, loss_weight, ctx, /*split=*/true);
+}
+
+void GptModel::backward_weight_chunk(ActivationContext& ctx) {
+  DeferredWeightGradients deferred = ctx.take<DeferredWeightGradients>(this);
+  for (DeferredWeightGradients::Layer& layer : deferred.layers) {
+    needed(*layer.writes);
+    for (auto& work : layer.work) work();
+    ready(ctx, *layer.params);
+  }
+}
+
+// Layer by layer in reverse: each layer's parameter gradients are needed before and ready
+// after its backward, or when split, before and after its deferred work (backward_weight_chunk).
+Tensor GptModel::backward_layers(const Tensor& grad_output, float loss_weight,
+                                 ActivationContext& ctx, bool split) {
+  ctx.set_defer_weight_gradients(split);
+  DeferredWeightGradients* deferred = split ? &ctx.save<DeferredWeightGradients>(this) : nullptr;
+  auto layer = [&](const std::vector<Parameter*>& writes, const std::vector<Parameter*>& params,
+                   auto&& backward) {
+    if (deferred != nullptr) {
+      backward();
+      deferred->layers.push_back({&writes, &params, ctx.take_weight_gradients()});
+      return;
+    }
+    needed(writes);
+    backward();
+    ready(ctx, params);
+  };
   Tensor dx = grad_output;
-  if (head_) {
-    needed(head_writes_);
-    dx = head_->backward(loss_weight, ctx);
-    ready(ctx, head_params_);
-  }
-  for (std::size_t i = blocks_.size(); i-- > 0;) {
-    needed(block_params_[i]);
-    dx = block_backward(i, dx, ctx);
-    ready(ctx, block_params_[i]);
-  }
+  if (head_) layer(head_writes_, head_params_, [&] { dx = head_->backward(loss_weight, ctx); });
+  for (std::size_t i = blocks_.size(); i-- > 0;)
+    layer(block_params_[i], block_params_[i], [&] { dx = block_backward(i, dx, ctx); });
   if (!embedding_) return dx;
-  needed(embedding_params_);
-  embedding_->backward(dx, ctx);
-  ready(ctx, embedding_params_);
+  layer(embedding_params_, embedding_params_, [&] { embedding_->backward(dx, ctx); });
   return Tensor();
 }
 

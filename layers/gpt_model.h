@@ -70,6 +70,13 @@ class GptModel {
   Tensor forward_chunk(const Tensor& input, const Tensor& targets, ActivationContext& ctx,
                        Tensor* losses);
   Tensor backward_chunk(const Tensor& grad_output, float loss_weight, ActivationContext& ctx);
+  // backward_chunk split in two (the zero-bubble schedule): the input gradient, each layer's
+  // parameter gradients kept in `ctx`, then later those, with the hooks around each layer's
+  // share (so the data-parallel reducer sees them ready after them). Together they give
+  // backward_chunk's gradients, bit for bit.
+  Tensor backward_input_chunk(const Tensor& grad_output, float loss_weight,
+                              ActivationContext& ctx);
+  void backward_weight_chunk(ActivationContext& ctx);
   // Hidden states, or with the head the logits [B, T, padded_vocab] (generation).
   Tensor forward_chunk_logits(const Tensor& input, ActivationContext& ctx) const;
 
@@ -93,6 +100,17 @@ class GptModel {
   struct BlockInput : SavedActivations {
     Tensor input;
   };
+  // A split backward's parameter-gradient work, layer by layer in backward order.
+  struct DeferredWeightGradients : SavedActivations {
+    struct Layer {
+      const std::vector<Parameter*>* writes;  // for the gradients-needed hook
+      const std::vector<Parameter*>* params;  // for the gradient-ready hook
+      std::vector<std::function<void()>> work;
+    };
+    std::vector<Layer> layers;
+  };
+  Tensor backward_layers(const Tensor& grad_output, float loss_weight, ActivationContext& ctx,
+                         bool split);
   Tensor run_blocks(Tensor x, ActivationContext& ctx) const;
   // Block i's forward (recomputed ones keep only their input) and backward.
   Tensor block_forward(std::size_t i, const Tensor& x, ActivationContext& ctx);

@@ -1,5 +1,7 @@
 #include "layers/layer.h"
 
+#include <utility>
+
 namespace ternion {
 
 void ActivationContext::offer_recompute(const Tensor& output, std::function<Tensor()> recipe) {
@@ -16,6 +18,18 @@ SavedInput ActivationContext::keep(const Tensor& input) {
       !input.is_contiguous())
     return SavedInput(input);
   return SavedInput(std::move(offer->recipe), input.shape());
+}
+
+void ActivationContext::weight_gradients(std::function<void()> work) {
+  if (defer_) {
+    weight_gradients_.push_back(std::move(work));
+  } else {
+    work();
+  }
+}
+
+std::vector<std::function<void()>> ActivationContext::take_weight_gradients() {
+  return std::exchange(weight_gradients_, {});
 }
 
 double Layer::forward_flops_per_token(std::int64_t) {

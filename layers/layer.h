@@ -7,6 +7,13 @@
 // Gradient contract (llm.c's): parameter gradients accumulate (+=) so micro-batches add up;
 // the activation gradient a backward returns is freshly computed (it never aliases what the
 // caller passed in unless documented).
+//
+// Split backward (the zero-bubble pipeline schedule): a backward computes its input gradient
+// and hands the work of its parameter gradients to ActivationContext::weight_gradients, which
+// runs it at once, or under deferral keeps it to run later (the schedule's W) on what the
+// work captured. So that work reads a parameter's gradient when it runs (ZeRO-2 gives a
+// gradient its memory only then), and a gradient tensor a backward captured for it is not
+// written afterwards by anyone.
 #pragma once
 
 #include <cstdint>
@@ -102,7 +109,15 @@ class ActivationContext {
     TN_CHECK(saved != nullptr, "saved activations of the wrong type");
     return *saved;
   }
-  bool empty() const { return slots_.empty(); }
+  bool empty() const { return slots_.empty() && weight_gradients_.empty(); }
+
+  // Split backward (see the top of this file). Off by default: weight_gradients runs `work`
+  // now, so a plain backward computes what it always did, in the same order.
+  void set_defer_weight_gradients(bool on) { defer_ = on; }
+  bool defers_weight_gradients() const { return defer_; }
+  void weight_gradients(std::function<void()> work);
+  // The deferred work so far, in the order it was handed over, leaving none.
+  std::vector<std::function<void()>> take_weight_gradients();
 
   // Selective recomputation (training.recompute: selective). A layer whose output is cheap to
   // compute again from what it saves anyway (a norm's, an activation's) offers a recipe for
@@ -125,6 +140,8 @@ class ActivationContext {
   std::unordered_map<const void*, std::unique_ptr<SavedActivations>> slots_;
   bool selective_ = false;
   std::optional<Offer> offer_;
+  bool defer_ = false;
+  std::vector<std::function<void()>> weight_gradients_;
 };
 
 class Layer {

@@ -1,5 +1,6 @@
 #include "layers/layer_norm.h"
 
+#include "kernels/elementwise.h"
 #include "kernels/layer_norm.h"
 
 namespace ternion {
@@ -51,8 +52,22 @@ Tensor LayerNorm::backward_rows(const Tensor& grad_output, ActivationContext& ct
   const Saved saved = ctx.take<Saved>(this);
   const Tensor dy = grad_output.view({-1, features_});
   Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
-  layer_norm_backward(dx, weight_.grad, bias_.grad, dy, saved.input, weight_.compute_value(),
-                      saved.mean, saved.rstd, residual_rows);
+  if (!ctx.defers_weight_gradients()) {
+    layer_norm_backward(dx, weight_.grad, bias_.grad, dy, saved.input, weight_.compute_value(),
+                        saved.mean, saved.rstd, residual_rows);
+    return dx.view(grad_output.shape());
+  }
+  // One pass gives both gradients: the parameters' go to fresh sums, added when W runs (the
+  // kernel adds finished column sums to what is there, so 0 + sum, then +=, is the same).
+  // Shaped as the master values: under ZeRO-2 the gradient has no memory before W.
+  Tensor dweight = Tensor::zeros(weight_.value.shape(), weight_.value.dtype(), dx.device());
+  Tensor dbias = Tensor::zeros(bias_.value.shape(), bias_.value.dtype(), dx.device());
+  layer_norm_backward(dx, dweight, dbias, dy, saved.input, weight_.compute_value(), saved.mean,
+                      saved.rstd, residual_rows);
+  ctx.weight_gradients([this, dweight, dbias] {
+    accumulate(weight_.grad, dweight);
+    accumulate(bias_.grad, dbias);
+  });
   return dx.view(grad_output.shape());
 }
 

@@ -112,7 +112,9 @@ Tensor Linear::backward_impl(const Tensor& grad, ActivationContext& ctx,
     gelu_backward(dpre, saved.pre_activation, dz);
     dz = dpre;
   }
-  linear_backward_weights(weight_.grad, has_bias_ ? &bias_.grad : nullptr, dz, saved.input.get());
+  ctx.weight_gradients([this, dz, input = saved.input] {
+    linear_backward_weights(weight_.grad, has_bias_ ? &bias_.grad : nullptr, dz, input.get());
+  });
   Tensor dx = Tensor::empty({dz.size(0), in_features()}, dz.dtype(), dz.device());
   if (input_pre.defined()) {
     linear_backward_through_gelu(dx, dz, weight_.compute_value(), input_pre);
@@ -214,7 +216,10 @@ Tensor RowParallelLinear::backward(const Tensor& grad_output, ActivationContext&
 
 Tensor RowParallelLinear::backward(const Tensor& grad_output, ActivationContext& ctx,
                                    const OutputGelu& input_gelu) {
-  if (has_bias_) bias_add_backward(bias_.grad, grad_output.view({-1, grad_output.size(-1)}));
+  if (has_bias_)
+    ctx.weight_gradients([this, dy = grad_output.view({-1, grad_output.size(-1)})] {
+      bias_add_backward(bias_.grad, dy);
+    });
   const Tensor dy = tp_.sequence_parallel
                         ? reduce_scatter_to_sequence_region_backward(grad_output, tp_)
                         : reduce_from_tensor_region_backward(grad_output, tp_);

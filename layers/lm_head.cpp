@@ -81,7 +81,9 @@ Tensor LanguageModelHead::backward(float loss_weight, ActivationContext& ctx) {
     cross_entropy_backward(dlogits, saved.logits, saved.lse, saved.targets, loss_weight,
                            vocab_size_, kIgnoreIndex, weight_.shard_offset);
   }
-  matmul(weight_.grad, dlogits, saved.normed, true, false, 1.0f, 1.0f);
+  ctx.weight_gradients([this, dlogits, normed = saved.normed] {
+    matmul(weight_.grad, dlogits, normed, true, false, 1.0f, 1.0f);
+  });
   Tensor dnormed = Tensor::empty(saved.normed.shape(), dlogits.dtype(), dlogits.device());
   matmul(dnormed, dlogits, weight_.compute_value(), false, false);
   Tensor dhidden = dnormed.view(saved.sequence_shape);

@@ -1,5 +1,6 @@
 #include "layers/rms_norm.h"
 
+#include "kernels/elementwise.h"
 #include "kernels/rms_norm.h"
 
 namespace ternion {
@@ -45,8 +46,16 @@ Tensor RmsNorm::backward_rows(const Tensor& grad_output, ActivationContext& ctx,
   const Saved saved = ctx.take<Saved>(this);
   const Tensor dy = grad_output.view({-1, features_});
   Tensor dx = Tensor::empty(dy.shape(), dy.dtype(), dy.device());
-  rms_norm_backward(dx, weight_.grad, dy, saved.input, weight_.compute_value(), saved.rstd,
+  if (!ctx.defers_weight_gradients()) {
+    rms_norm_backward(dx, weight_.grad, dy, saved.input, weight_.compute_value(), saved.rstd,
+                      residual_rows);
+    return dx.view(grad_output.shape());
+  }
+  // As LayerNorm's: the weight's gradient to a fresh sum, added when W runs.
+  Tensor dweight = Tensor::zeros(weight_.value.shape(), weight_.value.dtype(), dx.device());
+  rms_norm_backward(dx, dweight, dy, saved.input, weight_.compute_value(), saved.rstd,
                     residual_rows);
+  ctx.weight_gradients([this, dweight] { accumulate(weight_.grad, dweight); });
   return dx.view(grad_output.shape());
 }
 

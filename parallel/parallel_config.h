@@ -32,7 +32,7 @@ struct ParallelConfig {
   std::int64_t micro_batch_size = 4;  // sequences per forward/backward pass
   bool sequence_parallel = false;     // Megatron's sequence parallelism within tensor groups
   std::int64_t virtual_stages = 1;    // model chunks per pipeline rank (> 1: interleaved 1F1B)
-  std::string schedule = "1f1b";      // 1f1b | gpipe (interleaved when virtual_stages > 1)
+  std::string schedule = "1f1b";      // 1f1b | gpipe | zb-h1 (interleaved: virtual_stages > 1)
   double bucket_size_mb = 25.0;       // data-parallel gradient buckets
   bool overlap_grad_reduce = true;    // start a bucket's reduction as soon as it is ready
   std::int64_t zero_stage = 0;  // 1: optimizer state sharded over data ranks; 2: gradients too
@@ -63,7 +63,10 @@ struct ParallelConfig {
     v("sequence_parallel", sequence_parallel,
       "split LayerNorm and dropout regions along the sequence over the tensor group");
     v("virtual_stages", virtual_stages, "model chunks per pipeline rank (> 1: interleaved 1F1B)");
-    v("schedule", schedule, "pipeline schedule: 1f1b | gpipe (interleaved with virtual_stages > 1)");
+    v("schedule", schedule,
+      "pipeline schedule: 1f1b | gpipe | zb-h1 (zero bubble: each backward split into its input "
+      "and its weight gradients, the latter deferred into the bubbles); interleaved 1F1B with "
+      "virtual_stages > 1");
     v("bucket_size_mb", bucket_size_mb, "data-parallel gradient bucket size in MB");
     v("overlap_grad_reduce", overlap_grad_reduce,
       "reduce each gradient bucket during backward, as soon as it is complete");
@@ -101,6 +104,7 @@ struct ParallelConfig {
   void validate_model_fit(const ConfigDocument& doc, const ModelShardingShape& model) const;
   PipelineSchedule pipeline_schedule() const {
     if (virtual_stages > 1) return PipelineSchedule::Interleaved;
+    if (schedule == "zb-h1") return PipelineSchedule::ZeroBubbleH1;
     return schedule == "gpipe" ? PipelineSchedule::GPipe : PipelineSchedule::OneFOneB;
   }
   // The backend for a run whose tensors are on a CUDA device (`cuda_tensors`) or the CPU.

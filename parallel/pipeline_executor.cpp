@@ -67,7 +67,7 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
   PipelineStepResult result;
   std::map<Key, Tensor> received, outputs, grad_inputs;
   std::vector<std::pair<WorkHandle, Tensor>> sends;  // kept alive until the step ends
-  int live = 0;  // (micro-batch, chunk) pairs forwarded and not yet backwarded
+  int live = 0;  // (micro-batch, chunk) pairs forwarded, their parameter gradients not done
   const auto step_start = Clock::now();
   result.step_start = std::chrono::duration<double>(step_start.time_since_epoch()).count();
   auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - step_start).count(); };
@@ -105,12 +105,19 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
       case Kind::SendActivation:
         send(outputs, a, kActivation);
         break;
-      case Kind::Backward: {
-        Tensor dinput = stage.backward(a.micro_batch, a.chunk, take(received, key));
-        --live;
+      case Kind::Backward:
+      case Kind::BackwardInput: {
+        const Tensor grad = take(received, key);
+        Tensor dinput = a.kind == Kind::Backward ? stage.backward(a.micro_batch, a.chunk, grad)
+                                                 : stage.backward_input(a.micro_batch, a.chunk, grad);
+        if (a.kind == Kind::Backward) --live;
         if (dinput.defined()) grad_inputs[key] = dinput;
         break;
       }
+      case Kind::BackwardWeight:
+        stage.backward_weight(a.micro_batch, a.chunk);
+        --live;  // its activations are gone with its parameter gradients
+        break;
       case Kind::SendGradient:
         send(grad_inputs, a, kGradient);
         break;

@@ -14,7 +14,7 @@ using Kind = PipelineAction::Kind;
 
 // One compute step of the order, before its communication is attached.
 struct ComputeStep {
-  Kind kind;  // Forward or Backward
+  Kind kind;  // Forward, Backward, BackwardInput or BackwardWeight
   int micro_batch;
   int chunk;
 };
@@ -39,6 +39,22 @@ std::vector<ComputeStep> one_f_one_b_order(int stages, int micro_batches, int st
     order.push_back({Kind::Backward, i, 0});
   }
   for (int i = steady; i < micro_batches; ++i) order.push_back({Kind::Backward, i, 0});
+  return order;
+}
+
+// ZB-H1: 1F1B's warm-up, then (F, B) steps whose W wait until rank s has s of them, then
+// (F, B, W) and (B, W) steps, then the waiting W. W runs in micro-batch order.
+std::vector<ComputeStep> zero_bubble_h1_order(int stages, int micro_batches, int stage) {
+  const int warmup = std::min(stages - stage - 1, micro_batches);
+  std::vector<ComputeStep> order;
+  int forward = 0, backward = 0, weight = 0;
+  for (; forward < warmup; ++forward) order.push_back({Kind::Forward, forward, 0});
+  while (backward < micro_batches) {
+    if (forward < micro_batches) order.push_back({Kind::Forward, forward++, 0});
+    order.push_back({Kind::BackwardInput, backward++, 0});
+    if (backward > stage) order.push_back({Kind::BackwardWeight, weight++, 0});
+  }
+  while (weight < micro_batches) order.push_back({Kind::BackwardWeight, weight++, 0});
   return order;
 }
 
@@ -83,10 +99,12 @@ std::vector<PipelineAction> with_communication(const std::vector<ComputeStep>& o
       if (u > 0) actions.push_back({Kind::RecvActivation, c.micro_batch, c.chunk});
       actions.push_back({Kind::Forward, c.micro_batch, c.chunk});
       if (u < last_virtual_stage) actions.push_back({Kind::SendActivation, c.micro_batch, c.chunk});
-    } else {
+    } else if (is_backward(c.kind)) {
       if (u < last_virtual_stage) actions.push_back({Kind::RecvGradient, c.micro_batch, c.chunk});
-      actions.push_back({Kind::Backward, c.micro_batch, c.chunk});
+      actions.push_back({c.kind, c.micro_batch, c.chunk});
       if (u > 0) actions.push_back({Kind::SendGradient, c.micro_batch, c.chunk});
+    } else {
+      actions.push_back({c.kind, c.micro_batch, c.chunk});  // W: nothing to send or receive
     }
   }
   return actions;
@@ -101,6 +119,10 @@ void validate_pipeline_schedule(PipelineSchedule kind, int stages, int micro_bat
               ") must be at least 1, got ", micro_batches);
   TN_CHECK_AS(ConfigError, virtual_stages >= 1, "parallel.virtual_stages must be at least 1, got ",
               virtual_stages);
+  if (kind == PipelineSchedule::ZeroBubbleH1)
+    TN_CHECK_AS(ConfigError, micro_batches >= stages, "the zb-h1 schedule needs at least as many "
+                "micro-batches as pipeline stages (", stages, ") to defer its weight gradients "
+                "into, got ", micro_batches, "; the count is ", kMicroBatchCount);
   if (kind != PipelineSchedule::Interleaved) {
     TN_CHECK_AS(ConfigError, virtual_stages == 1, "parallel.virtual_stages (", virtual_stages,
                 ") needs the interleaved pipeline schedule; the ", pipeline_schedule_name(kind),
@@ -129,6 +151,9 @@ std::vector<PipelineAction> pipeline_schedule(PipelineSchedule kind, int stages,
     case PipelineSchedule::Interleaved:
       return with_communication(interleaved_order(stages, micro_batches, virtual_stages, stage),
                                 stages, virtual_stages, stage);
+    case PipelineSchedule::ZeroBubbleH1:
+      return with_communication(zero_bubble_h1_order(stages, micro_batches, stage), stages, 1,
+                                stage);
   }
   TN_CHECK(false, "unknown pipeline schedule ", static_cast<int>(kind));
   return {};
@@ -152,7 +177,10 @@ PipelinePeer pipeline_peer(const PipelineAction& action, int stages, int virtual
 }
 
 bool is_compute(PipelineAction::Kind kind) {
-  return kind == Kind::Forward || kind == Kind::Backward;
+  return kind == Kind::Forward || is_backward(kind) || kind == Kind::BackwardWeight;
+}
+bool is_backward(PipelineAction::Kind kind) {
+  return kind == Kind::Backward || kind == Kind::BackwardInput;
 }
 bool is_send(PipelineAction::Kind kind) {
   return kind == Kind::SendActivation || kind == Kind::SendGradient;
@@ -166,6 +194,7 @@ const char* pipeline_schedule_name(PipelineSchedule kind) {
     case PipelineSchedule::GPipe: return "gpipe";
     case PipelineSchedule::OneFOneB: return "1f1b";
     case PipelineSchedule::Interleaved: return "interleaved";
+    case PipelineSchedule::ZeroBubbleH1: return "zb-h1";
   }
   return "unknown";
 }
@@ -178,6 +207,8 @@ const char* pipeline_action_kind_name(PipelineAction::Kind kind) {
     case Kind::SendActivation: return "SendActivation";
     case Kind::RecvGradient: return "RecvGradient";
     case Kind::SendGradient: return "SendGradient";
+    case Kind::BackwardInput: return "BackwardInput";
+    case Kind::BackwardWeight: return "BackwardWeight";
   }
   return "Unknown";
 }

@@ -17,6 +17,8 @@
 //   RecvGradient(m, c)    immediately before Backward(m, c), unless u is the last (its
 //                         backward starts from its own loss)
 //   SendGradient(m, c)    immediately after  Backward(m, c), unless u == 0
+// (the same for BackwardInput, the zero-bubble schedule's backward; its BackwardWeight
+// communicates nothing).
 // A send or receive names the (micro-batch, chunk) of the compute on this rank; the peer and
 // its chunk follow from the virtual stage (pipeline_peer). Receives are posted as late as
 // possible, so a rank never waits for data before it is about to use it.
@@ -49,6 +51,19 @@
 //                2 (p - s - 1), up to twice 1F1B's activations): OneFOneB is the schedule
 //                for one chunk. With p == 1 only v == 1 is accepted: one rank has no other
 //                stage to interleave its chunks with.
+//   ZeroBubbleH1 Qi et al., "Zero Bubble Pipeline Parallelism" (ICLR 2024), handcrafted
+//                schedule 1. Each backward is split into B (BackwardInput: the input
+//                gradient, which the previous stage waits for) and W (BackwardWeight: the
+//                parameter gradients, which nothing waits for). Rank s runs 1F1B's warm-up
+//                of w = min(p - s - 1, M) forwards; then s steps of (F, B) whose W waits;
+//                then steps of (F, B, W) while forwards remain; then (B, W) for the
+//                remaining backwards; then the s deferred W. The deferred W fill the
+//                cool-down where 1F1B waits, and the B (about half a backward) go down the
+//                pipeline faster. Every rank holds at most min(p, M) micro-batches from
+//                their F to their W: 1F1B's first rank's bound, on every rank. With F, B and
+//                W of equal cost the bubble is (p - 1)(F + B - W) against 1F1B's
+//                (p - 1)(F + B + W): a third. Needs M >= p (fewer leave no room to defer W)
+//                and v == 1.
 #pragma once
 
 #include <iosfwd>
@@ -57,10 +72,21 @@
 
 namespace ternion {
 
-enum class PipelineSchedule { GPipe, OneFOneB, Interleaved };
+enum class PipelineSchedule { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 
 struct PipelineAction {
-  enum class Kind { Forward, Backward, RecvActivation, SendActivation, RecvGradient, SendGradient };
+  // Backward: the whole backward of a micro-batch; BackwardInput then BackwardWeight: its two
+  // halves, apart (the zero-bubble schedule).
+  enum class Kind {
+    Forward,
+    Backward,
+    RecvActivation,
+    SendActivation,
+    RecvGradient,
+    SendGradient,
+    BackwardInput,
+    BackwardWeight
+  };
   Kind kind = Kind::Forward;
   int micro_batch = 0;  // 0-based
   int chunk = 0;        // model chunk on this rank: 0 unless interleaved, then 0..v-1
@@ -85,9 +111,10 @@ struct PipelinePeer {
 // ConfigError, naming the key, for: parallel.pipeline < 1, a micro-batch count < 1 (it is
 // training.global_batch_size / (parallel.micro_batch_size x parallel.data)),
 // parallel.virtual_stages < 1, more than one virtual stage without the interleaved schedule,
-// interleaving on one stage with several chunks, and interleaving with a micro-batch count
+// interleaving on one stage with several chunks, interleaving with a micro-batch count
 // that is not a multiple of parallel.pipeline:
 //   "interleaving needs the micro-batch count (6) to be a multiple of parallel.pipeline (4)"
+// and zb-h1 with fewer micro-batches than stages.
 void validate_pipeline_schedule(PipelineSchedule kind, int stages, int micro_batches,
                                 int virtual_stages);
 
@@ -105,11 +132,13 @@ int pipeline_virtual_stage(int stages, int stage, int chunk);
 // for a compute action and for a peer past either end of the pipeline.
 PipelinePeer pipeline_peer(const PipelineAction& action, int stages, int virtual_stages, int stage);
 
-bool is_compute(PipelineAction::Kind kind);  // Forward or Backward
+bool is_compute(PipelineAction::Kind kind);  // Forward or any backward
+bool is_backward(PipelineAction::Kind kind);  // Backward or BackwardInput: takes the gradient
 bool is_send(PipelineAction::Kind kind);
 bool is_recv(PipelineAction::Kind kind);
 
-const char* pipeline_schedule_name(PipelineSchedule kind);  // "gpipe", "1f1b", "interleaved"
+// "gpipe", "1f1b", "interleaved", "zb-h1"
+const char* pipeline_schedule_name(PipelineSchedule kind);
 const char* pipeline_action_kind_name(PipelineAction::Kind kind);  // "Forward", ...
 // "RecvActivation(m=3, chunk=1)"
 std::string pipeline_action_str(const PipelineAction& action);

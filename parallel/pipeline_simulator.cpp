@@ -28,10 +28,20 @@ struct StageState {
   std::size_t next = 0;  // index of the next action to run
   double clock = 0;
   double busy = 0;
-  int held = 0;  // (micro-batch, chunk) pairs forwarded, not yet backwarded
+  int held = 0;  // (micro-batch, chunk) pairs forwarded, their parameter gradients not done
   int peak = 0;
   std::set<ActionKey> done;
 };
+
+double cost_of(const StageCost& c, Kind kind) {
+  switch (kind) {
+    case Kind::Forward: return c.forward;
+    case Kind::Backward: return c.backward;
+    case Kind::BackwardInput: return c.backward * (1.0 - c.weight_share);
+    case Kind::BackwardWeight: return c.backward * c.weight_share;
+    default: return 0.0;
+  }
+}
 
 class Simulator {
  public:
@@ -77,15 +87,22 @@ class Simulator {
                  " before its activation was received");
         break;
       case Kind::Backward:
+      case Kind::BackwardInput:
         TN_CHECK(has_done(s, Kind::Forward, a), where, " before its forward");
         TN_CHECK(u == last_virtual_stage() || has_done(s, Kind::RecvGradient, a), where,
                  " before its gradient was received");
+        TN_CHECK(!has_done(s, a.kind == Kind::Backward ? Kind::BackwardInput : Kind::Backward, a),
+                 where, " after another backward of the same micro-batch");
+        break;
+      case Kind::BackwardWeight:
+        TN_CHECK(has_done(s, Kind::BackwardInput, a), where, " before its BackwardInput");
         break;
       case Kind::SendActivation:
         TN_CHECK(has_done(s, Kind::Forward, a), where, " before its forward");
         break;
       case Kind::SendGradient:
-        TN_CHECK(has_done(s, Kind::Backward, a), where, " before its backward");
+        TN_CHECK(has_done(s, Kind::Backward, a) || has_done(s, Kind::BackwardInput, a), where,
+                 " before its backward");
         break;
       case Kind::RecvActivation:
       case Kind::RecvGradient:
@@ -119,11 +136,12 @@ class Simulator {
     } else if (is_send(a.kind)) {
       sent_at_.emplace(message_of(s, a), st.clock);
     } else {
-      const StageCost& c = costs_[index(s)];
-      const double cost = (a.kind == Kind::Forward ? c.forward : c.backward) / virtual_stages_;
+      const double cost = cost_of(costs_[index(s)], a.kind) / virtual_stages_;
       st.clock += cost;
       st.busy += cost;
-      st.held += a.kind == Kind::Forward ? 1 : -1;
+      // A micro-batch's activations are held from its forward until its parameter gradients.
+      if (a.kind == Kind::Forward) ++st.held;
+      if (a.kind == Kind::Backward || a.kind == Kind::BackwardWeight) --st.held;
       st.peak = std::max(st.peak, st.held);
     }
     span.end = st.clock;
@@ -191,19 +209,21 @@ PipelineSimulation simulate_pipeline_actions(
            stage_actions.size(), " stages");
   for (const StageCost& c : costs)
     TN_CHECK(std::isfinite(c.forward) && c.forward >= 0 && std::isfinite(c.backward) &&
-                 c.backward >= 0,
+                 c.backward >= 0 && c.weight_share >= 0 && c.weight_share <= 1,
              "costs must be finite and non-negative, got forward ", c.forward, " backward ",
-             c.backward);
+             c.backward, " (weight share ", c.weight_share, ")");
   TN_CHECK(std::isfinite(transfer_time) && transfer_time >= 0, "transfer time ", transfer_time);
   return Simulator(stage_actions, virtual_stages, costs, transfer_time).run();
 }
 
 PipelineSimulation simulate_pipeline_actions(
     const std::vector<std::vector<PipelineAction>>& stage_actions, int virtual_stages,
-    double forward_cost, double backward_cost) {
+    double forward_cost, double backward_cost, double weight_share) {
   return simulate_pipeline_actions(
       stage_actions, virtual_stages,
-      std::vector<StageCost>(stage_actions.size(), StageCost{forward_cost, backward_cost}), 0.0);
+      std::vector<StageCost>(stage_actions.size(),
+                             StageCost{forward_cost, backward_cost, weight_share}),
+      0.0);
 }
 
 std::vector<std::vector<PipelineAction>> pipeline_schedules(PipelineSchedule kind, int stages,
@@ -217,9 +237,9 @@ std::vector<std::vector<PipelineAction>> pipeline_schedules(PipelineSchedule kin
 
 PipelineSimulation simulate_pipeline(PipelineSchedule kind, int stages, int micro_batches,
                                      int virtual_stages, double forward_cost,
-                                     double backward_cost) {
+                                     double backward_cost, double weight_share) {
   return simulate_pipeline_actions(pipeline_schedules(kind, stages, micro_batches, virtual_stages),
-                                   virtual_stages, forward_cost, backward_cost);
+                                   virtual_stages, forward_cost, backward_cost, weight_share);
 }
 
 }  // namespace ternion

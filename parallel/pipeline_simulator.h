@@ -4,7 +4,9 @@
 //
 // The clock: each rank starts at time 0 and runs its list in order. A Forward takes
 // forward_cost / v and a Backward backward_cost / v (v model chunks per rank, so a
-// micro-batch's work over the whole pipeline is the same with and without interleaving).
+// micro-batch's work over the whole pipeline is the same with and without interleaving); a
+// split backward's BackwardWeight takes weight_share of the Backward's cost and its
+// BackwardInput the rest.
 // Sends take no time and never block: a send is issued at its rank's current time. A receive
 // takes no time of its own but ends no earlier than the matching send was issued (same kind,
 // micro-batch and virtual-stage pair; plus a transfer time where one is given), so the rank sits idle from reaching the receive until
@@ -42,7 +44,8 @@ struct PipelineSimulation {
   std::vector<double> busy_time;  // per stage
   std::vector<double> idle_time;  // per stage: makespan - busy_time
   double bubble_fraction = 0;     // sum of idle_time / (stages x makespan)
-  // Per stage: the most (micro-batch, chunk) pairs forwarded and not yet backwarded at once.
+  // Per stage: the most (micro-batch, chunk) pairs held at once, from their forward to their
+  // Backward or BackwardWeight.
   std::vector<int> peak_activations;
   // Per stage, the actions that ran, in list order (all of them unless deadlocked).
   std::vector<std::vector<PipelineSpan>> spans;
@@ -51,7 +54,7 @@ struct PipelineSimulation {
 // Simulates pipeline_schedule(kind, ...) on every stage (which validates the configuration).
 PipelineSimulation simulate_pipeline(PipelineSchedule kind, int stages, int micro_batches,
                                      int virtual_stages, double forward_cost = 1.0,
-                                     double backward_cost = 2.0);
+                                     double backward_cost = 2.0, double weight_share = 0.5);
 
 // Every pipeline rank's action list (validates the configuration first).
 std::vector<std::vector<PipelineAction>> pipeline_schedules(PipelineSchedule kind, int stages,
@@ -59,9 +62,13 @@ std::vector<std::vector<PipelineAction>> pipeline_schedules(PipelineSchedule kin
 
 // A stage's forward and backward of one micro-batch over all of its chunks (each chunk takes
 // its 1/v share). Stages differ where the first holds the embedding and the last the head.
+// weight_share: the parameter gradients' part of the backward (BackwardWeight), the rest being
+// the input gradient's (BackwardInput); a half where the GEMMs dominate, each of which has
+// one product for each.
 struct StageCost {
   double forward = 1.0;
   double backward = 2.0;
+  double weight_share = 0.5;
 };
 
 // With a cost per stage, and `transfer_time` from a send's issue to the earliest completion
@@ -74,6 +81,6 @@ PipelineSimulation simulate_pipeline_actions(
 // schedule that was changed by hand.
 PipelineSimulation simulate_pipeline_actions(
     const std::vector<std::vector<PipelineAction>>& stage_actions, int virtual_stages,
-    double forward_cost = 1.0, double backward_cost = 2.0);
+    double forward_cost = 1.0, double backward_cost = 2.0, double weight_share = 0.5);
 
 }  // namespace ternion

@@ -29,6 +29,11 @@ class PipelineStage {
   // which starts from its loss). Returns the gradient of forward's input (undefined on
   // virtual stage 0); parameter gradients accumulate.
   virtual Tensor backward(int micro_batch, int chunk, const Tensor& grad_output) = 0;
+  // backward in two (the zero-bubble schedule): backward_input returns the input's gradient
+  // and keeps the parameter gradients' work, which backward_weight does later. Together
+  // they give backward's gradients.
+  virtual Tensor backward_input(int micro_batch, int chunk, const Tensor& grad_output) = 0;
+  virtual void backward_weight(int micro_batch, int chunk) = 0;
 };
 
 }  // namespace ternion

@@ -3,8 +3,8 @@
 
     python3 tools/trace_to_png.py TRACE.json OUT.png [--width 1200]
 
-One row per rank; forward spans blue, backward green, sends orange, receives yellow, idle
-light grey; each micro-batch's spans are shaded by its number so they can be followed from
+One row per rank; forward spans blue, backward green (a split backward's input gradient
+teal, its weight gradient purple), sends orange, receives yellow, idle light grey; each micro-batch's spans are shaded by its number so they can be followed from
 stage to stage. Standard library only (zlib for the PNG), so it runs wherever Python does.
 """
 import json
@@ -15,6 +15,8 @@ import zlib
 COLOURS = {
     "forward": (52, 101, 164),
     "backward": (78, 154, 6),
+    "input gradient": (6, 152, 154),
+    "weight gradient": (117, 80, 123),
     "send": (245, 121, 0),
     "recv": (237, 212, 0),
     "idle": (225, 225, 225),
@@ -64,7 +66,7 @@ def main(argv):
         x0 = MARGIN + int((e["ts"] - start) * scale)
         x1 = max(x0 + 1, MARGIN + int((e["ts"] + e["dur"] - start) * scale))
         colour = COLOURS.get(e.get("cat"), (0, 0, 0))
-        if e.get("cat") in ("forward", "backward"):
+        if e.get("cat") in ("forward", "backward", "input gradient", "weight gradient"):
             digits = "".join(ch for ch in e["name"].split(".")[0] if ch.isdigit())
             shade = 0.55 + 0.45 * ((int(digits or 0) % 4) / 3.0)  # micro-batch m, m+4, ... alike
             colour = tuple(min(255, int(c * shade + 60 * (1 - shade))) for c in colour)
@@ -73,7 +75,8 @@ def main(argv):
         else:
             fill(x0, x1, y0 + ROW // 3, y0 + 2 * ROW // 3, colour)
     y = height - MARGIN - LEGEND + 8
-    for i, name in enumerate(["forward", "backward", "send", "recv", "idle"]):
+    shown = [c for c in COLOURS if c in {e.get("cat") for e in events} or c == "idle"]
+    for i, name in enumerate(shown):
         fill(MARGIN + i * 120, MARGIN + i * 120 + 40, y, y + 14, COLOURS[name])
     write_png(argv[2], width, height, pixels)
     print("wrote %s: %d ranks, %.1f ms" % (argv[2], len(ranks), (end - start) / 1000.0))

@@ -48,17 +48,39 @@ Tensor ModelStage::forward(int micro_batch, int chunk, const Tensor& input) {
   return out;
 }
 
+ModelStage::Contexts::iterator ModelStage::context_of(int micro_batch, int chunk,
+                                                     const char* what) {
+  TN_CHECK(mode_ == Mode::train, what, " of a forward-only stage");
+  const auto it = contexts_.find({micro_batch, chunk});
+  TN_CHECK(it != contexts_.end(), what, " of micro-batch ", micro_batch, " chunk ", chunk,
+           " before its forward");
+  return it;
+}
+
 Tensor ModelStage::backward(int micro_batch, int chunk, const Tensor& grad_output) {
   const OpPhaseScope phase(OpPhase::backward);
-  TN_CHECK(mode_ == Mode::train, "backward of a forward-only stage");
-  const auto it = contexts_.find({micro_batch, chunk});
-  TN_CHECK(it != contexts_.end(), "backward of micro-batch ", micro_batch, " chunk ", chunk,
-           " before its forward");
+  const auto it = context_of(micro_batch, chunk, "backward");
   GptModel& model = *chunks_.at(static_cast<std::size_t>(chunk));
   Tensor dinput = model.backward_chunk(grad_output, *info_.loss_weight, *it->second);
   TN_CHECK(it->second->empty(), "activations left over after backward");
   contexts_.erase(it);
   return dinput;
+}
+
+Tensor ModelStage::backward_input(int micro_batch, int chunk, const Tensor& grad_output) {
+  const OpPhaseScope phase(OpPhase::backward);
+  const auto it = context_of(micro_batch, chunk, "the input gradient");
+  GptModel& model = *chunks_.at(static_cast<std::size_t>(chunk));
+  return model.backward_input_chunk(grad_output, *info_.loss_weight, *it->second);
+}
+
+// Counted as backward: a plain backward does the same work.
+void ModelStage::backward_weight(int micro_batch, int chunk) {
+  const OpPhaseScope phase(OpPhase::backward);
+  const auto it = context_of(micro_batch, chunk, "the weight gradients");
+  chunks_.at(static_cast<std::size_t>(chunk))->backward_weight_chunk(*it->second);
+  TN_CHECK(it->second->empty(), "activations left over after the weight gradients");
+  contexts_.erase(it);
 }
 
 double ModelStage::loss_sum() const {

@@ -33,6 +33,8 @@ class ModelStage : public PipelineStage {
   Shape boundary_shape(int micro_batch) const override;
   Tensor forward(int micro_batch, int chunk, const Tensor& input) override;
   Tensor backward(int micro_batch, int chunk, const Tensor& grad_output) override;
+  Tensor backward_input(int micro_batch, int chunk, const Tensor& grad_output) override;
+  void backward_weight(int micro_batch, int chunk) override;
 
   // The summed losses of this rank's last-virtual-stage micro-batches, in order (0 elsewhere);
   // reading them waits for the device, so a step reads them once, after queueing its work.
@@ -45,7 +47,9 @@ class ModelStage : public PipelineStage {
   Mode mode_;
   MicroBatchInfo info_;
   std::int64_t sequence_parts_;
-  std::map<std::pair<int, int>, std::unique_ptr<ActivationContext>> contexts_;
+  using Contexts = std::map<std::pair<int, int>, std::unique_ptr<ActivationContext>>;
+  Contexts::iterator context_of(int micro_batch, int chunk, const char* what);
+  Contexts contexts_;
   std::vector<Tensor> losses_;  // each micro-batch's per-token losses, still on the device
   Tensor logits_;
 };

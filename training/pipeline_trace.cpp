@@ -19,6 +19,8 @@ const char* category_of(PipelineAction::Kind kind) {
   switch (kind) {
     case PipelineAction::Kind::Forward: return "forward";
     case PipelineAction::Kind::Backward: return "backward";
+    case PipelineAction::Kind::BackwardInput: return "input gradient";
+    case PipelineAction::Kind::BackwardWeight: return "weight gradient";
     case PipelineAction::Kind::SendActivation:
     case PipelineAction::Kind::SendGradient: return "send";
     case PipelineAction::Kind::RecvActivation:
@@ -31,7 +33,9 @@ std::string span_name(PipelineAction::Kind kind, int micro_batch, int chunk) {
   const char* prefix = "?";
   switch (kind) {
     case PipelineAction::Kind::Forward: prefix = "F"; break;
-    case PipelineAction::Kind::Backward: prefix = "B"; break;
+    case PipelineAction::Kind::Backward: prefix = "B"; break;  // B and W at once
+    case PipelineAction::Kind::BackwardInput: prefix = "B"; break;
+    case PipelineAction::Kind::BackwardWeight: prefix = "W"; break;
     case PipelineAction::Kind::SendActivation: prefix = "send act "; break;
     case PipelineAction::Kind::SendGradient: prefix = "send grad "; break;
     case PipelineAction::Kind::RecvActivation: prefix = "recv act "; break;
@@ -117,8 +121,7 @@ double write_pipeline_trace(const std::string& path, const PipelineStepResult& m
         event(out, first, "idle", "idle", r, previous_end * 1e6, (start - previous_end) * 1e6);
       event(out, first, span_name(kind, static_cast<int>(s[3]), static_cast<int>(s[4])),
             category_of(kind), r, start * 1e6, (end - start) * 1e6);
-      if (kind == PipelineAction::Kind::Forward || kind == PipelineAction::Kind::Backward)
-        busy += end - start;
+      if (is_compute(kind)) busy += end - start;
       previous_end = end;
       finish = std::max(finish, end);
     }

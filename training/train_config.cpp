@@ -96,12 +96,14 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
                 "records a pipeline schedule's timeline: it needs parallel.pipeline > 1");
   if (c.logging.trace_step < 0 || c.logging.trace_step > t.steps)
     config_fail(doc, "logging", "trace_step", "must be between 0 (the last step) and training.steps");
-  if (p.schedule != "1f1b" && p.schedule != "gpipe")
-    config_fail(doc, "parallel", "schedule", "must be 1f1b or gpipe, got '" + p.schedule + "'");
+  if (p.schedule != "1f1b" && p.schedule != "gpipe" && p.schedule != "zb-h1")
+    config_fail(doc, "parallel", "schedule",
+                "must be 1f1b, gpipe or zb-h1, got '" + p.schedule + "'");
   if (p.virtual_stages < 1) config_fail(doc, "parallel", "virtual_stages", "must be at least 1");
-  if (p.virtual_stages > 1 && p.schedule == "gpipe")
+  if (p.virtual_stages > 1 && p.schedule != "1f1b")
     config_fail(doc, "parallel", "virtual_stages",
-                "interleaving (virtual_stages > 1) runs the interleaved 1F1B schedule, not gpipe");
+                "interleaving (virtual_stages > 1) runs the interleaved 1F1B schedule, not " +
+                    p.schedule + "; set parallel.schedule: 1f1b or virtual_stages: 1");
   if (c.model.n_layer < p.pipeline * p.virtual_stages)
     config_fail(doc, "parallel", "virtual_stages",
                 std::to_string(p.pipeline * p.virtual_stages) +

@@ -22,6 +22,7 @@
 #include "optimizers/lr_schedule.h"
 #include "parallel/comm/comm_backend.h"
 #include "parallel/comm/comm_watchdog.h"
+#include "parallel/pipeline_simulator.h"
 #include "parallel/powersgd_reduction.h"
 #include "training/checkpoint.h"
 #include "training/hf_import.h"
@@ -189,6 +190,9 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
     const int micro_batches = static_cast<int>(config.micro_batches_per_step(groups_.world().size()));
     schedule_ = pipeline_schedule(config.parallel.pipeline_schedule(), stages, micro_batches,
                                   virtual_stages, stage);
+  } else if (!meta && config.parallel.pipeline_schedule() == PipelineSchedule::ZeroBubbleH1) {
+    log_info("ternion: parallel.schedule zb-h1 on one pipeline stage has no bubble to fill: "
+             "each backward runs whole, as with 1f1b");
   }
   // Both set: the checkpoint holds the whole training state, so it wins; said once.
   if (meta) {
@@ -610,14 +614,19 @@ void Trainer::log_memory_against_estimate(const StepMetrics& first) {
 void Trainer::trace_last_step(std::int64_t step) {
   const double measured =
       write_pipeline_trace(config_.logging.trace_file, last_pipeline_step_, groups_, step);
-  const double p = static_cast<double>(groups_.pp_size());
-  const double m = static_cast<double>(config_.micro_batches_per_step(groups_.world().size()));
-  const double v = static_cast<double>(config_.parallel.virtual_stages);
-  const double formula = ((p - 1) / v) / (m + (p - 1) / v);
+  // The schedule's own ideal: simulated with a forward, an input gradient and a weight
+  // gradient of equal cost, which for 1F1B and interleaving is (p - 1) / v / (m + (p - 1) / v).
+  const ParallelConfig& p = config_.parallel;
+  const PipelineSimulation ideal = simulate_pipeline(
+      p.pipeline_schedule(), groups_.pp_size(),
+      static_cast<int>(config_.micro_batches_per_step(groups_.world().size())),
+      static_cast<int>(p.virtual_stages));
+  auto percent = [](double fraction) { return static_cast<long long>(fraction * 1000 + 0.5) / 10.0; };
   log_info("ternion: step ", step, " traced to ", config_.logging.trace_file,
-           ": measured pipeline bubble ", static_cast<long long>(measured * 1000 + 0.5) / 10.0,
-           "% of the ranks' time, the schedule's ideal (p - 1) / v / (m + (p - 1) / v) = ",
-           static_cast<long long>(formula * 1000 + 0.5) / 10.0, "%");
+           ": measured pipeline bubble ", percent(measured), "% of the ranks' time, the ",
+           pipeline_schedule_name(p.pipeline_schedule()),
+           " schedule's ideal with equal forward, input- and weight-gradient times ",
+           percent(ideal.bubble_fraction), "%");
 }
 
 

@@ -66,7 +66,8 @@ int megatron_warmup(const Config& c, int s) {
   const int p = c.stages, m = c.micro_batches, v = c.virtual_stages;
   switch (c.kind) {
     case PipelineSchedule::GPipe: return m;
-    case PipelineSchedule::OneFOneB: return std::min(p - s - 1, m);
+    case PipelineSchedule::OneFOneB:
+    case PipelineSchedule::ZeroBubbleH1: return std::min(p - s - 1, m);
     case PipelineSchedule::Interleaved:
       if (m == p) return m * v;  // all_warmup_microbatches
       return std::min((p - s - 1) * 2 + (v - 1) * p, m * v);
@@ -306,6 +307,9 @@ TEST(PipelineSimulator, ActivationPeaks) {
           // The warm-up's forwards plus the first steady-state one.
           EXPECT_EQ(peak, std::min(megatron_warmup(c, s) + 1, c.micro_batches * c.virtual_stages))
               << what;
+          break;
+        case PipelineSchedule::ZeroBubbleH1:  // zero_bubble_schedule_test.cpp
+          ADD_FAILURE() << what << " is not enumerated here";
           break;
       }
     }

@@ -90,6 +90,15 @@ TN_LAYOUT_TEST(TwoStagesInterleaved, 1, 2, 2)
 TN_LAYOUT_TEST(FourStages1F1B, 1, 4)
 TN_LAYOUT_TEST(TwoStagesTimesTensorTwo, 2, 2)
 TN_LAYOUT_TEST(TwoStagesTimesTensorTwoSequenceParallel, 2, 2, 1, "1f1b", true)
+TN_LAYOUT_TEST(TwoStagesTimesTensorTwoZeroBubble, 2, 2, 1, "zb-h1", true)
+
+// Zero bubble (each backward split, its weight gradients deferred) on every stage of a 2- or
+// 4-stage pipeline; it holds up to p micro-batches on every stage, where 1F1B holds p - stage.
+TEST(PipelineParallel, ZeroBubbleHoldsOneFOneBsFirstStageBoundOnEveryStage) {
+  const int p = testing_mpi::world().size();
+  if (p < 2) GTEST_SKIP() << "needs two stages";
+  EXPECT_EQ(check_layout(Layout{1, p, 1, "zb-h1"}), p);
+}
 
 // 1F1B holds at most `stages - stage` micro-batches of activations on a stage; GPipe holds
 // all of them.

@@ -85,6 +85,41 @@ TEST(TrainConfig, ImpossibleValuesAreRefusedByKey) {
   }
 }
 
+// parallel.schedule: the names, and zb-h1's limits (one chunk per rank, enough micro-batches)
+// named with their keys; on one stage it is accepted (the trainer says it equals 1f1b).
+TEST(TrainConfig, PipelineScheduleChoices) {
+  auto error_on = [](const std::vector<std::string>& overrides, std::int64_t world) {
+    try {
+      TrainConfig::parse(kValid, "run.yaml", overrides, world);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string n_layer_4 = "model.n_layer=4";
+  for (const char* name : {"1f1b", "gpipe", "zb-h1"}) {
+    EXPECT_EQ(error_on({std::string("parallel.schedule=") + name}, 1), "") << name;
+    EXPECT_EQ(error_on({std::string("parallel.schedule=") + name, "parallel.pipeline=2"}, 2), "")
+        << name;
+  }
+  EXPECT_NE(error_on({"parallel.schedule=zb-h2"}, 1)
+                .find("parallel.schedule: must be 1f1b, gpipe or zb-h1, got 'zb-h2'"),
+            std::string::npos);
+  const std::string interleaved = error_on(
+      {"parallel.schedule=zb-h1", "parallel.pipeline=2", "parallel.virtual_stages=2", n_layer_4}, 2);
+  EXPECT_NE(interleaved.find("parallel.virtual_stages: interleaving (virtual_stages > 1) runs the "
+                             "interleaved 1F1B schedule, not zb-h1"),
+            std::string::npos)
+      << interleaved;
+  // Two micro-batches (global batch 4 of 2) on four stages.
+  const std::string few =
+      error_on({"parallel.schedule=zb-h1", "parallel.pipeline=4", n_layer_4}, 4);
+  EXPECT_NE(few.find("the zb-h1 schedule needs at least as many micro-batches as pipeline stages "
+                     "(4) to defer its weight gradients into, got 2"),
+            std::string::npos)
+      << few;
+}
+
 // training.attention: the three names, and cudnn only where cuDNN's fused attention can run.
 TEST(TrainConfig, AttentionKernelChoices) {
   for (const char* name : {"auto", "cublas"})
