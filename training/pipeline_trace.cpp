@@ -54,8 +54,9 @@ void event(std::ostream& out, bool& first, const std::string& name, const char* 
 
 }  // namespace
 
-double write_pipeline_trace(const std::string& path, const PipelineStepResult& mine,
-                            const ProcessGroups& groups, std::int64_t step) {
+TracedStep write_pipeline_trace(const std::string& path, const PipelineStepResult& mine,
+                                const ProcessGroups& groups, std::int64_t step,
+                                int micro_batches) {
   Communicator& world = groups.world();
   // The spans travel as floats: times relative to this rank's step start keep microseconds
   // for steps of seconds; the step start itself (seconds since the node booted) travels as
@@ -83,7 +84,7 @@ double write_pipeline_trace(const std::string& path, const PipelineStepResult& m
   const Tensor local = Tensor::from_vector(packed, {static_cast<std::int64_t>(packed.size())});
   Tensor all = Tensor::empty({world.size(), local.numel()});
   world.all_gather(all, local);
-  if (world.rank() != 0) return -1.0;
+  if (world.rank() != 0) return {};
 
   // Steady clocks are comparable within a node only: each node's timeline starts at the
   // earliest step start of its ranks.
@@ -100,6 +101,11 @@ double write_pipeline_trace(const std::string& path, const PipelineStepResult& m
                             ? starts[static_cast<std::size_t>(r)]
                             : std::min(it->second, starts[static_cast<std::size_t>(r)]);
   }
+  // Each stage's compute times, summed over its ranks: forward, backward (all kinds), W.
+  const int stages = groups.layout().pp_size;
+  std::vector<double> forward(static_cast<std::size_t>(stages)),
+      backward(static_cast<std::size_t>(stages)), weight(static_cast<std::size_t>(stages));
+  std::vector<int> ranks_of_stage(static_cast<std::size_t>(stages));
   std::ostringstream out;
   out.precision(10);
   out << "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"step\": " << step << "}, \"traceEvents\": [";
@@ -112,6 +118,8 @@ double write_pipeline_trace(const std::string& path, const PipelineStepResult& m
         << ", \"args\": {\"name\": \"rank " << r << " (pp " << groups.layout().at(r).coords.pp_rank
         << ", tp " << groups.layout().at(r).coords.tp_rank << ")\"}}";
     first = false;
+    const auto pp = static_cast<std::size_t>(groups.layout().at(r).coords.pp_rank);
+    ++ranks_of_stage[pp];
     double previous_end = 0.0;
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(counts.data<float>()[r]); ++i) {
       const float* s = f + 2 + i * kFieldsPerSpan;
@@ -122,6 +130,9 @@ double write_pipeline_trace(const std::string& path, const PipelineStepResult& m
       event(out, first, span_name(kind, static_cast<int>(s[3]), static_cast<int>(s[4])),
             category_of(kind), r, start * 1e6, (end - start) * 1e6);
       if (is_compute(kind)) busy += end - start;
+      if (kind == PipelineAction::Kind::Forward) forward[pp] += end - start;
+      if (is_compute(kind) && kind != PipelineAction::Kind::Forward) backward[pp] += end - start;
+      if (kind == PipelineAction::Kind::BackwardWeight) weight[pp] += end - start;
       previous_end = end;
       finish = std::max(finish, end);
     }
@@ -142,7 +153,15 @@ double write_pipeline_trace(const std::string& path, const PipelineStepResult& m
   std::error_code ec;
   std::filesystem::rename(partial, path, ec);
   TN_CHECK_AS(DataError, !ec, "cannot rename '", partial, "' to '", path, "': ", ec.message());
-  return finish > 0.0 ? 1.0 - busy / (world.size() * finish) : 0.0;
+  TracedStep traced;
+  traced.bubble = finish > 0.0 ? 1.0 - busy / (world.size() * finish) : 0.0;
+  for (std::size_t s = 0; s < forward.size(); ++s) {
+    const double per_micro_batch = 1.0 / (std::max(1, ranks_of_stage[s]) * micro_batches);
+    StageCost cost{forward[s] * per_micro_batch, backward[s] * per_micro_batch, 0.5};
+    if (weight[s] > 0) cost.weight_share = weight[s] / backward[s];
+    traced.stage_costs.push_back(cost);
+  }
+  return traced;
 }
 
 }  // namespace ternion

@@ -612,23 +612,35 @@ void Trainer::log_memory_against_estimate(const StepMetrics& first) {
 }
 
 void Trainer::trace_last_step(std::int64_t step) {
-  const double measured =
-      write_pipeline_trace(config_.logging.trace_file, last_pipeline_step_, groups_, step);
-  // The schedule's own ideal: simulated with a forward, an input gradient and a weight
-  // gradient of equal cost, which for 1F1B and interleaving is (p - 1) / v / (m + (p - 1) / v).
   const ParallelConfig& p = config_.parallel;
-  const PipelineSimulation ideal = simulate_pipeline(
-      p.pipeline_schedule(), groups_.pp_size(),
-      static_cast<int>(config_.micro_batches_per_step(groups_.world().size())),
-      static_cast<int>(p.virtual_stages));
-  auto percent = [](double fraction) { return static_cast<long long>(fraction * 1000 + 0.5) / 10.0; };
+  const int micro_batches = static_cast<int>(config_.micro_batches_per_step(groups_.world().size()));
+  const TracedStep traced = write_pipeline_trace(config_.logging.trace_file, last_pipeline_step_,
+                                                 groups_, step, micro_batches);
+  if (traced.stage_costs.empty()) return;  // not rank 0
+  // What the schedule alone leaves idle: simulated with a forward, an input gradient and a
+  // weight gradient of equal cost (for 1F1B and interleaving (p - 1) / v / (m + (p - 1) / v)),
+  // and with the step's own per-stage times (sends and receives taking none).
+  const auto lists = pipeline_schedules(p.pipeline_schedule(), groups_.pp_size(), micro_batches,
+                                        static_cast<int>(p.virtual_stages));
+  const int v = static_cast<int>(p.virtual_stages);
+  const PipelineSimulation ideal = simulate_pipeline_actions(lists, v);
+  const PipelineSimulation timed = simulate_pipeline_actions(lists, v, traced.stage_costs, 0.0);
+  auto percent = [](double fraction) { return std::round(fraction * 1000) / 10; };
+  auto ms = [](double seconds) { return std::round(seconds * 1e5) / 100; };
+  const bool split = p.pipeline_schedule() == PipelineSchedule::ZeroBubbleH1;
+  std::string costs;
+  for (const StageCost& c : traced.stage_costs)
+    costs += detail::concat(costs.empty() ? "" : ", ", ms(c.forward), "/", ms(c.backward),
+                            split ? detail::concat(" (W ", percent(c.weight_share), "%)") : "");
   log_info("ternion: step ", step, " traced to ", config_.logging.trace_file,
-           ": measured pipeline bubble ", percent(measured), "% of the ranks' time, the ",
-           pipeline_schedule_name(p.pipeline_schedule()),
-           " schedule's ideal with equal forward, input- and weight-gradient times ",
-           percent(ideal.bubble_fraction), "%");
+           ": measured pipeline bubble ", percent(traced.bubble), "% of the ranks' time; the ",
+           pipeline_schedule_name(p.pipeline_schedule()), " schedule's own: ",
+           percent(ideal.bubble_fraction),
+           "% with equal forward, input- and weight-gradient times, ",
+           percent(timed.bubble_fraction),
+           "% with this step's (forward/backward ms per micro-batch, stage by stage: ", costs,
+           ")");
 }
-
 
 Tensor Trainer::full_logits(const Tensor& tokens) {
   // Sampling reads the logits on the host, in f32 (and only once no communication has failed).
