@@ -104,6 +104,7 @@ TEST(ZeroBubbleSchedule, IdleTimeIsThePapersFormula) {
         EXPECT_NEAR(one.idle_time[static_cast<std::size_t>(s)], 3 * (c.p - 1) * t, 1e-9)
             << label(c.p, c.m, s);
       }
+      // The least any one-chunk schedule can take: the last stage starts after p - 1 forwards.
       EXPECT_NEAR(zb.makespan, (3 * c.m + c.p - 1) * t, 1e-9) << label(c.p, c.m);
     }
   }
