@@ -12,6 +12,8 @@
 #include <memory>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 namespace ternion {
 
 static_assert(std::endian::native == std::endian::little,
@@ -26,233 +28,32 @@ constexpr const char* kMetadataKey = "__metadata__";
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// ---- JSON: the subset a header needs, parsed strictly (RFC 8259) -------------------------------
+// ---- JSON (nlohmann/json), held to what a header may be --------------------------------------
 
-struct JsonMember;
+using Json = nlohmann::ordered_json;  // members in file order
+constexpr int kMaxDepth = 64;
 
-struct JsonValue {
-  enum class Kind { Null, Bool, Number, String, Array, Object } kind = Kind::Null;
-  bool boolean = false;
-  std::string text;  // a String's value, or a Number's literal as written
-  std::vector<JsonValue> items;     // Array
-  std::vector<JsonMember> members;  // Object, in file order
-};
-
-// (Not a std::pair: a pair of an incomplete type is ill-formed, and clang's libstdc++ says so.)
-struct JsonMember {
-  std::string key;
-  JsonValue value;
-};
-
-class JsonParser {
- public:
-  JsonParser(const std::string& path, const std::string& text) : path_(path), text_(text) {}
-
-  JsonValue parse_document() {
-    skip_space();
-    JsonValue v = parse_value(0);
-    skip_space();
-    if (pos_ != text_.size()) fail("unexpected text after the header object");
-    return v;
+// RFC 8259 as nlohmann's parser reads it (UTF-8 checked, no trailing text), and what it allows
+// but a header may not: a key twice in one object, nesting deeper than kMaxDepth.
+Json parse_header(const std::string& path, const std::string& text) {
+  auto bad = [&](const std::string& what) {
+    TN_THROW(CheckpointError, "safetensors file '", path, "': invalid JSON header: ", what);
+  };
+  std::vector<std::set<std::string>> keys;  // of each object being read
+  const Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (depth > kMaxDepth) bad("nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == Json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second)
+      bad("key '" + parsed.get<std::string>() + "' appears twice");
+    return true;
+  };
+  try {
+    return Json::parse(text, check);
+  } catch (const Json::parse_error& e) {
+    bad(e.what());  // names the byte
   }
-
- private:
-  static constexpr int kMaxDepth = 64;
-
-  [[noreturn]] void fail(const std::string& what) const {
-    TN_THROW(CheckpointError, "safetensors file '", path_, "': invalid JSON header at byte ",
-             pos_, ": ", what);
-  }
-  bool at_end() const { return pos_ >= text_.size(); }
-  char peek() const { return at_end() ? '\0' : text_[pos_]; }
-  void skip_space() {
-    while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r'))
-      ++pos_;
-  }
-  void expect(char c) {
-    if (peek() != c || at_end()) fail(std::string("expected '") + c + "'");
-    ++pos_;
-  }
-  void expect_word(const char* word) {
-    const std::size_t n = std::strlen(word);
-    if (text_.compare(pos_, n, word) != 0) fail("unexpected character");
-    pos_ += n;
-  }
-
-  JsonValue parse_value(int depth) {
-    if (depth > kMaxDepth) fail("nested too deeply");
-    JsonValue v;
-    switch (peek()) {
-      case '{': parse_object(v, depth); break;
-      case '[': parse_array(v, depth); break;
-      case '"': v.kind = JsonValue::Kind::String; v.text = parse_string(); break;
-      case 't': expect_word("true"); v.kind = JsonValue::Kind::Bool; v.boolean = true; break;
-      case 'f': expect_word("false"); v.kind = JsonValue::Kind::Bool; break;
-      case 'n': expect_word("null"); break;
-      default:
-        if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
-          v.kind = JsonValue::Kind::Number;
-          v.text = parse_number();
-        } else {
-          fail(at_end() ? "unexpected end of header" : "unexpected character");
-        }
-    }
-    return v;
-  }
-
-  void parse_object(JsonValue& v, int depth) {
-    v.kind = JsonValue::Kind::Object;
-    expect('{');
-    skip_space();
-    if (peek() == '}') { ++pos_; return; }
-    std::set<std::string> seen;
-    for (;;) {
-      skip_space();
-      if (peek() != '"') fail("expected a quoted key");
-      std::string key = parse_string();
-      if (!seen.insert(key).second) fail("key '" + key + "' appears twice");
-      skip_space();
-      expect(':');
-      skip_space();
-      v.members.push_back(JsonMember{std::move(key), parse_value(depth + 1)});
-      skip_space();
-      if (peek() == ',') { ++pos_; continue; }
-      expect('}');
-      return;
-    }
-  }
-
-  void parse_array(JsonValue& v, int depth) {
-    v.kind = JsonValue::Kind::Array;
-    expect('[');
-    skip_space();
-    if (peek() == ']') { ++pos_; return; }
-    for (;;) {
-      skip_space();
-      v.items.push_back(parse_value(depth + 1));
-      skip_space();
-      if (peek() == ',') { ++pos_; continue; }
-      expect(']');
-      return;
-    }
-  }
-
-  std::string parse_number() {
-    const std::size_t start = pos_;
-    auto digits = [&] {
-      const std::size_t from = pos_;
-      while (peek() >= '0' && peek() <= '9' && !at_end()) ++pos_;
-      if (pos_ == from) fail("malformed number");
-    };
-    if (peek() == '-') ++pos_;
-    if (peek() == '0') ++pos_;  // no leading zeros
-    else digits();
-    if (peek() == '.') { ++pos_; digits(); }
-    if (peek() == 'e' || peek() == 'E') {
-      ++pos_;
-      if (peek() == '+' || peek() == '-') ++pos_;
-      digits();
-    }
-    return text_.substr(start, pos_ - start);
-  }
-
-  unsigned parse_hex4() {
-    unsigned value = 0;
-    for (int i = 0; i < 4; ++i, ++pos_) {
-      const char c = peek();
-      value <<= 4;
-      if (c >= '0' && c <= '9') value |= static_cast<unsigned>(c - '0');
-      else if (c >= 'a' && c <= 'f') value |= static_cast<unsigned>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') value |= static_cast<unsigned>(c - 'A' + 10);
-      else fail("malformed \\u escape");
-    }
-    return value;
-  }
-
-  static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  std::string parse_string() {
-    expect('"');
-    std::string out;
-    for (;;) {
-      if (at_end()) fail("unterminated string");
-      const char c = text_[pos_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
-      if (c != '\\') { out += c; continue; }
-      if (at_end()) fail("unterminated string");
-      const char e = text_[pos_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          unsigned cp = parse_hex4();
-          if (cp >= 0xD800 && cp <= 0xDBFF) {  // a surrogate pair encodes one code point
-            if (text_.compare(pos_, 2, "\\u") != 0) fail("unpaired surrogate");
-            pos_ += 2;
-            const unsigned low = parse_hex4();
-            if (low < 0xDC00 || low > 0xDFFF) fail("unpaired surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            fail("unpaired surrogate");
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default: --pos_; fail("unknown escape");
-      }
-    }
-  }
-
-  const std::string& path_;
-  const std::string& text_;
-  std::size_t pos_ = 0;
-};
-
-void append_json_string(std::string& out, const std::string& s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (u < 0x20) {
-          out += "\\u00";
-          out += kHex[u >> 4];
-          out += kHex[u & 0xF];
-        } else {
-          out += c;  // UTF-8 passes through unchanged
-        }
-    }
-  }
-  out += '"';
+  return Json();  // not reached
 }
 
 // ---- dtypes ------------------------------------------------------------------------------------
@@ -336,28 +137,22 @@ FileDescriptor open_for_reading(const std::string& path) {
 
 // ---- header validation -------------------------------------------------------------------------
 
-// A non-negative integer literal that fits in int64.
-bool to_count(const JsonValue& v, std::int64_t* out) {
-  if (v.kind != JsonValue::Kind::Number || v.text.empty() || v.text[0] == '-') return false;
-  std::int64_t value = 0;
-  for (const char c : v.text) {
-    if (c < '0' || c > '9') return false;  // fractions and exponents are not counts
-    const int digit = c - '0';
-    if (value > (std::numeric_limits<std::int64_t>::max() - digit) / 10) return false;
-    value = value * 10 + digit;
-  }
-  *out = value;
+// A non-negative integer that fits in int64 (written without a fraction or an exponent).
+bool to_count(const Json& v, std::int64_t* out) {
+  if (!v.is_number_unsigned()) return false;
+  const auto value = v.get<std::uint64_t>();
+  if (value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
+  *out = static_cast<std::int64_t>(value);
   return true;
 }
 
-SafetensorsEntry parse_entry(const std::string& path, const std::string& name,
-                             const JsonValue& v) {
+SafetensorsEntry parse_entry(const std::string& path, const std::string& name, const Json& v) {
   auto bad = [&](const std::string& what) {
     TN_THROW(CheckpointError, "safetensors file '", path, "': tensor '", name, "': ", what);
   };
-  if (v.kind != JsonValue::Kind::Object) bad("entry is not an object");
-  const JsonValue *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
-  for (const auto& [key, value] : v.members) {
+  if (!v.is_object()) bad("entry is not an object");
+  const Json *dtype = nullptr, *shape = nullptr, *offsets = nullptr;
+  for (const auto& [key, value] : v.items()) {
     if (key == "dtype") dtype = &value;
     else if (key == "shape") shape = &value;
     else if (key == "data_offsets") offsets = &value;
@@ -368,16 +163,17 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name,
 
   SafetensorsEntry e;
   e.name = name;
-  if (dtype->kind != JsonValue::Kind::String) bad("dtype is not a string");
-  if (!dtype_from_name(dtype->text, &e.dtype))
-    bad("unsupported dtype '" + dtype->text + "' (supported: F32, BF16, F16, I32, U16)");
+  if (!dtype->is_string()) bad("dtype is not a string");
+  const std::string& dtype_name = dtype->get_ref<const std::string&>();
+  if (!dtype_from_name(dtype_name, &e.dtype))
+    bad("unsupported dtype '" + dtype_name + "' (supported: F32, BF16, F16, I32, U16)");
 
-  if (shape->kind != JsonValue::Kind::Array) bad("shape is not an array");
+  if (!shape->is_array()) bad("shape is not an array");
   // The element count is checked for overflow as it grows: a corrupt shape must not wrap
   // around to a size that happens to match the offsets.
   std::int64_t numel = 1;
   bool overflow = false;
-  for (const JsonValue& extent : shape->items) {
+  for (const Json& extent : *shape) {
     std::int64_t n = 0;
     if (!to_count(extent, &n)) bad("shape holds something other than non-negative integers");
     e.shape.push_back(n);
@@ -389,8 +185,8 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name,
   if (overflow || numel > std::numeric_limits<std::int64_t>::max() / elem)
     bad("shape " + shape_str(e.shape) + " is too large");
 
-  if (offsets->kind != JsonValue::Kind::Array || offsets->items.size() != 2 ||
-      !to_count(offsets->items[0], &e.begin) || !to_count(offsets->items[1], &e.end))
+  if (!offsets->is_array() || offsets->size() != 2 || !to_count((*offsets)[0], &e.begin) ||
+      !to_count((*offsets)[1], &e.end))
     bad("data_offsets is not two non-negative integers");
   if (e.end < e.begin) bad("data_offsets end before they begin");
   if (e.end - e.begin != numel * elem)
@@ -410,7 +206,7 @@ void write_safetensors(const std::string& path,
   std::vector<Tensor> contiguous;
   contiguous.reserve(tensors.size());
   std::set<std::string> names;
-  std::string header = "{";
+  Json root = Json::object();
   std::int64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     TN_CHECK(tensor.defined(), "safetensors tensor '", name, "' is undefined");
@@ -419,32 +215,19 @@ void write_safetensors(const std::string& path,
     TN_CHECK(names.insert(name).second, "safetensors tensor '", name, "' given twice");
     contiguous.push_back(tensor.contiguous());
     const auto bytes = static_cast<std::int64_t>(tensor.nbytes());
-    if (header.size() > 1) header += ',';
-    append_json_string(header, name);
-    header += ":{\"dtype\":\"" + safetensors_dtype_name(tensor.dtype()) + "\",\"shape\":[";
-    for (std::size_t d = 0; d < tensor.shape().size(); ++d) {
-      if (d > 0) header += ',';
-      header += std::to_string(tensor.shape()[d]);
-    }
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + bytes) + "]}";
+    root[name] = {{"dtype", safetensors_dtype_name(tensor.dtype())},
+                  {"shape", tensor.shape()},
+                  {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  if (!metadata.empty()) {
-    if (header.size() > 1) header += ',';
-    append_json_string(header, kMetadataKey);
-    header += ":{";
-    bool first = true;
-    for (const auto& [key, value] : metadata) {
-      if (!first) header += ',';
-      first = false;
-      append_json_string(header, key);
-      header += ':';
-      append_json_string(header, value);
-    }
-    header += '}';
+  if (!metadata.empty()) root[kMetadataKey] = metadata;
+  std::string header;
+  try {
+    header = root.dump();
+  } catch (const Json::type_error& e) {
+    TN_CHECK(false, "safetensors file '", path, "': a tensor name or metadata is not UTF-8 (",
+             e.what(), ")");
   }
-  header += '}';
   // Pad so the data section starts 8-byte aligned (8 + N is a multiple of 8): a reader that
   // maps the file can then use the tensors in place.
   header.append((8 - header.size() % 8) % 8, ' ');
@@ -497,23 +280,23 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   std::string header(header_bytes, '\0');
   if (read_at(fd.get(), path, header.data(), header.size(), 8) != header.size())
     TN_THROW(CheckpointError, "safetensors file '", path, "': header cut short");
-  const JsonValue root = JsonParser(path, header).parse_document();
-  if (root.kind != JsonValue::Kind::Object)
+  const Json root = parse_header(path, header);
+  if (!root.is_object())
     TN_THROW(CheckpointError, "safetensors file '", path, "': header is not a JSON object");
 
   SafetensorsFile file;
   file.path_ = path;
   file.data_start_ = static_cast<std::int64_t>(8 + header_bytes);
   const std::int64_t data_bytes = static_cast<std::int64_t>(file_bytes - 8 - header_bytes);
-  for (const auto& [name, value] : root.members) {
+  for (const auto& [name, value] : root.items()) {
     if (name == kMetadataKey) {
-      if (value.kind != JsonValue::Kind::Object)
+      if (!value.is_object())
         TN_THROW(CheckpointError, "safetensors file '", path, "': __metadata__ is not an object");
-      for (const auto& [key, text] : value.members) {
-        if (text.kind != JsonValue::Kind::String)
+      for (const auto& [key, text] : value.items()) {
+        if (!text.is_string())
           TN_THROW(CheckpointError, "safetensors file '", path, "': metadata '", key,
                    "' is not a string");
-        file.metadata_[key] = text.text;
+        file.metadata_[key] = text.get<std::string>();
       }
       continue;
     }

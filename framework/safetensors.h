@@ -1,4 +1,4 @@
-// The safetensors file format (Hugging Face), read and written without a dependency.
+// The safetensors file format (Hugging Face); the header's JSON through nlohmann/json.
 //
 //   [8 bytes]  N, the header length, unsigned little-endian
 //   [N bytes]  JSON header, padded with spaces so the data starts at a multiple of 8:

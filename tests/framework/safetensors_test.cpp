@@ -344,6 +344,24 @@ TEST(Safetensors, RefusesBadFilesNamingThem) {
   write_bytes(not_json, raw_file(R"({"a":{"dtype":F32,"shape":[2],"data_offsets":[0,8]}})", 8));
   expect_refused(not_json, "invalid JSON");
 
+  const std::string twice = dir.file("twice.safetensors");
+  write_bytes(twice, raw_file(R"({"a":{"dtype":"F32","shape":[2],"dtype":"F32",)"
+                              R"("data_offsets":[0,8]}})", 8));
+  expect_refused(twice, "key 'dtype' appears twice");
+
+  const std::string deep = dir.file("deep.safetensors");
+  write_bytes(deep, raw_file("{\"__metadata__\":" + std::string(100, '[') +
+                                 std::string(100, ']') + "}", 0));
+  expect_refused(deep, "nested deeper than 64 levels");
+
+  const std::string trailing = dir.file("trailing.safetensors");
+  write_bytes(trailing, raw_file(entry + "{}", 8));
+  expect_refused(trailing, "invalid JSON");
+
+  const std::string fraction = dir.file("fraction.safetensors");
+  write_bytes(fraction, raw_file(R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", 8));
+  expect_refused(fraction, "shape holds something other than non-negative integers");
+
   const std::string overlapping = dir.file("overlapping.safetensors");
   write_bytes(overlapping,
               raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
