@@ -12,7 +12,7 @@
 #include <memory>
 #include <set>
 
-#include <nlohmann/json.hpp>
+#include "framework/strict_json.h"
 
 namespace ternion {
 
@@ -28,32 +28,13 @@ constexpr const char* kMetadataKey = "__metadata__";
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// ---- JSON (nlohmann/json), held to what a header may be --------------------------------------
+// ---- JSON (framework/strict_json.h) ------------------------------------------------------------
 
-using Json = nlohmann::ordered_json;  // members in file order
-constexpr int kMaxDepth = 64;
-
-// RFC 8259 as nlohmann's parser reads it (UTF-8 checked, no trailing text), and what it allows
-// but a header may not: a key twice in one object, nesting deeper than kMaxDepth.
 Json parse_header(const std::string& path, const std::string& text) {
-  auto bad = [&](const std::string& what) {
-    TN_THROW(CheckpointError, "safetensors file '", path, "': invalid JSON header: ", what);
-  };
-  std::vector<std::set<std::string>> keys;  // of each object being read
-  const Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (depth > kMaxDepth) bad("nested deeper than " + std::to_string(kMaxDepth) + " levels");
-    if (event == Json::parse_event_t::object_start) keys.emplace_back();
-    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    if (event == Json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second)
-      bad("key '" + parsed.get<std::string>() + "' appears twice");
-    return true;
-  };
-  try {
-    return Json::parse(text, check);
-  } catch (const Json::parse_error& e) {
-    bad(e.what());  // names the byte
-  }
-  return Json();  // not reached
+  std::string why;
+  std::optional<Json> root = parse_strict_json(text, &why);
+  if (!root) TN_THROW(CheckpointError, "safetensors file '", path, "': invalid JSON header: ", why);
+  return std::move(*root);
 }
 
 // ---- dtypes ------------------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 #include "training/checkpoint_index.h"
 
-#include <cstdio>
+#include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
-#include <yaml-cpp/yaml.h>
-
 #include "framework/error.h"
+#include "framework/strict_json.h"
 
 namespace ternion {
 
@@ -20,78 +20,50 @@ constexpr std::size_t kMaxDims = 8;
 constexpr std::int64_t kMaxStep = std::int64_t{1} << 62;
 constexpr std::int64_t kMaxRanks = std::int64_t{1} << 24;
 
-std::string json_shape(const Shape& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-// `text` as a JSON string literal: model.block is any name a program registered.
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(c));
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-// What a node holds, for messages.
-std::string describe(const YAML::Node& node) {
-  if (node.IsMap()) return "an object";
-  if (node.IsSequence()) return "a list";
-  if (node.IsNull()) return "null";
-  return "'" + node.Scalar() + "'";
-}
-
 // Reads the fields of one JSON object of one file; `where` prefixes the field names in
 // messages ("pieces[3]." for a piece).
 class FieldReader {
  public:
-  FieldReader(const std::string& file, YAML::Node object, std::string where)
-      : file_(file), object_(std::move(object)), where_(std::move(where)) {
-    if (!object_.IsMap())
+  FieldReader(const std::string& file, const Json& object, std::string where)
+      : file_(file), object_(object), where_(std::move(where)) {
+    if (!object_.is_object())
       TN_THROW(CheckpointError, "checkpoint file '", file_, "': ",
                where_.empty() ? "the file" : "field '" + where_.substr(0, where_.size() - 1) + "'",
-               " must be a JSON object, got ", describe(object_));
+               " must be a JSON object, got ", describe_json(object_));
   }
 
   [[noreturn]] void refuse(const std::string& key, const std::string& why) const {
     TN_THROW(CheckpointError, "checkpoint file '", file_, "': field '", where_, key, "' ", why);
   }
 
-  bool has(const char* key) const { return static_cast<bool>(object_[key]); }
+  bool has(const char* key) const { return object_.contains(key); }
 
-  YAML::Node node(const char* key) const {
-    YAML::Node value = object_[key];
-    if (!value) refuse(key, "is missing");
-    return value;
+  const Json& node(const char* key) const {
+    const auto it = object_.find(key);
+    if (it == object_.end()) refuse(key, "is missing");
+    return *it;
   }
 
   std::string string(const char* key) const {
-    const YAML::Node value = node(key);
-    if (!value.IsScalar() || value.Scalar().empty())
-      refuse(key, "must be a non-empty string, got " + describe(value));
-    return value.Scalar();
+    const Json& value = node(key);
+    if (!value.is_string() || value.get_ref<const std::string&>().empty())
+      refuse(key, "must be a non-empty string, got " + describe_json(value));
+    return value.get<std::string>();
   }
 
   std::int64_t integer(const char* key, std::int64_t min, std::int64_t max) const {
     return integer_of(node(key), key, min, max);
   }
 
-  std::int64_t integer_of(const YAML::Node& value, const std::string& key, std::int64_t min,
+  std::int64_t integer_of(const Json& value, const std::string& key, std::int64_t min,
                           std::int64_t max) const {
-    std::int64_t number = 0;
-    if (!value.IsScalar() || !YAML::convert<std::int64_t>::decode(value, number))
-      refuse(key, "must be an integer, got " + describe(value));
+    // An unsigned one past int64 is refused as out of range by the bounds, never wrapped.
+    const bool fits = value.is_number_integer() &&
+                      (!value.is_number_unsigned() ||
+                       value.get<std::uint64_t>() <=
+                           static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+    if (!fits) refuse(key, "must be an integer, got " + describe_json(value));
+    const auto number = value.get<std::int64_t>();
     if (number < min || number > max) {
       // The bounds no real checkpoint reaches are left out of the message.
       const std::string range =
@@ -105,10 +77,10 @@ class FieldReader {
 
   // A list of 1 to kMaxDims extents, each at least 1, of at most kMaxElements in all.
   Shape shape(const char* key) const {
-    const YAML::Node value = node(key);
-    if (!value.IsSequence() || value.size() == 0 || value.size() > kMaxDims)
+    const Json& value = node(key);
+    if (!value.is_array() || value.empty() || value.size() > kMaxDims)
       refuse(key, "must be a list of 1 to " + std::to_string(kMaxDims) + " extents, got " +
-                      describe(value));
+                      describe_json(value));
     Shape shape;
     std::int64_t elements = 1;
     for (std::size_t d = 0; d < value.size(); ++d) {
@@ -124,21 +96,23 @@ class FieldReader {
 
  private:
   const std::string& file_;
-  YAML::Node object_;
+  const Json& object_;
   std::string where_;
 };
 
-YAML::Node parse_file(const std::string& path) {
-  try {
-    return YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    TN_THROW(CheckpointError, "cannot read checkpoint file '", path, "'");
-  } catch (const YAML::Exception& e) {
-    TN_THROW(CheckpointError, "checkpoint file '", path, "' is not valid JSON: ", e.what());
-  }
+Json parse_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) TN_THROW(CheckpointError, "cannot read checkpoint file '", path, "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) TN_THROW(CheckpointError, "cannot read checkpoint file '", path, "'");
+  std::string why;
+  std::optional<Json> root = parse_strict_json(text.str(), &why);
+  if (!root) TN_THROW(CheckpointError, "checkpoint file '", path, "' is not valid JSON: ", why);
+  return std::move(*root);
 }
 
-CheckpointPiece read_piece(const std::string& path, const YAML::Node& node, std::size_t i) {
+CheckpointPiece read_piece(const std::string& path, const Json& node, std::size_t i) {
   const FieldReader f(path, node, "pieces[" + std::to_string(i) + "].");
   CheckpointPiece p;
   p.tensor = f.string("tensor");
@@ -187,35 +161,37 @@ std::vector<std::pair<std::string, std::int64_t>> checkpoint_model_sizes(const M
 }
 
 std::string checkpoint_meta_json(const CheckpointMeta& meta) {
-  std::ostringstream out;
-  out << "{\"format\": \"" << kCheckpointFormat << "\", \"step\": " << meta.step
-      << ", \"ranks\": " << meta.ranks << ", \"optimizer\": \"" << meta.optimizer << "\"";
-  out << ", \"family\": " << json_string(meta.family);
-  if (!meta.block.empty()) out << ", \"block\": " << json_string(meta.block);
-  out << ", \"model\": {";
-  for (std::size_t i = 0; i < meta.model.size(); ++i)
-    out << (i ? ", " : "") << "\"" << meta.model[i].first << "\": " << meta.model[i].second;
-  out << "}}\n";
-  return out.str();
+  Json root = {{"format", kCheckpointFormat},
+               {"step", meta.step},
+               {"ranks", meta.ranks},
+               {"optimizer", meta.optimizer},
+               {"family", meta.family}};
+  if (!meta.block.empty()) root["block"] = meta.block;
+  Json& model = root["model"] = Json::object();
+  for (const auto& [key, value] : meta.model) model[key] = value;
+  return root.dump() + "\n";
 }
 
+// One piece a line, for a person reading the index.
 std::string rank_index_json(int rank, const std::vector<CheckpointPiece>& pieces) {
-  std::ostringstream out;
-  out << "{\"rank\": " << rank << ", \"pieces\": [";
+  std::string out = Json{{"rank", rank}}.dump();
+  out.pop_back();  // the object stays open for the pieces
+  out += ",\"pieces\":[";
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const CheckpointPiece& p = pieces[i];
-    out << (i ? ",\n  " : "\n  ") << "{\"tensor\": \"" << p.tensor << "\", \"key\": \"" << p.key
-        << "\", \"global_shape\": " << json_shape(p.global_shape)
-        << ", \"local_shape\": " << json_shape(p.local_shape) << ", \"shard_dim\": " << p.shard_dim
-        << ", \"shard_offset\": " << p.shard_offset << ", \"begin\": " << p.begin
-        << ", \"end\": " << p.end << ", \"crc32\": " << p.crc << "}";
+    const Json piece = {{"tensor", p.tensor},          {"key", p.key},
+                        {"global_shape", p.global_shape}, {"local_shape", p.local_shape},
+                        {"shard_dim", p.shard_dim},     {"shard_offset", p.shard_offset},
+                        {"begin", p.begin},             {"end", p.end},
+                        {"crc32", p.crc}};
+    out += (i ? ",\n  " : "\n  ") + piece.dump();
   }
-  out << "\n]}\n";
-  return out.str();
+  return out + "\n]}\n";
 }
 
 CheckpointMeta read_checkpoint_meta(const std::string& path) {
-  const FieldReader f(path, parse_file(path), "");
+  const Json root = parse_file(path);
+  const FieldReader f(path, root, "");
   if (f.string("format") != kCheckpointFormat)
     f.refuse("format",
              "is not \"" + std::string(kCheckpointFormat) + "\": not a Ternion checkpoint");
@@ -226,18 +202,16 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
   if (f.has("family")) meta.family = f.string("family");
   if (f.has("block")) meta.block = f.string("block");
   const FieldReader model(path, f.node("model"), "model.");
-  const YAML::Node sizes = f.node("model");
-  for (auto it = sizes.begin(); it != sizes.end(); ++it) {
-    const std::string key = it->first.Scalar();
-    meta.model.emplace_back(key, model.integer_of(it->second, key, 0, kMaxExtent));
-  }
+  for (const auto& [key, value] : f.node("model").items())
+    meta.model.emplace_back(key, model.integer_of(value, key, 0, kMaxExtent));
   return meta;
 }
 
 std::vector<CheckpointPiece> read_rank_index(const std::string& path) {
-  const FieldReader f(path, parse_file(path), "");
-  const YAML::Node list = f.node("pieces");
-  if (!list.IsSequence()) f.refuse("pieces", "must be a list, got " + describe(list));
+  const Json root = parse_file(path);
+  const FieldReader f(path, root, "");
+  const Json& list = f.node("pieces");
+  if (!list.is_array()) f.refuse("pieces", "must be a list, got " + describe_json(list));
   std::vector<CheckpointPiece> pieces;
   for (std::size_t i = 0; i < list.size(); ++i) pieces.push_back(read_piece(path, list[i], i));
   return pieces;

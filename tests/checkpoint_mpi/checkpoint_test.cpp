@@ -271,36 +271,36 @@ TEST_F(CheckpointFiles, DamagedIndexesAreRefusedNamingTheFileAndField) {
     const char* message;
   };
   const Damage damages[] = {
-      {"rank_00000.json", R"("shard_dim": -1, "shard_offset": 0)",
-       R"("shard_dim": 0, "shard_offset": 100000)",
+      {"rank_00000.json", R"("shard_dim":-1,"shard_offset":0)",
+       R"("shard_dim":0,"shard_offset":100000)",
        "rank_00000.json': field 'pieces[0].shard_offset' 100000 + local_shape[0] = 256 runs past "
        "global_shape[0] = 256"},
-      {"rank_00000.json", R"("local_shape": \[\d+)", R"("local_shape": [0)",
+      {"rank_00000.json", R"("local_shape":\[\d+)", R"("local_shape":[0)",
        "rank_00000.json': field 'pieces[0].local_shape[0]' must be at least 1, got 0"},
-      {"rank_00000.json", R"("local_shape": \[(\d+), \d+\])", R"("local_shape": [$1, 7])",
+      {"rank_00000.json", R"("local_shape":\[(\d+),\d+\])", R"("local_shape":[$1, 7])",
        "rank_00000.json': field 'pieces[0].local_shape' [256, 7] differs from global_shape"},
-      {"rank_00000.json", R"("shard_dim": -1)", R"("shard_dim": 2)",
+      {"rank_00000.json", R"("shard_dim":-1)", R"("shard_dim":2)",
        "rank_00000.json': field 'pieces[0].shard_dim' must be from -1 to 1, got 2"},
-      {"rank_00000.json", R"("end": \d+)", R"("end": 99999999)",
+      {"rank_00000.json", R"("end":\d+)", R"("end":99999999)",
        "rank_00000.json': field 'pieces[0].end' must be from 0 to 8192, got 99999999"},
-      {"rank_00000.json", R"("crc32": \d+)", R"("crc32": "abc")",
+      {"rank_00000.json", R"("crc32":\d+)", R"("crc32":"abc")",
        "rank_00000.json': field 'pieces[0].crc32' must be an integer, got 'abc'"},
-      {"rank_00000.json", R"("tensor": "[^"]*", )", "",
+      {"rank_00000.json", R"("tensor":"[^"]*",)", "",
        "rank_00000.json': field 'pieces[0].tensor' is missing"},
-      {"rank_00000.json", R"("pieces": \[)", R"("pieces": 5, "was": [)",
+      {"rank_00000.json", R"("pieces":\[)", R"("pieces":5,"was":[)",
        "rank_00000.json': field 'pieces' must be a list, got '5'"},
-      {"checkpoint.json", R"("step": \d+, )", "", "checkpoint.json': field 'step' is missing"},
-      {"checkpoint.json", R"("step": \d+)", R"("step": -3)",
+      {"checkpoint.json", R"("step":\d+,)", "", "checkpoint.json': field 'step' is missing"},
+      {"checkpoint.json", R"("step":\d+)", R"("step":-3)",
        "checkpoint.json': field 'step' must be non-negative, got -3"},
-      {"checkpoint.json", R"("step": \d+)", R"("step": 2.5)",
+      {"checkpoint.json", R"("step":\d+)", R"("step":2.5)",
        "checkpoint.json': field 'step' must be an integer, got '2.5'"},
-      {"checkpoint.json", R"("model": \{[^}]*\})", R"("model": 3)",
+      {"checkpoint.json", R"("model":\{[^}]*\})", R"("model":3)",
        "checkpoint.json': field 'model' must be a JSON object, got '3'"},
-      {"checkpoint.json", R"("d_model": \d+)", R"("d_model": [32])",
+      {"checkpoint.json", R"("d_model":\d+)", R"("d_model":[32])",
        "checkpoint.json': field 'model.d_model' must be an integer, got a list"},
-      {"checkpoint.json", R"("n_head": \d+, )", "",
+      {"checkpoint.json", R"("n_head":\d+,)", "",
        "checkpoint.json': field 'model.n_head' is missing"},
-      {"checkpoint.json", R"("ranks": \d+)", R"("ranks": 0)",
+      {"checkpoint.json", R"("ranks":\d+)", R"("ranks":0)",
        "checkpoint.json': field 'ranks' must be from 1 to"},
       {"checkpoint.json", R"(\}\}\s*$)", "}", "checkpoint.json' is not valid JSON"},
   };
@@ -323,7 +323,7 @@ TEST_F(CheckpointFiles, AnotherOptimizersStateIsRefusedNamingBothTypes) {
   // Checkpoints written before the type was recorded still load, and another optimizer's
   // state is told apart by its kinds.
   const std::string old = damaged_copy("before_optimizer_type", "checkpoint.json",
-                                       R"("optimizer": "adamw", )", "");
+                                       R"("optimizer":"adamw",)", "");
   EXPECT_EQ(load_error(old), "");
   msg = load_error(old, sgd);
   EXPECT_NE(msg.find("holds optimizer state 'm', 'v', not 'momentum': it was saved with another "
@@ -347,7 +347,7 @@ TEST_F(CheckpointFiles, AnotherBlockTypeIsRefusedNamingBothTypes) {
       << msg;
   // Checkpoints written before the block type was recorded still load.
   const std::string old = damaged_copy("before_block_type", "checkpoint.json",
-                                       R"("block": "transformer", )", "");
+                                       R"("block":"transformer",)", "");
   EXPECT_EQ(load_error(old), "");
   EXPECT_EQ(load_error(old, twin), "");
 }

@@ -1,0 +1,43 @@
+#include "framework/strict_json.h"
+
+#include <set>
+#include <vector>
+
+namespace ternion {
+
+namespace {
+// Thrown by the parser's callback; caught below.
+struct Refused {
+  std::string why;
+};
+}  // namespace
+
+std::optional<Json> parse_strict_json(const std::string& text, std::string* why) {
+  std::vector<std::set<std::string>> keys;  // of each object being read
+  const Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (depth > kMaxJsonDepth)
+      throw Refused{"nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == Json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second)
+      throw Refused{"key '" + parsed.get<std::string>() + "' appears twice"};
+    return true;
+  };
+  try {
+    return Json::parse(text, check);
+  } catch (const Refused& refused) {
+    *why = refused.why;
+  } catch (const Json::parse_error& e) {
+    *why = e.what();  // names the byte
+  }
+  return std::nullopt;
+}
+
+std::string describe_json(const Json& value) {
+  if (value.is_object()) return "an object";
+  if (value.is_array()) return "a list";
+  if (value.is_null()) return "null";
+  return value.is_string() ? "'" + value.get<std::string>() + "'" : "'" + value.dump() + "'";
+}
+
+}  // namespace ternion
