@@ -1,5 +1,6 @@
 #include "framework/strict_json.h"
 
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -31,6 +32,14 @@ std::optional<Json> parse_strict_json(const std::string& text, std::string* why)
     *why = e.what();  // names the byte
   }
   return std::nullopt;
+}
+
+std::optional<std::int64_t> json_int64(const Json& value) {
+  if (!value.is_number_integer()) return std::nullopt;
+  if (value.is_number_unsigned() &&
+      value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    return std::nullopt;
+  return value.get<std::int64_t>();
 }
 
 std::string describe_json(const Json& value) {

@@ -57,13 +57,9 @@ class FieldReader {
 
   std::int64_t integer_of(const Json& value, const std::string& key, std::int64_t min,
                           std::int64_t max) const {
-    // An unsigned one past int64 is refused as out of range by the bounds, never wrapped.
-    const bool fits = value.is_number_integer() &&
-                      (!value.is_number_unsigned() ||
-                       value.get<std::uint64_t>() <=
-                           static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+    const std::optional<std::int64_t> fits = json_int64(value);
     if (!fits) refuse(key, "must be an integer, got " + describe_json(value));
-    const auto number = value.get<std::int64_t>();
+    const std::int64_t number = *fits;
     if (number < min || number > max) {
       // The bounds no real checkpoint reaches are left out of the message.
       const std::string range =

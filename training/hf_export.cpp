@@ -2,11 +2,9 @@
 
 #include <cstring>
 #include <set>
-#include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "kernels/layer_norm.h"
+#include "training/hf_interop.h"
 #include "training/hf_parameter_source.h"
 
 namespace ternion {
@@ -102,35 +100,29 @@ std::vector<std::pair<std::string, Tensor>> to_hf_gpt2(const ModelConfig& config
 }
 
 std::string hf_gpt2_config_json(const ModelConfig& config) {
-  // HF's GPT-2 LayerNorm epsilon is a config field; ours is a kernel constant. Written out
-  // literally (a float's decimal expansion would be noise), so they must agree.
+  // HF's GPT-2 LayerNorm epsilon is a config field; ours is a kernel constant, written as the
+  // double HF has (1e-05), not kLayerNormEps's float expansion.
   static_assert(kLayerNormEps == 1e-5f, "layer_norm_epsilon below must match kLayerNormEps");
-  std::ostringstream out;
-  out << "{\n"
-      << "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
-      << "  \"model_type\": \"gpt2\",\n"
-      << "  \"vocab_size\": " << config.vocab_size << ",\n"
-      << "  \"n_positions\": " << config.seq_len << ",\n"
-      << "  \"n_ctx\": " << config.seq_len << ",\n"
-      << "  \"n_embd\": " << config.d_model << ",\n"
-      << "  \"n_layer\": " << config.n_layer << ",\n"
-      << "  \"n_head\": " << config.n_head << ",\n"
-      << "  \"n_inner\": ";
-  if (config.d_ff > 0) out << config.d_ff;
-  else out << "null";  // HF's default, 4 * n_embd, is ours too
   // Our dropout acts on the embeddings and the residual branches; attention probabilities
-  // are never dropped.
-  out << ",\n"
-      << "  \"activation_function\": \"gelu_new\",\n"
-      << "  \"layer_norm_epsilon\": 1e-05,\n"
-      << "  \"embd_pdrop\": " << config.dropout << ",\n"
-      << "  \"resid_pdrop\": " << config.dropout << ",\n"
-      << "  \"attn_pdrop\": 0.0,\n"
-      << "  \"initializer_range\": " << config.init_std << ",\n"
-      << "  \"scale_attn_weights\": true,\n"
-      << "  \"tie_word_embeddings\": true\n"
-      << "}\n";
-  return out.str();
+  // are never dropped. n_inner null is HF's default, 4 * n_embd, which is ours too.
+  const Json root = {{"architectures", {"GPT2LMHeadModel"}},
+                     {"model_type", "gpt2"},
+                     {"vocab_size", config.vocab_size},
+                     {"n_positions", config.seq_len},
+                     {"n_ctx", config.seq_len},
+                     {"n_embd", config.d_model},
+                     {"n_layer", config.n_layer},
+                     {"n_head", config.n_head},
+                     {"n_inner", config.d_ff > 0 ? Json(config.d_ff) : Json(nullptr)},
+                     {"activation_function", "gelu_new"},
+                     {"layer_norm_epsilon", 1e-5},
+                     {"embd_pdrop", config.dropout},
+                     {"resid_pdrop", config.dropout},
+                     {"attn_pdrop", 0.0},
+                     {"initializer_range", config.init_std},
+                     {"scale_attn_weights", true},
+                     {"tie_word_embeddings", true}};
+  return root.dump(2) + "\n";
 }
 
 std::map<std::string, Tensor> from_hf_gpt2(
@@ -191,27 +183,26 @@ std::map<std::string, Tensor> from_hf_gpt2(
 
 void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
                           const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(json);  // JSON is YAML; yaml-cpp already reads the checkpoints' JSON
-  } catch (const YAML::Exception& e) {
-    TN_THROW(CheckpointError, "'", path, "' is not valid JSON: ", e.what());
-  }
-  TN_CHECK_AS(CheckpointError, root.IsMap(), "'", path, "' is not a JSON object");
-  TN_CHECK_AS(CheckpointError, !root["model_type"].IsScalar() || root["model_type"].Scalar() == "gpt2",
-              "'", path, "' gives model_type '", root["model_type"].Scalar(),
-              "', but model.family is gpt2");
+  const Json root = read_hf_json_object(json, path);
+  // `key` of the file; none where it is left out or null.
+  auto given = [&](const char* key) -> const Json* {
+    const auto it = root.find(key);
+    return it == root.end() || it->is_null() ? nullptr : &*it;
+  };
+  // A string's text, anything else as written.
+  auto text = [](const Json& node) {
+    return node.is_string() ? node.get<std::string>() : node.dump();
+  };
+  if (const Json* type = given("model_type"))
+    TN_CHECK_AS(CheckpointError, text(*type) == "gpt2", "'", path, "' gives model_type '",
+                text(*type), "', but model.family is gpt2");
 
   auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
-    const YAML::Node node = root[key];
-    if (!node || node.IsNull()) return;
-    std::int64_t theirs = 0;
-    try {
-      theirs = node.as<std::int64_t>();
-    } catch (const YAML::Exception&) {
-      TN_THROW(CheckpointError, "'", path, "': ", key, " is not an integer");
-    }
-    TN_CHECK_AS(CheckpointError, theirs == ours, "'", path, "' gives ", key, " ", theirs,
+    const Json* node = given(key);
+    if (node == nullptr) return;
+    const std::optional<std::int64_t> theirs = json_int64(*node);
+    TN_CHECK_AS(CheckpointError, theirs.has_value(), "'", path, "': ", key, " is not an integer");
+    TN_CHECK_AS(CheckpointError, *theirs == ours, "'", path, "' gives ", key, " ", *theirs,
                 ", but ", our_key, " is ", ours);
   };
   check_size("n_head", config.n_head, "model.n_head");
@@ -222,11 +213,10 @@ void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
   check_size("n_inner", config.ff_width(), "the MLP width (model.d_ff, or 4 x model.d_model)");
 
   // Ours is GPT-2's tanh GELU (kernels/gelu.h), which transformers calls gelu_new.
-  const YAML::Node activation = root["activation_function"];
-  if (activation && !activation.IsNull()) {
-    const std::string name = activation.IsScalar() ? activation.Scalar() : "";
-    TN_CHECK_AS(CheckpointError, name == "gelu_new", "'", path, "' gives activation_function '",
-                name, "', but this model computes GPT-2's tanh GELU ('gelu_new')");
+  if (const Json* activation = given("activation_function")) {
+    TN_CHECK_AS(CheckpointError, text(*activation) == "gelu_new", "'", path,
+                "' gives activation_function '", text(*activation),
+                "', but this model computes GPT-2's tanh GELU ('gelu_new')");
   }
 }
 

@@ -1,7 +1,5 @@
 #include "training/hf_import.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -29,21 +27,17 @@ std::string read_text(const std::string& path) {
 std::vector<std::string> weight_files(const std::filesystem::path& dir) {
   const std::filesystem::path index = dir / "model.safetensors.index.json";
   if (!std::filesystem::exists(index)) return {(dir / "model.safetensors").string()};
-  YAML::Node map;
-  try {
-    map = YAML::Load(read_text(index.string()))["weight_map"];  // JSON is YAML
-  } catch (const YAML::Exception& e) {
-    TN_THROW(CheckpointError, "'", index.string(), "' is not JSON: ", e.what());
-  }
-  TN_CHECK_AS(CheckpointError, map.IsMap() && map.size() > 0, "'", index.string(),
-              "' has no \"weight_map\" of tensor names to files");
+  const Json root = read_hf_json_object(read_text(index.string()), index.string());
+  const auto map = root.find("weight_map");
+  TN_CHECK_AS(CheckpointError, map != root.end() && map->is_object() && !map->empty(), "'",
+              index.string(), "' has no \"weight_map\" of tensor names to files");
   std::set<std::string> files;
-  for (const auto& entry : map) {
-    const std::string file = entry.second.IsScalar() ? entry.second.as<std::string>() : "";
+  for (const auto& [tensor, value] : map->items()) {
+    const std::string file = value.is_string() ? value.get<std::string>() : "";
     TN_CHECK_AS(CheckpointError,
                 !file.empty() && std::filesystem::path(file).filename().string() == file,
-                "'", index.string(), "': tensor '", entry.first.as<std::string>(),
-                "' maps to '", file, "', not a file name in the directory");
+                "'", index.string(), "': tensor '", tensor, "' maps to '", file,
+                "', not a file name in the directory");
     files.insert(file);
   }
   std::vector<std::string> paths;

@@ -1,5 +1,8 @@
 #include "training/hf_interop.h"
 
+#include <optional>
+#include <utility>
+
 #include "framework/error.h"
 #include "training/hf_export.h"
 #include "training/hf_llama.h"
@@ -15,6 +18,14 @@ const HfMapping& hf_mapping(const ModelConfig& config) {
   TN_CHECK_AS(ConfigError, config.family == "gpt2", "no Hugging Face mapping for model.family '",
               config.family, "'");
   return gpt2;
+}
+
+Json read_hf_json_object(const std::string& text, const std::string& path) {
+  std::string why;
+  std::optional<Json> root = parse_strict_json(text, &why);
+  TN_CHECK_AS(CheckpointError, root.has_value(), "'", path, "' is not valid JSON: ", why);
+  TN_CHECK_AS(CheckpointError, root->is_object(), "'", path, "' is not a JSON object");
+  return std::move(*root);
 }
 
 }  // namespace ternion

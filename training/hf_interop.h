@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/strict_json.h"
 #include "framework/tensor.h"
 #include "layers/model_config.h"
 
@@ -27,5 +28,9 @@ struct HfMapping {
 };
 
 const HfMapping& hf_mapping(const ModelConfig& config);
+
+// A Hugging Face JSON file's text (`path` names it) as a JSON object; CheckpointError naming
+// the file where it is not valid JSON (framework/strict_json.h) or not an object.
+Json read_hf_json_object(const std::string& text, const std::string& path);
 
 }  // namespace ternion

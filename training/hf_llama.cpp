@@ -1,15 +1,12 @@
 #include "training/hf_llama.h"
 
-#include <yaml-cpp/yaml.h>
-
+#include "training/hf_interop.h"
 #include "training/hf_parameter_source.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <optional>
 #include <set>
-#include <sstream>
 
 namespace ternion {
 
@@ -87,16 +84,6 @@ void check_sizes(const ModelConfig& config, const char* direction) {
 
 // The shortest decimal that reads back as `value`, always with a fraction or exponent so that
 // a float field never reads as an integer: 500000.0 (not 5e+05), 1e-05, 0.02.
-std::string json_float(double value) {
-  if (value == std::trunc(value) && std::abs(value) < 1e15)
-    return std::to_string(static_cast<std::int64_t>(value)) + ".0";
-  char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  std::string s(buf, end);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s;
-}
-
 }  // namespace
 
 std::vector<std::pair<std::string, Tensor>> to_hf_llama(
@@ -202,82 +189,63 @@ std::map<std::string, Tensor> from_hf_llama(const ModelConfig& config,
   return ours;
 }
 
-// transformers' rope_scaling of rope_type "llama3", or null.
-std::string rope_scaling_json(const ModelConfig& config) {
-  if (!(config.rope_scaling_factor > 0)) return "null";
-  return "{\"rope_type\": \"llama3\", \"factor\": " + json_float(config.rope_scaling_factor) +
-         ", \"low_freq_factor\": " + json_float(config.rope_scaling_low_freq_factor) +
-         ", \"high_freq_factor\": " + json_float(config.rope_scaling_high_freq_factor) +
-         ", \"original_max_position_embeddings\": " +
-         std::to_string(config.rope_scaling_original_context) + "}";
-}
-
 std::string hf_llama_config_json(const ModelConfig& config) {
-  std::ostringstream out;
-  out << "{\n"
-      << "  \"architectures\": [\"LlamaForCausalLM\"],\n"
-      << "  \"model_type\": \"llama\",\n"
-      << "  \"vocab_size\": " << config.vocab_size << ",\n"
-      << "  \"hidden_size\": " << config.d_model << ",\n"
-      << "  \"intermediate_size\": " << config.ff_width() << ",\n"
-      << "  \"num_hidden_layers\": " << config.n_layer << ",\n"
-      << "  \"num_attention_heads\": " << config.n_head << ",\n"
-      << "  \"num_key_value_heads\": " << config.kv_heads() << ",\n"
-      << "  \"head_dim\": " << config.head_size() << ",\n"
-      << "  \"max_position_embeddings\": " << config.seq_len << ",\n"
-      << "  \"hidden_act\": \"silu\",\n"
-      << "  \"rms_norm_eps\": " << json_float(config.norm_eps) << ",\n"
-      << "  \"rope_theta\": " << json_float(config.rope_theta) << ",\n"
-      << "  \"rope_scaling\": " << rope_scaling_json(config) << ",\n"
-      << "  \"attention_bias\": false,\n"
-      << "  \"attention_dropout\": 0.0,\n"
-      << "  \"mlp_bias\": false,\n"
-      << "  \"initializer_range\": " << json_float(config.init_std) << ",\n"
-      << "  \"tie_word_embeddings\": " << (config.tie_embeddings ? "true" : "false") << ",\n"
-      << "  \"torch_dtype\": \"float32\"\n"
-      << "}\n";
-  return out.str();
+  // transformers' rope_scaling of rope_type "llama3", or null.
+  Json rope_scaling = nullptr;
+  if (config.rope_scaling_factor > 0)
+    rope_scaling = {{"rope_type", "llama3"},
+                    {"factor", config.rope_scaling_factor},
+                    {"low_freq_factor", config.rope_scaling_low_freq_factor},
+                    {"high_freq_factor", config.rope_scaling_high_freq_factor},
+                    {"original_max_position_embeddings", config.rope_scaling_original_context}};
+  const Json root = {{"architectures", {"LlamaForCausalLM"}},
+                     {"model_type", "llama"},
+                     {"vocab_size", config.vocab_size},
+                     {"hidden_size", config.d_model},
+                     {"intermediate_size", config.ff_width()},
+                     {"num_hidden_layers", config.n_layer},
+                     {"num_attention_heads", config.n_head},
+                     {"num_key_value_heads", config.kv_heads()},
+                     {"head_dim", config.head_size()},
+                     {"max_position_embeddings", config.seq_len},
+                     {"hidden_act", "silu"},
+                     {"rms_norm_eps", config.norm_eps},
+                     {"rope_theta", config.rope_theta},
+                     {"rope_scaling", rope_scaling},
+                     {"attention_bias", false},
+                     {"attention_dropout", 0.0},
+                     {"mlp_bias", false},
+                     {"initializer_range", config.init_std},
+                     {"tie_word_embeddings", config.tie_embeddings},
+                     {"torch_dtype", "float32"}};
+  return root.dump(2) + "\n";
 }
 
 void check_hf_llama_config(const ModelConfig& config, const std::string& json,
                            const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(json);  // JSON is YAML; yaml-cpp already reads the checkpoints' JSON
-  } catch (const YAML::Exception& e) {
-    TN_THROW(CheckpointError, "'", path, "' is not valid JSON: ", e.what());
-  }
-  TN_CHECK_AS(CheckpointError, root.IsMap(), "'", path, "' is not a JSON object");
+  const Json root = read_hf_json_object(json, path);
 
   // `key` of `map`; none where the file leaves it out or gives null.
-  auto given = [&](const YAML::Node& map, const char* key) -> std::optional<YAML::Node> {
-    const YAML::Node node = map[key];
-    if (!node || node.IsNull()) return std::nullopt;
-    return node;
+  auto given = [&](const Json& map, const char* key) -> const Json* {
+    const auto it = map.find(key);
+    return it == map.end() || it->is_null() ? nullptr : &*it;
   };
-  auto integer = [&](const YAML::Node& node, const std::string& label) {
-    try {
-      return node.as<std::int64_t>();
-    } catch (const YAML::Exception&) {
-      TN_THROW(CheckpointError, "'", path, "': ", label, " is not an integer");
-    }
+  auto integer = [&](const Json& node, const std::string& label) {
+    const std::optional<std::int64_t> value = json_int64(node);
+    TN_CHECK_AS(CheckpointError, value.has_value(), "'", path, "': ", label, " is not an integer");
+    return *value;
   };
-  auto number = [&](const YAML::Node& node, const std::string& label) {
-    try {
-      return node.as<double>();
-    } catch (const YAML::Exception&) {
-      TN_THROW(CheckpointError, "'", path, "': ", label, " is not a number");
-    }
+  auto number = [&](const Json& node, const std::string& label) {
+    TN_CHECK_AS(CheckpointError, node.is_number(), "'", path, "': ", label, " is not a number");
+    return node.get<double>();
   };
-  auto boolean = [&](const YAML::Node& node, const std::string& label) {
-    try {
-      return node.as<bool>();
-    } catch (const YAML::Exception&) {
-      TN_THROW(CheckpointError, "'", path, "': ", label, " is not true or false");
-    }
+  auto boolean = [&](const Json& node, const std::string& label) {
+    TN_CHECK_AS(CheckpointError, node.is_boolean(), "'", path, "': ", label,
+                " is not true or false");
+    return node.get<bool>();
   };
-  auto text = [&](const YAML::Node& node) {
-    return node.IsScalar() ? node.Scalar() : std::string();
+  auto text = [&](const Json& node) {
+    return node.is_string() ? node.get<std::string>() : node.dump();
   };
 
   if (const auto type = given(root, "model_type"))
@@ -303,7 +271,7 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
   if (given(root, "num_key_value_heads")) {
     check_size("num_key_value_heads", config.kv_heads(), "model.n_kv_head (0 = model.n_head)");
   } else if (given(root, "num_attention_heads")) {
-    const std::int64_t heads = integer(root["num_attention_heads"], "num_attention_heads");
+    const std::int64_t heads = integer(*given(root, "num_attention_heads"), "num_attention_heads");
     TN_CHECK_AS(CheckpointError, heads == config.kv_heads(), "'", path,
                 "' gives no num_key_value_heads, so its key/value heads are num_attention_heads ",
                 heads, ", but model.n_kv_head (0 = model.n_head) is ", config.kv_heads());
@@ -340,7 +308,7 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
 
   // transformers 4.x keeps rope_theta at the top level and scaling in rope_scaling; 5.x moves
   // both into rope_parameters (reading rope_scaling as its old name). Every theta given counts.
-  auto check_rope = [&](const YAML::Node& map, const std::string& prefix) {
+  auto check_rope = [&](const Json& map, const std::string& prefix) {
     if (const auto theta = given(map, "rope_theta"))
       check_close(prefix + "rope_theta", number(*theta, prefix + "rope_theta"), config.rope_theta,
                   "model.rope_theta");
@@ -355,7 +323,8 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     const auto rope = given(root, key);
     if (!rope) continue;
-    TN_CHECK_AS(CheckpointError, rope->IsMap(), "'", path, "': ", key, " is not a JSON object");
+    TN_CHECK_AS(CheckpointError, rope->is_object(), "'", path, "': ", key,
+                " is not a JSON object");
     const auto type = given(*rope, "rope_type") ? given(*rope, "rope_type") : given(*rope, "type");
     const std::string name = type ? text(*type) : "default";
     const std::string prefix = std::string(key) + ".";
@@ -371,7 +340,7 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
     // transformers' defaults where a field is left out are none: every field is required.
     auto field = [&](const char* name) {
       const auto node = given(*rope, name);
-      TN_CHECK_AS(CheckpointError, node.has_value(), "'", path, "': ", prefix, name,
+      TN_CHECK_AS(CheckpointError, node != nullptr, "'", path, "': ", prefix, name,
                   " is missing (rope_type 'llama3' needs it)");
       return number(*node, prefix + name);
     };

@@ -49,7 +49,8 @@ python3 "$(dirname "$0")/llama_reference.py" "$out/hf" --tokens "$tokens" \
   > "$out/scaled.log" 2>&1 || { cat "$out/scaled.log"; fail "the scaled-rotary run"; }
 "$bin/ternion-export" --checkpoint "$out/scaled" --output "$out/hf_scaled" > /dev/null 2>&1 ||
   fail "ternion-export of the scaled-rotary model"
-grep -q '"rope_type": "llama3", "factor": 8.0' "$out/hf_scaled/config.json" ||
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["rope_scaling"]
+sys.exit(not (r["rope_type"] == "llama3" and r["factor"] == 8.0))' "$out/hf_scaled/config.json" ||
   fail "config.json has no llama3 rope_scaling"
 "$bin/ternion-generate" --checkpoint "$out/scaled" --prompt "$prompt" --max-tokens 0 \
   --logits "$out/logits_scaled.json" > /dev/null || fail "ternion-generate --logits (scaled)"

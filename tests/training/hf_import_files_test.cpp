@@ -143,7 +143,7 @@ TEST(HfImportFiles, DamagedIndexesAreRefusedNamingWhatIsWrong) {
       EXPECT_NE(what.find(message), std::string::npos) << what;
     }
   };
-  expect_refused("{\"weight_map\": [", "model.safetensors.index.json' is not JSON");
+  expect_refused("{\"weight_map\": [", "model.safetensors.index.json' is not valid JSON");
   expect_refused("{\"metadata\": {}}", "has no \"weight_map\"");
   expect_refused("{\"weight_map\": {\"wte\": \"../elsewhere.safetensors\"}}",
                  "tensor 'wte' maps to '../elsewhere.safetensors', not a file name in the directory");

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "framework/strict_json.h"
+
 #include "framework/error.h"
 #include "test_util.h"
 #include "training/hf_export.h"
@@ -282,22 +284,19 @@ TEST(HfLlama, ConfigJsonIsLlamaForCausalLMs) {
     ModelConfig config = tiny_config(2, tied);
     config.rope_theta = 500000;
     const std::string json = hf_llama_config_json(config);
-    for (const std::string& field :
-         {std::string("\"architectures\": [\"LlamaForCausalLM\"]"),
-          std::string("\"model_type\": \"llama\""), std::string("\"vocab_size\": 29,"),
-          std::string("\"hidden_size\": 16,"), std::string("\"intermediate_size\": 24,"),
-          std::string("\"num_hidden_layers\": 2,"), std::string("\"num_attention_heads\": 4,"),
-          std::string("\"num_key_value_heads\": 2,"), std::string("\"head_dim\": 4,"),
-          std::string("\"max_position_embeddings\": 16,"), std::string("\"hidden_act\": \"silu\""),
-          std::string("\"rms_norm_eps\": 1e-05,"), std::string("\"rope_theta\": 500000.0,"),
-          std::string("\"rope_scaling\": null"), std::string("\"attention_bias\": false"),
-          std::string("\"mlp_bias\": false"), std::string("\"torch_dtype\": \"float32\""),
-          std::string("\"tie_word_embeddings\": ") + (tied ? "true" : "false")})
-      EXPECT_NE(json.find(field), std::string::npos) << "config.json lacks " << field << ":\n"
-                                                     << json;
+    Json want = Json::parse(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "vocab_size": 29, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4,
+        "max_position_embeddings": 16, "hidden_act": "silu", "rms_norm_eps": 1e-05,
+        "rope_theta": 500000.0, "rope_scaling": null, "attention_bias": false,
+        "mlp_bias": false, "torch_dtype": "float32"})");
+    want["tie_word_embeddings"] = tied;
+    const Json got = Json::parse(json);
+    for (const auto& [key, value] : want.items())
+      EXPECT_EQ(got.value(key, Json("missing")), value) << key << " in config.json:\n" << json;
     EXPECT_NO_THROW(check_hf_llama_config(config, json, "c.json"));
     config.n_kv_head = 0;  // written as the head count it stands for
-    EXPECT_NE(hf_llama_config_json(config).find("\"num_key_value_heads\": 4,"), std::string::npos);
+    EXPECT_EQ(Json::parse(hf_llama_config_json(config))["num_key_value_heads"], 4);
   }
 }
 
@@ -353,10 +352,9 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
   EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_4x, "c.json"));
   EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_5x, "c.json"));
   EXPECT_NO_THROW(check_hf_llama_config(scaled, hf_llama_config_json(scaled), "c.json"));
-  EXPECT_NE(hf_llama_config_json(scaled).find(
-                R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, )"
-                R"("high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"),
-            std::string::npos)
+  EXPECT_EQ(Json::parse(hf_llama_config_json(scaled))["rope_scaling"],
+            Json::parse(R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"))
       << hf_llama_config_json(scaled);
 
   const ModelConfig plain = tiny_config(2, false);
