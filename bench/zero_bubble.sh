@@ -50,5 +50,6 @@ done
 if [ -n "$keep" ]; then
   mkdir -p "$keep"
   cp "$out/zb-h1.json" "$keep/pipeline-zb-h1-${stages}x8.json"
-  python3 tools/trace_to_png.py "$keep/pipeline-zb-h1-${stages}x8.json" "$keep/pipeline-zb-h1-${stages}x8.png"
+  py=$(tools/python-with-matplotlib)
+  "$py" tools/trace_to_png.py "$keep/pipeline-zb-h1-${stages}x8.json" "$keep/pipeline-zb-h1-${stages}x8.png"
 fi

@@ -37,3 +37,11 @@ echo
 if [ "$total" -gt 0 ]; then
   echo "quickstart: $known of $total generated words are words of the corpus ($((100 * known / total))%)"
 fi
+# The loss curve as a picture (matplotlib; the run stands without it).
+if py=$(tools/python-with-matplotlib 2>/dev/null) &&
+   "$py" tools/plot_metrics.py runs/quickstart/metrics.jsonl --labels quickstart \
+     -o runs/quickstart/loss.png > /dev/null; then
+  echo "quickstart: loss curve in runs/quickstart/loss.png"
+else
+  echo "quickstart: no loss curve drawn (no Python with matplotlib)"
+fi
