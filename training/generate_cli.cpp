@@ -11,6 +11,7 @@
 #include <string>
 
 #include "data/byte_tokenizer.h"
+#include "framework/strict_json.h"
 #include "layers/kv_cache_decoder.h"
 #include "training/checkpoint.h"
 #include "training/cli_option_values.h"
@@ -115,15 +116,12 @@ void write_prompt_logits(GptModel& model, const std::string& prompt, const std::
   {
     std::ofstream out(tmp);
     TN_CHECK_AS(DataError, out.good(), "--logits: cannot write '", tmp, "'");
-    out.precision(9);
-    out << "[";
+    Json rows = Json::array();
     for (std::int64_t t = 0; t < seq; ++t) {
-      out << (t ? ",\n [" : "[");
-      for (std::int64_t v = 0; v < vocab; ++v)
-        out << (v ? ", " : "") << logits[static_cast<std::size_t>(t * padded + v)];
-      out << "]";
+      const auto row = logits.begin() + t * padded;
+      rows.push_back(std::vector<float>(row, row + vocab));
     }
-    out << "]\n";
+    out << rows.dump() << "\n";
     out.flush();
     TN_CHECK_AS(DataError, out.good(), "--logits: cannot write '", tmp, "'");
   }

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
+
+#include "framework/error.h"
+#include "framework/strict_json.h"
 
 namespace ternion {
 
@@ -44,12 +46,11 @@ std::string span_name(PipelineAction::Kind kind, int micro_batch, int chunk) {
   return std::string(prefix) + std::to_string(micro_batch) + (chunk > 0 ? "." + std::to_string(chunk) : "");
 }
 
-void event(std::ostream& out, bool& first, const std::string& name, const char* category,
-           int rank, double start_us, double duration_us) {
-  out << (first ? "\n" : ",\n") << "{\"name\": \"" << name << "\", \"cat\": \"" << category
-      << "\", \"ph\": \"X\", \"pid\": 0, \"tid\": " << rank << ", \"ts\": " << start_us
-      << ", \"dur\": " << duration_us << "}";
-  first = false;
+// A complete event ("X") of Chrome's trace format, times in microseconds.
+Json event(const std::string& name, const char* category, int rank, double start_us,
+           double duration_us) {
+  return {{"name", name}, {"cat", category}, {"ph", "X"}, {"pid", 0},
+          {"tid", rank},  {"ts", start_us},  {"dur", duration_us}};
 }
 
 }  // namespace
@@ -106,18 +107,15 @@ TracedStep write_pipeline_trace(const std::string& path, const PipelineStepResul
   std::vector<double> forward(static_cast<std::size_t>(stages)),
       backward(static_cast<std::size_t>(stages)), weight(static_cast<std::size_t>(stages));
   std::vector<int> ranks_of_stage(static_cast<std::size_t>(stages));
-  std::ostringstream out;
-  out.precision(10);
-  out << "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"step\": " << step << "}, \"traceEvents\": [";
-  bool first = true;
+  Json events = Json::array();
   for (int r = 0; r < world.size(); ++r) {
     const float* f = all.data<float>() + r * local.numel();
     const double base = starts[static_cast<std::size_t>(r)] -
                         node_origin.at(node_of[static_cast<std::size_t>(r)]);
-    out << (first ? "\n" : ",\n") << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " << r
-        << ", \"args\": {\"name\": \"rank " << r << " (pp " << groups.layout().at(r).coords.pp_rank
-        << ", tp " << groups.layout().at(r).coords.tp_rank << ")\"}}";
-    first = false;
+    const RankCoords& coords = groups.layout().at(r).coords;
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
+                      {"args", {{"name", detail::concat("rank ", r, " (pp ", coords.pp_rank,
+                                                        ", tp ", coords.tp_rank, ")")}}}});
     const auto pp = static_cast<std::size_t>(groups.layout().at(r).coords.pp_rank);
     ++ranks_of_stage[pp];
     double previous_end = 0.0;
@@ -126,9 +124,10 @@ TracedStep write_pipeline_trace(const std::string& path, const PipelineStepResul
       const auto kind = static_cast<PipelineAction::Kind>(static_cast<int>(s[2]));
       const double start = base + s[0], end = base + s[1];
       if (start - previous_end > 1e-6 && i > 0)
-        event(out, first, "idle", "idle", r, previous_end * 1e6, (start - previous_end) * 1e6);
-      event(out, first, span_name(kind, static_cast<int>(s[3]), static_cast<int>(s[4])),
-            category_of(kind), r, start * 1e6, (end - start) * 1e6);
+        events.push_back(
+            event("idle", "idle", r, previous_end * 1e6, (start - previous_end) * 1e6));
+      events.push_back(event(span_name(kind, static_cast<int>(s[3]), static_cast<int>(s[4])),
+                             category_of(kind), r, start * 1e6, (end - start) * 1e6));
       if (is_compute(kind)) busy += end - start;
       if (kind == PipelineAction::Kind::Forward) forward[pp] += end - start;
       if (is_compute(kind) && kind != PipelineAction::Kind::Forward) backward[pp] += end - start;
@@ -137,7 +136,9 @@ TracedStep write_pipeline_trace(const std::string& path, const PipelineStepResul
       finish = std::max(finish, end);
     }
   }
-  out << "\n]}\n";
+  const Json trace = {{"displayTimeUnit", "ms"},
+                      {"otherData", {{"step", step}}},
+                      {"traceEvents", std::move(events)}};
 
   const std::string partial = path + ".partial";
   {
@@ -147,7 +148,7 @@ TracedStep write_pipeline_trace(const std::string& path, const PipelineStepResul
     std::ofstream file(partial, std::ios::binary);
     TN_CHECK_AS(DataError, file.good(), "logging.trace_file: cannot write '", partial, "': ",
                 std::strerror(errno));
-    file << out.str();
+    file << trace.dump() << "\n";
     TN_CHECK_AS(DataError, file.good(), "logging.trace_file: cannot write '", partial, "'");
   }
   std::error_code ec;
