@@ -8,10 +8,10 @@
 //                     "global_shape": [256, 64], "local_shape": [128, 64], "shard_dim": 0,
 //                     "shard_offset": 128, "begin": 0, "end": 8192, "crc32": 1234}, ...]}
 //
-// Written by hand, read back with yaml-cpp (JSON is YAML). A loader indexes memory with these
-// numbers, so every field read is checked before it is used: its type, its range, and each
-// piece's slice against its tensor's shape. A damaged file is a CheckpointError naming the
-// file and the field, never a crash. Checkpoints written before "optimizer", "family" and
+// Written and read through nlohmann/json (framework/strict_json.h). A loader indexes memory
+// with these numbers, so every field read is checked before it is used: its type, its range,
+// and each piece's slice against its tensor's shape. A damaged file is a CheckpointError naming
+// the file and the field, never a crash. Checkpoints written before "optimizer", "family" and
 // "block" were recorded lack them; they still load (a checkpoint without "family" is GPT-2's).
 #pragma once
 
