@@ -37,7 +37,7 @@ for reduction in ${REDUCTIONS:-flat hierarchical powersgd flat-zero1 hierarchica
     > "$out/$reduction.log" 2>&1 || { cat "$out/$reduction.log"; exit 1; }
   grep -m1 "data-parallel gradients" "$out/$reduction.log" || true
   median() {
-    grep -oE "\"$1\": [0-9.]+" "$out/$reduction.jsonl" | tail -n +2 | awk '{ print $2 }' | sort -n |
+    grep -oE "\"$1\": ?[0-9.]+" "$out/$reduction.jsonl" | tail -n +2 | sed -E 's/.*: ?//' | sort -n |
       awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
   }
   printf '%-24s step %8.1f ms, of which waiting for the reduction %8.1f ms (median of steps 2-%d, rank 0)\n' \

@@ -18,9 +18,9 @@ for overlap in true false; do
     --set parallel.overlap_grad_reduce=$overlap --set logging.metrics_file="$out/$overlap.jsonl" \
     > "$out/$overlap.log" 2>&1 || { cat "$out/$overlap.log"; exit 1; }
 done
-wait_ms() { tail -n 3 "$out/$1.jsonl" | sed -E 's/.*"grad_reduce_wait_ms": ([0-9.e+-]+).*/\1/' | sort -g | sed -n 2p; }
-step_ms() { tail -n 3 "$out/$1.jsonl" | sed -E 's/.*"ms_per_step": ([0-9.e+-]+).*/\1/' | sort -g | sed -n 2p; }
-early=$(tail -n 1 "$out/true.jsonl" | sed -E 's/.*"buckets_reduced_early": ([0-9]+).*/\1/')
+wait_ms() { tail -n 3 "$out/$1.jsonl" | sed -E 's/.*"grad_reduce_wait_ms": ?([0-9.e+-]+).*/\1/' | sort -g | sed -n 2p; }
+step_ms() { tail -n 3 "$out/$1.jsonl" | sed -E 's/.*"ms_per_step": ?([0-9.e+-]+).*/\1/' | sort -g | sed -n 2p; }
+early=$(tail -n 1 "$out/true.jsonl" | sed -E 's/.*"buckets_reduced_early": ?([0-9]+).*/\1/')
 echo "overlapped:   step $(step_ms true) ms, waiting for reductions $(wait_ms true) ms ($early buckets started during backward)"
 echo "after backward: step $(step_ms false) ms, waiting for reductions $(wait_ms false) ms"
 awk -v a="$(wait_ms true)" -v b="$(wait_ms false)" \

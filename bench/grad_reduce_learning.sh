@@ -27,7 +27,7 @@ for dtype in fp32 bf16 powersgd; do
     > "$out/$dtype.log" 2>&1 || { cat "$out/$dtype.log"; exit 1; }
   grep -E "data-parallel gradients|val loss" "$out/$dtype.log"
 done
-val() { grep -oE '"val_loss": [0-9.]+' "$out/$1.jsonl" | tail -n 1 | awk '{ print $2 }'; }
+val() { grep -oE '"val_loss": ?[0-9.]+' "$out/$1.jsonl" | tail -n 1 | sed -E 's/.*: ?//'; }
 awk -v a="$(val fp32)" -v b="$(val bf16)" -v p="$(val powersgd)" -v s="$steps" \
   'BEGIN { printf "after %d steps: validation loss fp32 %.4f, bf16 %.4f (%+.2f%%), PowerSGD %.4f (%+.2f%%)\n",
            s, a, b, 100 * (b / a - 1), p, 100 * (p / a - 1) }'

@@ -49,7 +49,8 @@ while read -r t p d mb v predicted; do
     --set parallel.micro_batch_size="$mb" --set parallel.virtual_stages="$v" \
     --set "logging.metrics_file=$out/run.jsonl" < /dev/null > "$out/run.log" 2>&1 || { cat "$out/run.log"; exit 1; }
   # The fastest step: this machine is shared, and interference only ever slows a step.
-  measured=$(grep -oE '"ms_per_step": [0-9.]+' "$out/run.jsonl" | tail -n +2 | awk '{ print $2 / 1000 }' |
+  measured=$(grep -oE '"ms_per_step": ?[0-9.]+' "$out/run.jsonl" | tail -n +2 | sed -E 's/.*: ?//' |
+             awk '{ print $1 / 1000 }' |
              sort -n | head -n 1)
   echo "$t,$p,$d,$mb,$v $predicted $measured" >> "$out/results.txt"
   awk -v l="$t,$p,$d,$mb,$v" -v p="$predicted" -v m="$measured" \

@@ -38,7 +38,7 @@ for schedule in 1f1b interleaved zb-h1; do
     "${layout[@]}" --set "logging.trace_file=$out/$schedule.json" \
     --set "logging.metrics_file=$out/$schedule.jsonl" < /dev/null > "$out/$schedule.log" 2>&1 ||
     { cat "$out/$schedule.log"; exit 1; }
-  step_ms=$(grep -oE '"ms_per_step": [0-9.]+' "$out/$schedule.jsonl" | tail -n +2 | awk '{ print $2 }' |
+  step_ms=$(grep -oE '"ms_per_step": ?[0-9.]+' "$out/$schedule.jsonl" | tail -n +2 | sed -E 's/.*: ?//' |
             sort -n | head -n 1)
   line=$(grep "traced to" "$out/$schedule.log")
   measured=$(sed -E 's/.*measured pipeline bubble ([0-9.]+)%.*/\1/' <<< "$line")

@@ -378,7 +378,7 @@ prepare_data() {
 # losses of two metrics files, step by step, within relative tolerance $3 (the parse of
 # tests/cli/compare_runs.sh).
 compare_losses() {
-  loss() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
+  loss() { sed -E 's/.*"loss": ?([^,]+),.*/\1/' "$1"; }
   [ "$(wc -l < "$1")" -eq "$(wc -l < "$2")" ] || { note "step counts differ"; return 1; }
   local verdict
   verdict=$(paste <(loss "$1") <(loss "$2") | awk -v rtol="$3" '

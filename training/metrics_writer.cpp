@@ -1,62 +1,51 @@
 #include "training/metrics_writer.h"
 
 #include <cerrno>
-#include <charconv>
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "framework/error.h"
 #include "framework/logging.h"
+#include "framework/strict_json.h"
 
 namespace ternion {
 
-namespace {
-std::string json_number(double x) {
-  if (!std::isfinite(x)) return "null";  // JSON has no NaN or Infinity
-  std::ostringstream out;
-  out.precision(9);
-  out << x;
-  return out.str();
-}
-}  // namespace
-
 std::string metrics_json(const StepMetrics& m) {
-  std::string s = "{\"step\": " + std::to_string(m.step) + ", \"loss\": " + json_number(m.loss) +
-                  ", \"lr\": " + json_number(m.lr) + ", \"grad_norm\": " +
-                  json_number(m.grad_norm) + ", \"tokens_per_s\": " + json_number(m.tokens_per_s) +
-                  ", \"ms_per_step\": " + json_number(m.ms_per_step) +
-                  ", \"activation_mb\": " + json_number(m.activation_mb) +
-                  ", \"peak_memory_mb\": " + json_number(m.peak_memory_mb) +
-                  ", \"reserved_memory_mb\": " + json_number(m.reserved_memory_mb);
-  if (m.memory_estimate_mb) s += ", \"memory_estimate_mb\": " + json_number(*m.memory_estimate_mb);
-  s += ", \"forward_backward_ms\": " + json_number(m.forward_backward_ms);
-  if (m.forward_ms) s += ", \"forward_ms\": " + json_number(*m.forward_ms);
-  s += ", \"grad_sync_ms\": " + json_number(m.grad_sync_ms) +
-       ", \"optimizer_ms\": " + json_number(m.optimizer_ms);
-  if (m.grad_reduce_wait_ms > 0 || m.buckets_reduced_early > 0)
-    s += ", \"grad_reduce_wait_ms\": " + json_number(m.grad_reduce_wait_ms) +
-         ", \"buckets_reduced_early\": " + std::to_string(m.buckets_reduced_early);
-  if (m.skipped) s += ", \"skipped\": true";
-  if (m.val_loss) s += ", \"val_loss\": " + json_number(*m.val_loss);
-  return s + "}";
+  // JSON has no NaN or Infinity: a non-finite value is written as null.
+  Json j = {{"step", m.step},
+            {"loss", m.loss},
+            {"lr", m.lr},
+            {"grad_norm", m.grad_norm},
+            {"tokens_per_s", m.tokens_per_s},
+            {"ms_per_step", m.ms_per_step},
+            {"activation_mb", m.activation_mb},
+            {"peak_memory_mb", m.peak_memory_mb},
+            {"reserved_memory_mb", m.reserved_memory_mb}};
+  if (m.memory_estimate_mb) j["memory_estimate_mb"] = *m.memory_estimate_mb;
+  j["forward_backward_ms"] = m.forward_backward_ms;
+  if (m.forward_ms) j["forward_ms"] = *m.forward_ms;
+  j["grad_sync_ms"] = m.grad_sync_ms;
+  j["optimizer_ms"] = m.optimizer_ms;
+  if (m.grad_reduce_wait_ms > 0 || m.buckets_reduced_early > 0) {
+    j["grad_reduce_wait_ms"] = m.grad_reduce_wait_ms;
+    j["buckets_reduced_early"] = m.buckets_reduced_early;
+  }
+  if (m.skipped) j["skipped"] = true;
+  if (m.val_loss) j["val_loss"] = *m.val_loss;
+  return j.dump();
 }
 
 namespace {
 
-// The step of a metrics line ('{"step": 12, ...}'), or -1 for a line that is not one whole
-// record (the last line of a run killed while writing it).
+// The step of a metrics line, or -1 for a line that is not one whole record (the last line of
+// a run killed while writing it).
 std::int64_t step_of_line(const std::string& line) {
-  const std::string prefix = "{\"step\": ";
-  if (line.rfind(prefix, 0) != 0 || line.back() != '}') return -1;
-  const std::size_t i = prefix.size();
-  if (i >= line.size() || line[i] < '0' || line[i] > '9') return -1;
-  std::int64_t step = -1;
-  const char* last = line.data() + line.size();
-  const auto [end, error] = std::from_chars(line.data() + i, last, step);
-  return error == std::errc() && end != last && *end == ',' ? step : -1;
+  const Json record = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object()) return -1;
+  const auto step = record.find("step");
+  if (step == record.end()) return -1;
+  return json_int64(*step).value_or(-1);
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ first=$((10#${latest#step_} + 1))
 $mpirun -np 4 "$train" "${layout[@]}" --set training.steps=$steps --set "checkpoint.save_dir=$out/down/ckpt" \
   --set checkpoint.load=latest --set "logging.metrics_file=$out/down/resumed.jsonl" \
   > "$out/down/resumed.log" 2>&1 || { cat "$out/down/resumed.log"; fail "link down: the resumed run"; }
-loss() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
+loss() { sed -E 's/.*"loss": ?([^,]+),.*/\1/' "$1"; }
 paste <(tail -n +"$first" "$out/reference.jsonl" | loss /dev/stdin) <(loss "$out/down/resumed.jsonl") | awk -v first="$first" '
   { n++; d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1 || $2 == "") bad++ }
   END { if (n == 0 || bad) { print "FAILED: link down: " bad " of " n " resumed losses differ"; exit 1 }

@@ -33,7 +33,7 @@ built=$(sed -n 's/^ternion: rank \([0-9]*\) tp=\([0-9]*\) pp=\([0-9]*\) dp=[0-9]
 # The loss and the gradient norm of every step: AdamW with clipping is nearly blind to a
 # gradient scale common to all parameters (a layout that trains each shard on the whole model,
 # say), which the losses hide and the norm shows.
-field() { sed -E "s/.*\"$2\": ([^,}]+).*/\\1/" "$1"; }
+field() { sed -E "s/.*\"$2\": ?([^,}]+).*/\\1/" "$1"; }
 for name in loss grad_norm; do
   paste <(field "$out/one.jsonl" "$name") <(field "$out/many.jsonl" "$name") | awk -v name="$name" '
     { n++; d = $1 - $2; if (d < 0) d = -d; a = $1 < 0 ? -$1 : $1

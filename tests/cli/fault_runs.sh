@@ -30,7 +30,7 @@ pid_of_rank() {  # the pid of world rank $1 of the running job (Open MPI sets th
   done | head -n 1
 }
 
-loss() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
+loss() { sed -E 's/.*"loss": ?([^,]+),.*/\1/' "$1"; }
 resume_and_compare() {  # NAME: resume NAME's latest checkpoint to step $steps, compare losses
   local name=$1 latest first
   latest=$(cat "$out/$name/ckpt/latest" 2>/dev/null) || fail "$name: no checkpoint to resume"

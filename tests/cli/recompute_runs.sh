@@ -17,7 +17,7 @@ run() {  # NAME ARGS...: one run in the layout, its metrics in $out/NAME.jsonl
     > "$out/$name.log" 2>&1 || { cat "$out/$name.log"; fail "the $name run"; }
 }
 peak() { sed -n 's/^ternion: activations and temporaries peaked at \([0-9.]*\) MB.*/\1/p' "$out/$1.log"; }
-field() { sed -E "s/.*\"$2\": ([^,}]+).*/\\1/" "$1"; }
+field() { sed -E "s/.*\"$2\": ?([^,}]+).*/\\1/" "$1"; }
 run none "$@"
 for mode in selective full full_first; do
   case $mode in
