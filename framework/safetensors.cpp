@@ -30,9 +30,10 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 // ---- JSON (framework/strict_json.h) ------------------------------------------------------------
 
-Json parse_header(const std::string& path, const std::string& text) {
+Json parse_header(const std::string& path, const std::string& text,
+                  std::vector<std::string>* names_in_order) {
   std::string why;
-  std::optional<Json> root = parse_strict_json(text, &why);
+  std::optional<Json> root = parse_strict_json(text, &why, names_in_order);
   if (!root) TN_THROW(CheckpointError, "safetensors file '", path, "': invalid JSON header: ", why);
   return std::move(*root);
 }
@@ -187,7 +188,9 @@ void write_safetensors(const std::string& path,
   std::vector<Tensor> contiguous;
   contiguous.reserve(tensors.size());
   std::set<std::string> names;
-  Json root = Json::object();
+  // In the caller's order, appended without a lookup per name (names are unique, checked).
+  OrderedJson root = OrderedJson::object();
+  auto& members = root.get_ref<OrderedJson::object_t&>();
   std::int64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     TN_CHECK(tensor.defined(), "safetensors tensor '", name, "' is undefined");
@@ -196,16 +199,16 @@ void write_safetensors(const std::string& path,
     TN_CHECK(names.insert(name).second, "safetensors tensor '", name, "' given twice");
     contiguous.push_back(tensor.contiguous());
     const auto bytes = static_cast<std::int64_t>(tensor.nbytes());
-    root[name] = {{"dtype", safetensors_dtype_name(tensor.dtype())},
-                  {"shape", tensor.shape()},
-                  {"data_offsets", {offset, offset + bytes}}};
+    members.push_back({name, {{"dtype", safetensors_dtype_name(tensor.dtype())},
+                              {"shape", tensor.shape()},
+                              {"data_offsets", {offset, offset + bytes}}}});
     offset += bytes;
   }
-  if (!metadata.empty()) root[kMetadataKey] = metadata;
+  if (!metadata.empty()) members.push_back({kMetadataKey, metadata});
   std::string header;
   try {
     header = root.dump();
-  } catch (const Json::type_error& e) {
+  } catch (const OrderedJson::type_error& e) {
     TN_CHECK(false, "safetensors file '", path, "': a tensor name or metadata is not UTF-8 (",
              e.what(), ")");
   }
@@ -261,7 +264,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   std::string header(header_bytes, '\0');
   if (read_at(fd.get(), path, header.data(), header.size(), 8) != header.size())
     TN_THROW(CheckpointError, "safetensors file '", path, "': header cut short");
-  const Json root = parse_header(path, header);
+  std::vector<std::string> names;  // the header's keys in file order
+  const Json root = parse_header(path, header, &names);
   if (!root.is_object())
     TN_THROW(CheckpointError, "safetensors file '", path, "': header is not a JSON object");
 
@@ -269,7 +273,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   file.path_ = path;
   file.data_start_ = static_cast<std::int64_t>(8 + header_bytes);
   const std::int64_t data_bytes = static_cast<std::int64_t>(file_bytes - 8 - header_bytes);
-  for (const auto& [name, value] : root.items()) {
+  for (const std::string& name : names) {
+    const Json& value = root.at(name);
     if (name == kMetadataKey) {
       if (!value.is_object())
         TN_THROW(CheckpointError, "safetensors file '", path, "': __metadata__ is not an object");

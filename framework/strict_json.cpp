@@ -13,25 +13,38 @@ struct Refused {
 };
 }  // namespace
 
-std::optional<Json> parse_strict_json(const std::string& text, std::string* why) {
+std::optional<Json> parse_strict_json(const std::string& text, std::string* why,
+                                      std::vector<std::string>* top_level_keys) {
   std::vector<std::set<std::string>> keys;  // of each object being read
   const Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
     if (depth > kMaxJsonDepth)
       throw Refused{"nested deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
     if (event == Json::parse_event_t::object_start) keys.emplace_back();
     if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    if (event == Json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second)
-      throw Refused{"key '" + parsed.get<std::string>() + "' appears twice"};
+    if (event == Json::parse_event_t::key) {
+      if (!keys.back().insert(parsed.get<std::string>()).second)
+        throw Refused{"key '" + parsed.get<std::string>() + "' appears twice"};
+      if (top_level_keys != nullptr && keys.size() == 1)
+        top_level_keys->push_back(parsed.get<std::string>());
+    }
     return true;
   };
   try {
     return Json::parse(text, check);
   } catch (const Refused& refused) {
     *why = refused.why;
-  } catch (const Json::parse_error& e) {
-    *why = e.what();  // names the byte
+  } catch (const Json::exception& e) {
+    *why = e.what();  // a syntax error names its byte; a number past a double's range, its text
   }
   return std::nullopt;
+}
+
+std::string json_text(const OrderedJson& value, int indent) {
+  return value.dump(indent, ' ', false, OrderedJson::error_handler_t::replace);
+}
+
+std::string json_text(const Json& value, int indent) {
+  return value.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
 std::optional<std::int64_t> json_int64(const Json& value) {

@@ -37,7 +37,8 @@ def main():
     parser.add_argument("--width", type=float, default=12.0, help="figure width in inches")
     args = parser.parse_args()
     with open(args.trace) as f:
-        events = json.load(f)["traceEvents"]
+        trace = json.load(f)
+    events = trace["traceEvents"]
     spans = [e for e in events if e.get("ph") == "X" and e.get("cat") != "idle"]
     if not spans:
         sys.exit("trace_to_png: no spans in " + args.trace)
@@ -68,7 +69,7 @@ def main():
     ax.invert_yaxis()  # rank 0 on top
     ax.set_xlim(0, (end - start) / 1000.0)
     ax.set_xlabel("ms since the step started")
-    step = json.load(open(args.trace)).get("otherData", {}).get("step")
+    step = trace.get("otherData", {}).get("step")
     ax.set_title("pipeline timeline" + (" of step %s" % step if step is not None else ""))
     shown = {e.get("cat") for e in spans}
     ax.legend(handles=[Patch(color=COLOURS[c], label=c) for c in COLOURS if c in shown],

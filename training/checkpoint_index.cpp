@@ -157,30 +157,30 @@ std::vector<std::pair<std::string, std::int64_t>> checkpoint_model_sizes(const M
 }
 
 std::string checkpoint_meta_json(const CheckpointMeta& meta) {
-  Json root = {{"format", kCheckpointFormat},
+  OrderedJson root = {{"format", kCheckpointFormat},
                {"step", meta.step},
                {"ranks", meta.ranks},
                {"optimizer", meta.optimizer},
                {"family", meta.family}};
   if (!meta.block.empty()) root["block"] = meta.block;
-  Json& model = root["model"] = Json::object();
+  OrderedJson& model = root["model"] = OrderedJson::object();
   for (const auto& [key, value] : meta.model) model[key] = value;
-  return root.dump() + "\n";
+  return json_text(root) + "\n";
 }
 
 // One piece a line, for a person reading the index.
 std::string rank_index_json(int rank, const std::vector<CheckpointPiece>& pieces) {
-  std::string out = Json{{"rank", rank}}.dump();
+  std::string out = json_text(OrderedJson{{"rank", rank}});
   out.pop_back();  // the object stays open for the pieces
   out += ",\"pieces\":[";
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const CheckpointPiece& p = pieces[i];
-    const Json piece = {{"tensor", p.tensor},          {"key", p.key},
+    const OrderedJson piece = {{"tensor", p.tensor},          {"key", p.key},
                         {"global_shape", p.global_shape}, {"local_shape", p.local_shape},
                         {"shard_dim", p.shard_dim},     {"shard_offset", p.shard_offset},
                         {"begin", p.begin},             {"end", p.end},
                         {"crc32", p.crc}};
-    out += (i ? ",\n  " : "\n  ") + piece.dump();
+    out += (i ? ",\n  " : "\n  ") + json_text(piece);
   }
   return out + "\n]}\n";
 }

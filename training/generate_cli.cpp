@@ -121,7 +121,7 @@ void write_prompt_logits(GptModel& model, const std::string& prompt, const std::
       const auto row = logits.begin() + t * padded;
       rows.push_back(std::vector<float>(row, row + vocab));
     }
-    out << rows.dump() << "\n";
+    out << json_text(rows) << "\n";
     out.flush();
     TN_CHECK_AS(DataError, out.good(), "--logits: cannot write '", tmp, "'");
   }

@@ -105,7 +105,7 @@ std::string hf_gpt2_config_json(const ModelConfig& config) {
   static_assert(kLayerNormEps == 1e-5f, "layer_norm_epsilon below must match kLayerNormEps");
   // Our dropout acts on the embeddings and the residual branches; attention probabilities
   // are never dropped. n_inner null is HF's default, 4 * n_embd, which is ours too.
-  const Json root = {{"architectures", {"GPT2LMHeadModel"}},
+  const OrderedJson root = {{"architectures", {"GPT2LMHeadModel"}},
                      {"model_type", "gpt2"},
                      {"vocab_size", config.vocab_size},
                      {"n_positions", config.seq_len},
@@ -113,7 +113,7 @@ std::string hf_gpt2_config_json(const ModelConfig& config) {
                      {"n_embd", config.d_model},
                      {"n_layer", config.n_layer},
                      {"n_head", config.n_head},
-                     {"n_inner", config.d_ff > 0 ? Json(config.d_ff) : Json(nullptr)},
+                     {"n_inner", config.d_ff > 0 ? OrderedJson(config.d_ff) : OrderedJson(nullptr)},
                      {"activation_function", "gelu_new"},
                      {"layer_norm_epsilon", 1e-5},
                      {"embd_pdrop", config.dropout},
@@ -122,7 +122,7 @@ std::string hf_gpt2_config_json(const ModelConfig& config) {
                      {"initializer_range", config.init_std},
                      {"scale_attn_weights", true},
                      {"tie_word_embeddings", true}};
-  return root.dump(2) + "\n";
+  return json_text(root, 2) + "\n";
 }
 
 std::map<std::string, Tensor> from_hf_gpt2(

@@ -191,14 +191,14 @@ std::map<std::string, Tensor> from_hf_llama(const ModelConfig& config,
 
 std::string hf_llama_config_json(const ModelConfig& config) {
   // transformers' rope_scaling of rope_type "llama3", or null.
-  Json rope_scaling = nullptr;
+  OrderedJson rope_scaling = nullptr;
   if (config.rope_scaling_factor > 0)
     rope_scaling = {{"rope_type", "llama3"},
                     {"factor", config.rope_scaling_factor},
                     {"low_freq_factor", config.rope_scaling_low_freq_factor},
                     {"high_freq_factor", config.rope_scaling_high_freq_factor},
                     {"original_max_position_embeddings", config.rope_scaling_original_context}};
-  const Json root = {{"architectures", {"LlamaForCausalLM"}},
+  const OrderedJson root = {{"architectures", {"LlamaForCausalLM"}},
                      {"model_type", "llama"},
                      {"vocab_size", config.vocab_size},
                      {"hidden_size", config.d_model},
@@ -218,7 +218,7 @@ std::string hf_llama_config_json(const ModelConfig& config) {
                      {"initializer_range", config.init_std},
                      {"tie_word_embeddings", config.tie_embeddings},
                      {"torch_dtype", "float32"}};
-  return root.dump(2) + "\n";
+  return json_text(root, 2) + "\n";
 }
 
 void check_hf_llama_config(const ModelConfig& config, const std::string& json,

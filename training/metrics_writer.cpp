@@ -13,7 +13,7 @@ namespace ternion {
 
 std::string metrics_json(const StepMetrics& m) {
   // JSON has no NaN or Infinity: a non-finite value is written as null.
-  Json j = {{"step", m.step},
+  OrderedJson j = {{"step", m.step},
             {"loss", m.loss},
             {"lr", m.lr},
             {"grad_norm", m.grad_norm},
@@ -33,7 +33,7 @@ std::string metrics_json(const StepMetrics& m) {
   }
   if (m.skipped) j["skipped"] = true;
   if (m.val_loss) j["val_loss"] = *m.val_loss;
-  return j.dump();
+  return json_text(j);
 }
 
 namespace {

@@ -47,7 +47,7 @@ std::string span_name(PipelineAction::Kind kind, int micro_batch, int chunk) {
 }
 
 // A complete event ("X") of Chrome's trace format, times in microseconds.
-Json event(const std::string& name, const char* category, int rank, double start_us,
+OrderedJson event(const std::string& name, const char* category, int rank, double start_us,
            double duration_us) {
   return {{"name", name}, {"cat", category}, {"ph", "X"}, {"pid", 0},
           {"tid", rank},  {"ts", start_us},  {"dur", duration_us}};
@@ -107,7 +107,7 @@ TracedStep write_pipeline_trace(const std::string& path, const PipelineStepResul
   std::vector<double> forward(static_cast<std::size_t>(stages)),
       backward(static_cast<std::size_t>(stages)), weight(static_cast<std::size_t>(stages));
   std::vector<int> ranks_of_stage(static_cast<std::size_t>(stages));
-  Json events = Json::array();
+  OrderedJson events = OrderedJson::array();
   for (int r = 0; r < world.size(); ++r) {
     const float* f = all.data<float>() + r * local.numel();
     const double base = starts[static_cast<std::size_t>(r)] -
@@ -136,7 +136,7 @@ TracedStep write_pipeline_trace(const std::string& path, const PipelineStepResul
       finish = std::max(finish, end);
     }
   }
-  const Json trace = {{"displayTimeUnit", "ms"},
+  const OrderedJson trace = {{"displayTimeUnit", "ms"},
                       {"otherData", {{"step", step}}},
                       {"traceEvents", std::move(events)}};
 
@@ -148,7 +148,7 @@ TracedStep write_pipeline_trace(const std::string& path, const PipelineStepResul
     std::ofstream file(partial, std::ios::binary);
     TN_CHECK_AS(DataError, file.good(), "logging.trace_file: cannot write '", partial, "': ",
                 std::strerror(errno));
-    file << trace.dump() << "\n";
+    file << json_text(trace) << "\n";
     TN_CHECK_AS(DataError, file.good(), "logging.trace_file: cannot write '", partial, "'");
   }
   std::error_code ec;

@@ -50,7 +50,7 @@ python3 "$(dirname "$0")/llama_reference.py" "$out/hf" --tokens "$tokens" \
 "$bin/ternion-export" --checkpoint "$out/scaled" --output "$out/hf_scaled" > /dev/null 2>&1 ||
   fail "ternion-export of the scaled-rotary model"
 python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["rope_scaling"]
-sys.exit(not (r["rope_type"] == "llama3" and r["factor"] == 8.0))' "$out/hf_scaled/config.json" ||
+sys.exit(not (r["rope_type"] == "llama3" and isinstance(r["factor"], float) and r["factor"] == 8.0))' "$out/hf_scaled/config.json" ||
   fail "config.json has no llama3 rope_scaling"
 "$bin/ternion-generate" --checkpoint "$out/scaled" --prompt "$prompt" --max-tokens 0 \
   --logits "$out/logits_scaled.json" > /dev/null || fail "ternion-generate --logits (scaled)"

@@ -8,7 +8,8 @@
 set -u
 src=$1 out=$2 trace=$3
 mkdir -p "$out"
-py=$("$src/tools/python-with-matplotlib") || { echo "SKIP: no Python with matplotlib"; exit 77; }
+py=$(TERNION_NO_INSTALL=1 "$src/tools/python-with-matplotlib") ||
+  { echo "SKIP: no Python with matplotlib (tools/install-deps.sh installs one)"; exit 77; }
 fail() { echo "FAILED: $*"; exit 1; }
 is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
 

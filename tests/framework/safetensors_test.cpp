@@ -358,6 +358,11 @@ TEST(Safetensors, RefusesBadFilesNamingThem) {
   write_bytes(trailing, raw_file(entry + "{}", 8));
   expect_refused(trailing, "invalid JSON");
 
+  // nlohmann refuses a number past a double's range with another exception than a syntax error.
+  const std::string huge_number = dir.file("huge_number.safetensors");
+  write_bytes(huge_number, raw_file(R"({"a":{"dtype":"F32","shape":[1e999],"data_offsets":[0,8]}})", 8));
+  expect_refused(huge_number, "invalid JSON header");
+
   const std::string fraction = dir.file("fraction.safetensors");
   write_bytes(fraction, raw_file(R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", 8));
   expect_refused(fraction, "shape holds something other than non-negative integers");

@@ -91,6 +91,8 @@ TEST(HfExport, NamesAndShapesAreGpt2s) {
     config_want["n_inner"] = d_ff > 0 ? Json(20) : Json(nullptr);
     for (const auto& [key, value] : config_want.items())
       EXPECT_EQ(json.value(key, Json("missing")), value) << key << " in config.json:\n" << text;
+    for (const char* key : {"layer_norm_epsilon", "embd_pdrop", "attn_pdrop", "initializer_range"})
+      EXPECT_TRUE(json[key].is_number_float()) << key << " in config.json:\n" << text;
   }
 }
 

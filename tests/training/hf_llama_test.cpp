@@ -294,6 +294,9 @@ TEST(HfLlama, ConfigJsonIsLlamaForCausalLMs) {
     const Json got = Json::parse(json);
     for (const auto& [key, value] : want.items())
       EXPECT_EQ(got.value(key, Json("missing")), value) << key << " in config.json:\n" << json;
+    // Equality holds between 500000 and 500000.0: the floats must be written as floats.
+    for (const char* key : {"rms_norm_eps", "rope_theta", "attention_dropout", "initializer_range"})
+      EXPECT_TRUE(got[key].is_number_float()) << key << " in config.json:\n" << json;
     EXPECT_NO_THROW(check_hf_llama_config(config, json, "c.json"));
     config.n_kv_head = 0;  // written as the head count it stands for
     EXPECT_EQ(Json::parse(hf_llama_config_json(config))["num_key_value_heads"], 4);
@@ -352,10 +355,13 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
   EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_4x, "c.json"));
   EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_5x, "c.json"));
   EXPECT_NO_THROW(check_hf_llama_config(scaled, hf_llama_config_json(scaled), "c.json"));
-  EXPECT_EQ(Json::parse(hf_llama_config_json(scaled))["rope_scaling"],
-            Json::parse(R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+  const Json scaling = Json::parse(hf_llama_config_json(scaled))["rope_scaling"];
+  EXPECT_EQ(scaling, Json::parse(R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"))
       << hf_llama_config_json(scaled);
+  for (const char* key : {"factor", "low_freq_factor", "high_freq_factor"})
+    EXPECT_TRUE(scaling[key].is_number_float()) << key;
+  EXPECT_TRUE(scaling["original_max_position_embeddings"].is_number_integer());
 
   const ModelConfig plain = tiny_config(2, false);
   expect_checkpoint_error([&] { check_hf_llama_config(plain, llama3_4x, "c.json"); },
@@ -428,6 +434,9 @@ TEST(HfLlama, ConfigJsonSizesAreCheckedNamingOurKey) {
   refused(R"({"num_hidden_layers": "two"})", {"num_hidden_layers is not an integer"});
   refused("[1, 2]", {"'c.json' is not a JSON object"});
   refused(R"({"hidden_size": )", {"'c.json' is not valid JSON"});
+  refused(R"({"hidden_size": 1e400})", {"'c.json' is not valid JSON"});  // past a double
+  refused(R"({"hidden_size": "16"})", {"hidden_size is not an integer"});  // quoted
+  refused(R"({"vocab_size": 29, "vocab_size": 29})", {"key 'vocab_size' appears twice"});
   // A float32 round trip of the epsilon, a longer context than ours, keys left out: accepted.
   EXPECT_NO_THROW(
       check_hf_llama_config(config, R"({"rms_norm_eps": 9.99999974738e-06})", "c.json"));
