@@ -36,10 +36,12 @@ OpCostScope::~OpCostScope() { active_recorder = nullptr; }
 
 void OpCostRecorder::add_gemm(const GemmShape& shape, double count) {
   counts_[static_cast<int>(phase)].gemms[shape] += count;
+  if (in_weight_gradients) weight_gradients_.gemms[shape] += count;
 }
 
 void OpCostRecorder::add_memory_bytes(double bytes) {
   counts_[static_cast<int>(phase)].memory_bytes += bytes;
+  if (in_weight_gradients) weight_gradients_.memory_bytes += bytes;
 }
 
 void OpCostRecorder::add_collective(const std::string& group, const std::vector<int>& members,
@@ -59,6 +61,14 @@ OpPhaseScope::OpPhaseScope(OpPhase phase) {
 
 OpPhaseScope::~OpPhaseScope() {
   if (active_recorder != nullptr) active_recorder->phase = previous_;
+}
+
+WeightGradientScope::WeightGradientScope() {
+  if (active_recorder != nullptr) active_recorder->in_weight_gradients = true;
+}
+
+WeightGradientScope::~WeightGradientScope() {
+  if (active_recorder != nullptr) active_recorder->in_weight_gradients = false;
 }
 
 void record_gemm(const GemmShape& shape, double count) {

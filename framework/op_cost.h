@@ -75,10 +75,16 @@ class OpCostRecorder {
                       CollectiveKind kind, double bytes);
   // The world ranks of each group that communicated (as its communicator knew them).
   const std::map<std::string, std::vector<int>>& group_members() const { return members_; }
-  OpPhase phase = OpPhase::other;  // set by OpPhaseScope
+  // The GEMMs and bytes of a split backward's deferred parameter gradients (the zero-bubble
+  // schedule's W), counted here as well as in their phase, the backward's: what the planner
+  // needs to time W apart from B. Empty where the backward ran whole.
+  const OpCounts& weight_gradients() const { return weight_gradients_; }
+  OpPhase phase = OpPhase::other;      // set by OpPhaseScope
+  bool in_weight_gradients = false;    // set by WeightGradientScope
 
  private:
   OpCounts counts_[3];
+  OpCounts weight_gradients_;
   std::map<std::string, std::vector<int>> members_;
 };
 
@@ -101,6 +107,15 @@ class OpPhaseScope {
 
  private:
   OpPhase previous_ = OpPhase::other;
+};
+
+// Marks the ops reported in its lifetime as a split backward's parameter gradients.
+class WeightGradientScope {
+ public:
+  WeightGradientScope();
+  ~WeightGradientScope();
+  WeightGradientScope(const WeightGradientScope&) = delete;
+  WeightGradientScope& operator=(const WeightGradientScope&) = delete;
 };
 
 // What kernels call on meta tensors; no-ops without a recorder.

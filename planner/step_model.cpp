@@ -174,7 +174,12 @@ StepPrediction predict_step(const TrainConfig& config, const RankLayout& layout,
     const double f = ops_seconds(fwd, prices), b = ops_seconds(bwd, prices);
     compute[s] = f + b;
     tensor[s] = tp_fwd + tp_bwd;
-    out.stage_costs.push_back({(f + tp_fwd) / micro_batches, (b + tp_bwd) / micro_batches});
+    // A split backward's W share, from its own counts (a half where the backward ran whole:
+    // then no schedule asks for it).
+    const double w = ops_seconds(ops.weight_gradients(), prices);
+    const double share = w > 0 && b + tp_bwd > 0 ? std::min(1.0, w / (b + tp_bwd)) : 0.5;
+    out.stage_costs.push_back(
+        {(f + tp_fwd) / micro_batches, (b + tp_bwd) / micro_batches, share});
 
     // Buckets reduce during the backward (ZeRO-2's every micro-batch, else the last one's).
     double slowest_bucket = 0;

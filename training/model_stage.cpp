@@ -74,9 +74,10 @@ Tensor ModelStage::backward_input(int micro_batch, int chunk, const Tensor& grad
   return model.backward_input_chunk(grad_output, *info_.loss_weight, *it->second);
 }
 
-// Counted as backward: a plain backward does the same work.
+// Counted as backward (a plain backward does the same work), and apart as W for the planner.
 void ModelStage::backward_weight(int micro_batch, int chunk) {
   const OpPhaseScope phase(OpPhase::backward);
+  const WeightGradientScope weight_gradients;
   const auto it = context_of(micro_batch, chunk, "the weight gradients");
   chunks_.at(static_cast<std::size_t>(chunk))->backward_weight_chunk(*it->second);
   TN_CHECK(it->second->empty(), "activations left over after the weight gradients");

@@ -83,6 +83,31 @@ TEST(StepCounts, DataParallelRanksReduceEveryGradientOnce) {
   EXPECT_EQ(reduced, 4.0 * parameters);  // f32 gradients
 }
 
+// Under zb-h1 each stage's W (its parameter gradients, apart) is counted apart as well: one
+// GEMM for each of the forward's own (attention's fused products have none), none elsewhere.
+TEST(StepCounts, ZeroBubbleCountsTheWeightGradientsApart) {
+  ScratchDir dir("step-counts-zb");
+  testing_support::prepare_builtin(dir);
+  TrainConfig c = small_model(dir);
+  c.parallel.pipeline = 2;
+  const RankLayout layout = make_rank_layout(2, 1, 2, 1);
+  auto unfused_flops = [](const OpCounts& counts) {
+    double flops = 0;
+    for (const auto& [shape, count] : counts.gemms)
+      if (!shape.fused) flops += count * shape.flops();
+    return flops;
+  };
+  for (int rank : {0, 1}) {
+    c.parallel.schedule = "1f1b";
+    EXPECT_TRUE(count_rank_step(c, layout, rank).ops.weight_gradients().gemms.empty());
+    c.parallel.schedule = "zb-h1";
+    const RankStepOps step = count_rank_step(c, layout, rank);
+    const double forward = unfused_flops(step.ops.counts(OpPhase::forward));
+    EXPECT_GT(forward, 0.0);
+    EXPECT_NEAR(unfused_flops(step.ops.weight_gradients()) / forward, 1.0, 1e-12) << rank;
+  }
+}
+
 TEST(StepCounts, PipelineStagesSendEachMicroBatchsActivations) {
   ScratchDir dir("step-counts-pp");
   testing_support::prepare_builtin(dir);
