@@ -1,6 +1,7 @@
 // Inverted dropout; the mask is regenerated from the counter-based RNG in both directions
-// (kernels/dropout_math.h), one (sample, position) row of channels per iteration so the
-// channel loop vectorises, Philox rounds included.
+// (kernels/dropout_math.h), one (sample, position) row of channels per iteration; within a row
+// the loop over a block's Philox calls vectorises, rounds included, each call giving four
+// elements.
 #include <algorithm>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -29,11 +30,34 @@ void apply_dropout_mask(T* out, const T* in, float p, RngStream stream, i64 batc
           dropout_global_index(sample_offset + b, seq_offset + t, seq_total, channels, 0);
       const T* x = in + (b * seq + t) * channels;
       T* y = out + (b * seq + t) * channels;
-      #pragma omp simd
-      for (i64 c = 0; c < channels; ++c) {
-        const bool keep = dropout_keep(stream, first + static_cast<std::uint64_t>(c), p);
-        y[c] = keep ? x[c] * scale : static_cast<T>(0);
+      // Elements one by one up to the first whole block of 64 (kernels/dropout_math.h), then
+      // block by block, each a vector loop over its 16 Philox calls, then the rest one by one.
+      const auto keep_one = [&](i64 c) {
+        y[c] = dropout_keep(stream, first + static_cast<std::uint64_t>(c), p) ? x[c] * scale
+                                                                              : static_cast<T>(0);
+      };
+      const i64 head = std::min<i64>(
+          channels, static_cast<i64>((kDropoutBlock - first % kDropoutBlock) % kDropoutBlock));
+      for (i64 c = 0; c < head; ++c) keep_one(c);
+      const i64 blocks = (channels - head) / static_cast<i64>(kDropoutBlock);
+      for (i64 k = 0; k < blocks; ++k) {
+        const i64 c0 = head + k * static_cast<i64>(kDropoutBlock);
+        const std::uint64_t call0 =
+            (first + static_cast<std::uint64_t>(c0)) / kDropoutBlock * kDropoutCallsPerBlock;
+        const T* xb = x + c0;
+        T* yb = y + c0;
+        constexpr i64 kCalls = static_cast<i64>(kDropoutCallsPerBlock);
+        #pragma omp simd
+        for (i64 j = 0; j < kCalls; ++j) {
+          const Philox4 r = philox_bits(stream, call0 + static_cast<std::uint64_t>(j));
+          const T zero = static_cast<T>(0);
+          yb[j] = dropout_keep_bits(r.v[0], p) ? xb[j] * scale : zero;
+          yb[kCalls + j] = dropout_keep_bits(r.v[1], p) ? xb[kCalls + j] * scale : zero;
+          yb[2 * kCalls + j] = dropout_keep_bits(r.v[2], p) ? xb[2 * kCalls + j] * scale : zero;
+          yb[3 * kCalls + j] = dropout_keep_bits(r.v[3], p) ? xb[3 * kCalls + j] * scale : zero;
+        }
       }
+      for (i64 c = head + blocks * static_cast<i64>(kDropoutBlock); c < channels; ++c) keep_one(c);
     }
   }
 }

@@ -1,6 +1,7 @@
 // Inverted dropout on CUDA (contract in kernels/dropout.h): the mask comes from the same
-// Philox stream and the same global element index as the CPU's (kernels/dropout_math.h), so it
-// is the CPU's mask bit for bit, and so is every output: a kept element is x * (1 / (1 - p)),
+// Philox stream and the same global element index as the CPU's (kernels/dropout_math.h's
+// dropout_keep: a thread per element calls Philox for its lane alone), so it is the CPU's
+// mask bit for bit, and so is every output: a kept element is x * (1 / (1 - p)),
 // one rounded F32 multiply (then one rounding to BF16 for BF16 tensors), on both devices.
 //
 //   forward   out = mask * x / (1 - p)       (out may alias x)

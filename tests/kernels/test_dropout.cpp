@@ -83,6 +83,30 @@ TEST(Dropout, MaskDoesNotDependOnTheLayout) {
   }
 }
 
+// The mask is the documented function of the global index: element i kept when lane
+// (i % 64) / 16 of philox_bits(stream, 16 (i / 64) + i % 16), as a 24-bit uniform, is at least
+// p. Rows of 150 channels from an offset sample and position start at every offset within a
+// block of 64, so the kernel's scalar head, its blocks and its tail are all compared.
+TEST(Dropout, MaskIsTheDocumentedFunctionOfTheGlobalIndex) {
+  constexpr int kB = 3, kT = 5, kC = 150, kSampleOffset = 2, kSeqOffset = 3, kSeqTotal = 11;
+  constexpr float kP = 0.3f;
+  Tensor ones = Tensor::full({kB, kT, kC}, 1.0f), out = Tensor::empty({kB, kT, kC});
+  dropout_forward(out, ones, kP, kStream, {kSampleOffset, kSeqOffset, kSeqTotal});
+  const std::vector<float> o = out.to_vector();
+  std::size_t wrong = 0;
+  for (int b = 0; b < kB; ++b)
+    for (int t = 0; t < kT; ++t)
+      for (int c = 0; c < kC; ++c) {
+        const auto i = static_cast<std::uint64_t>(
+            ((kSampleOffset + b) * kSeqTotal + kSeqOffset + t) * kC + c);
+        const std::uint32_t bits = philox_bits(kStream, i / 64 * 16 + i % 16).v[i % 64 / 16];
+        const bool keep = static_cast<float>(bits >> 8) / 16777216.0f >= kP;
+        if ((o[static_cast<std::size_t>((b * kT + t) * kC + c)] != 0.0f) != keep && wrong++ < 5)
+          ADD_FAILURE() << "element (" << b << ", " << t << ", " << c << "), global index " << i;
+      }
+  EXPECT_EQ(wrong, 0u);
+}
+
 TEST(Dropout, BackwardMatchesFiniteDifferences) {
   constexpr int kB = 3, kT = 7, kC = 10;
   constexpr float kP = 0.3f;
