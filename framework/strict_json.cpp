@@ -49,9 +49,8 @@ std::string json_text(const Json& value, int indent) {
 
 std::optional<std::int64_t> json_int64(const Json& value) {
   if (!value.is_number_integer()) return std::nullopt;
-  if (value.is_number_unsigned() &&
-      value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-    return std::nullopt;
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (value.is_number_unsigned() && value.get<std::uint64_t>() > kMax) return std::nullopt;
   return value.get<std::int64_t>();
 }
 
