@@ -184,18 +184,10 @@ std::map<std::string, Tensor> from_hf_gpt2(
 void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
                           const std::string& path) {
   const Json root = read_hf_json_object(json, path);
-  // `key` of the file; none where it is left out or null.
-  auto given = [&](const char* key) -> const Json* {
-    const auto it = root.find(key);
-    return it == root.end() || it->is_null() ? nullptr : &*it;
-  };
-  // A string's text, anything else as written.
-  auto text = [](const Json& node) {
-    return node.is_string() ? node.get<std::string>() : node.dump();
-  };
+  auto given = [&](const char* key) { return hf_given(root, key); };
   if (const Json* type = given("model_type"))
-    TN_CHECK_AS(CheckpointError, text(*type) == "gpt2", "'", path, "' gives model_type '",
-                text(*type), "', but model.family is gpt2");
+    TN_CHECK_AS(CheckpointError, hf_text(*type) == "gpt2", "'", path, "' gives model_type '",
+                hf_text(*type), "', but model.family is gpt2");
 
   auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
     const Json* node = given(key);
@@ -214,8 +206,8 @@ void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
 
   // Ours is GPT-2's tanh GELU (kernels/gelu.h), which transformers calls gelu_new.
   if (const Json* activation = given("activation_function")) {
-    TN_CHECK_AS(CheckpointError, text(*activation) == "gelu_new", "'", path,
-                "' gives activation_function '", text(*activation),
+    TN_CHECK_AS(CheckpointError, hf_text(*activation) == "gelu_new", "'", path,
+                "' gives activation_function '", hf_text(*activation),
                 "', but this model computes GPT-2's tanh GELU ('gelu_new')");
   }
 }

@@ -28,4 +28,13 @@ Json read_hf_json_object(const std::string& text, const std::string& path) {
   return std::move(*root);
 }
 
+const Json* hf_given(const Json& object, const char* key) {
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string hf_text(const Json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
 }  // namespace ternion

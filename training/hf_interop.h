@@ -32,5 +32,9 @@ const HfMapping& hf_mapping(const ModelConfig& config);
 // A Hugging Face JSON file's text (`path` names it) as a JSON object; CheckpointError naming
 // the file where it is not valid JSON (framework/strict_json.h) or not an object.
 Json read_hf_json_object(const std::string& text, const std::string& path);
+// `key` of `object`; null where it is left out or given as null (transformers' default then).
+const Json* hf_given(const Json& object, const char* key);
+// A string's text, anything else as written: for messages and name comparisons.
+std::string hf_text(const Json& value);
 
 }  // namespace ternion

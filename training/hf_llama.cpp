@@ -225,11 +225,6 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
                            const std::string& path) {
   const Json root = read_hf_json_object(json, path);
 
-  // `key` of `map`; none where the file leaves it out or gives null.
-  auto given = [&](const Json& map, const char* key) -> const Json* {
-    const auto it = map.find(key);
-    return it == map.end() || it->is_null() ? nullptr : &*it;
-  };
   auto integer = [&](const Json& node, const std::string& label) {
     const std::optional<std::int64_t> value = json_int64(node);
     TN_CHECK_AS(CheckpointError, value.has_value(), "'", path, "': ", label, " is not an integer");
@@ -244,17 +239,14 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
                 " is not true or false");
     return node.get<bool>();
   };
-  auto text = [&](const Json& node) {
-    return node.is_string() ? node.get<std::string>() : node.dump();
-  };
 
-  if (const auto type = given(root, "model_type"))
-    TN_CHECK_AS(CheckpointError, text(*type) == "llama", "'", path, "' gives model_type '",
-                text(*type), "', but model.family is llama: a '", text(*type),
+  if (const auto type = hf_given(root, "model_type"))
+    TN_CHECK_AS(CheckpointError, hf_text(*type) == "llama", "'", path, "' gives model_type '",
+                hf_text(*type), "', but model.family is llama: a '", hf_text(*type),
                 "' model cannot start a llama one");
 
   auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
-    if (const auto node = given(root, key)) {
+    if (const auto node = hf_given(root, key)) {
       const std::int64_t theirs = integer(*node, key);
       TN_CHECK_AS(CheckpointError, theirs == ours, "'", path, "' gives ", key, " ", theirs,
                   ", but ", our_key, " is ", ours);
@@ -268,16 +260,17 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
              "the MLP width (model.d_ff, or 4 x model.d_model)");
   check_size("head_dim", config.head_size(), "the head size (model.d_model / model.n_head)");
   // transformers reads a null or absent num_key_value_heads as num_attention_heads.
-  if (given(root, "num_key_value_heads")) {
+  if (hf_given(root, "num_key_value_heads")) {
     check_size("num_key_value_heads", config.kv_heads(), "model.n_kv_head (0 = model.n_head)");
-  } else if (given(root, "num_attention_heads")) {
-    const std::int64_t heads = integer(*given(root, "num_attention_heads"), "num_attention_heads");
+  } else if (hf_given(root, "num_attention_heads")) {
+    const std::int64_t heads =
+        integer(*hf_given(root, "num_attention_heads"), "num_attention_heads");
     TN_CHECK_AS(CheckpointError, heads == config.kv_heads(), "'", path,
                 "' gives no num_key_value_heads, so its key/value heads are num_attention_heads ",
                 heads, ", but model.n_kv_head (0 = model.n_head) is ", config.kv_heads());
   }
   // Rotary positions are not weights: a shorter context than the checkpoint's is fine.
-  if (const auto node = given(root, "max_position_embeddings")) {
+  if (const auto node = hf_given(root, "max_position_embeddings")) {
     const std::int64_t theirs = integer(*node, "max_position_embeddings");
     TN_CHECK_AS(CheckpointError, config.seq_len <= theirs, "'", path,
                 "' gives max_position_embeddings ", theirs, ", but model.seq_len is ",
@@ -290,43 +283,44 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
     TN_CHECK_AS(CheckpointError, std::abs(theirs - ours) <= 1e-6 * std::abs(ours), "'", path,
                 "' gives ", label, " ", theirs, ", but ", our_key, " is ", ours);
   };
-  if (const auto eps = given(root, "rms_norm_eps"))
+  if (const auto eps = hf_given(root, "rms_norm_eps"))
     check_close("rms_norm_eps", number(*eps, "rms_norm_eps"), config.norm_eps, "model.norm_eps");
-  if (const auto tie = given(root, "tie_word_embeddings")) {
+  if (const auto tie = hf_given(root, "tie_word_embeddings")) {
     const bool theirs = boolean(*tie, "tie_word_embeddings");
     TN_CHECK_AS(CheckpointError, theirs == config.tie_embeddings, "'", path,
                 "' gives tie_word_embeddings ", theirs ? "true" : "false",
                 ", but model.tie_embeddings is ", config.tie_embeddings ? "true" : "false");
   }
-  if (const auto act = given(root, "hidden_act"))
-    TN_CHECK_AS(CheckpointError, text(*act) == "silu", "'", path, "' gives hidden_act '",
-                text(*act), "', but this model computes SwiGLU with SiLU ('silu')");
+  if (const auto act = hf_given(root, "hidden_act"))
+    TN_CHECK_AS(CheckpointError, hf_text(*act) == "silu", "'", path, "' gives hidden_act '",
+                hf_text(*act), "', but this model computes SwiGLU with SiLU ('silu')");
   for (const char* key : {"attention_bias", "mlp_bias"})
-    if (const auto bias = given(root, key))
+    if (const auto bias = hf_given(root, key))
       TN_CHECK_AS(CheckpointError, !boolean(*bias, key), "'", path, "' gives ", key,
                   " true, but this model's projections have no biases");
 
   // transformers 4.x keeps rope_theta at the top level and scaling in rope_scaling; 5.x moves
   // both into rope_parameters (reading rope_scaling as its old name). Every theta given counts.
   auto check_rope = [&](const Json& map, const std::string& prefix) {
-    if (const auto theta = given(map, "rope_theta"))
+    if (const auto theta = hf_given(map, "rope_theta"))
       check_close(prefix + "rope_theta", number(*theta, prefix + "rope_theta"), config.rope_theta,
                   "model.rope_theta");
-    if (const auto factor = given(map, "partial_rotary_factor"))
+    if (const auto factor = hf_given(map, "partial_rotary_factor"))
       TN_CHECK_AS(CheckpointError, number(*factor, prefix + "partial_rotary_factor") == 1.0, "'",
-                  path, "' gives ", prefix, "partial_rotary_factor ", text(*factor),
+                  path, "' gives ", prefix, "partial_rotary_factor ", hf_text(*factor),
                   ", but ternion rotates every feature of a head");
   };
   check_rope(root, "");
   const bool scaled = config.rope_scaling_factor > 0;
   bool scaling_given = false;
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
-    const auto rope = given(root, key);
+    const auto rope = hf_given(root, key);
     if (!rope) continue;
     TN_CHECK_AS(CheckpointError, rope->is_object(), "'", path, "': ", key,
                 " is not a JSON object");
-    const auto type = given(*rope, "rope_type") ? given(*rope, "rope_type") : given(*rope, "type");
-    const std::string name = type ? text(*type) : "default";
+    const Json* type = hf_given(*rope, "rope_type");
+    if (type == nullptr) type = hf_given(*rope, "type");
+    const std::string name = type ? hf_text(*type) : "default";
     const std::string prefix = std::string(key) + ".";
     TN_CHECK_AS(CheckpointError, name == "default" || name == "llama3", "'", path, "' gives ",
                 key, " with rope_type '", name,
@@ -339,7 +333,7 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
                 " with rope_type 'llama3', but model.rope_scaling_factor is 0 (no scaling)");
     // transformers' defaults where a field is left out are none: every field is required.
     auto field = [&](const char* name) {
-      const auto node = given(*rope, name);
+      const auto node = hf_given(*rope, name);
       TN_CHECK_AS(CheckpointError, node != nullptr, "'", path, "': ", prefix, name,
                   " is missing (rope_type 'llama3' needs it)");
       return number(*node, prefix + name);
