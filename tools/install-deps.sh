@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs Ternion's build dependencies (and matplotlib, for the plotting tools) from Debian
-# packages. Idempotent: packages already present are not fetched again, so the quickstart and
-# CI can call it every time. Packages given as arguments are installed too (tools/fuzz.sh adds
-# clang's).
+# Installs Ternion's build dependencies (and matplotlib, for the plotting tools, and venv, for
+# tools/python-with-tokenizers) from Debian packages. Idempotent: packages already present are
+# not fetched again, so the quickstart and CI can call it every time. Packages given as
+# arguments are installed too (tools/fuzz.sh adds clang's).
 set -euo pipefail
-packages=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin
-          python3-matplotlib "$@")
+packages=(cmake g++ make pkg-config libopenblas-openmp-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
+          libpcre2-dev libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin
+          python3-matplotlib python3-venv "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

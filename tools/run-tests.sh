@@ -7,6 +7,10 @@ build=${TERNION_BUILD_DIR:-build}
 jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # GNU nproc would report OMP_NUM_THREADS
 
 bash tools/install-deps.sh
+# Hugging Face's tokenizers, the reference of data.bpe_matches_hf_tokenizers (skipped without
+# it, so a machine that cannot install it gets a warning, not a failure).
+tools/python-with-tokenizers >/dev/null ||
+  echo "ternion: warning: no Python with tokenizers: data.bpe_matches_hf_tokenizers will be skipped" >&2
 # -U: CUDA on wherever a toolkit is found, also in a build folder the quickstart configured
 # for the CPU path alone.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -UTERNION_CUDA >/dev/null

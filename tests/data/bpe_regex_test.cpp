@@ -1,0 +1,137 @@
+// The pre-tokenizer's regex cuts text as tokenizers' does (Oniguruma): the expected pieces are
+// what tokenizers 0.23's Split(pattern, "isolated").pre_tokenize_str gave for the same text.
+#include "data/bpe_regex.h"
+
+#include <gtest/gtest.h>
+
+#include "data_test_support.h"
+
+namespace ternion {
+namespace {
+
+using test::expect_error;
+
+constexpr const char* kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|)"
+    R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// U+180E, U+0085, U+00A0, U+2028, U+3000, tabs, \r\n, \v, \f and two controls Python calls
+// whitespace (U+001C, U+001F) but Oniguruma does not.
+const std::string kSpaces =
+    "a\xe1\xa0\x8e"
+    "b \xc2\x85"
+    "c\xc2\xa0"
+    " d\xe2\x80\xa8"
+    "e\xe3\x80\x80"
+    "\xe3\x80\x80"
+    "f \x09\n\x0d\n  g\x0b\x0ch \x1c\x1fi   ";
+const std::string kContractions =
+    "x'\xc5\xbf"
+    " X'S DON'T we'LL 12345  \n\n\n  !!?\n";
+
+std::vector<std::string> pieces(const std::string& pattern, const std::string& text) {
+  const BpeRegex regex(pattern, "test pattern");
+  BpeRegex::Matcher matcher(regex);
+  IsolatedSplit split(matcher, text, 0);
+  std::vector<std::string> out;
+  IsolatedSplit::Piece piece;
+  while (split.next(&piece)) out.push_back(text.substr(piece.begin, piece.end - piece.begin));
+  return out;
+}
+
+TEST(BpeRegex, Gpt2PatternCutsUnicodeSpacesAsOniguruma) {
+  const std::vector<std::string> expected = {"a",
+                                             "\xe1\xa0\x8e",
+                                             "b",
+                                             " ",
+                                             "\xc2\x85",
+                                             "c",
+                                             "\xc2\xa0",
+                                             " d",
+                                             "\xe2\x80\xa8",
+                                             "e",
+                                             "\xe3\x80\x80",
+                                             "\xe3\x80\x80",
+                                             "f",
+                                             " \x09\n\x0d\n ",
+                                             " g",
+                                             "\x0b",
+                                             "\x0c",
+                                             "h",
+                                             " \x1c\x1f",
+                                             "i",
+                                             "   "};
+  EXPECT_EQ(pieces(kGpt2Pattern, kSpaces), expected);
+  const std::vector<std::string> contractions = {
+      "x", "'",   "\xc5\xbf", " X", "'",      "S",         " DON", "'",
+      "T", " we", "'",        "LL", " 12345", "  \n\n\n ", " !!?", "\n"};
+  EXPECT_EQ(pieces(kGpt2Pattern, kContractions), contractions);
+}
+
+TEST(BpeRegex, Llama3PatternCutsAsOniguruma) {
+  const std::vector<std::string> expected = {"a",
+                                             "\xe1\xa0\x8e"
+                                             "b",
+                                             " ",
+                                             "\xc2\x85"
+                                             "c",
+                                             "\xc2\xa0",
+                                             " d",
+                                             "\xe2\x80\xa8"
+                                             "e",
+                                             "\xe3\x80\x80",
+                                             "\xe3\x80\x80"
+                                             "f",
+                                             " \x09\n\x0d\n",
+                                             " ",
+                                             " g",
+                                             "\x0b",
+                                             "\x0ch",
+                                             " \x1c\x1f",
+                                             "i",
+                                             "   "};
+  EXPECT_EQ(pieces(kLlama3Pattern, kSpaces), expected);
+  // (?i:'s) takes the long s (U+017F), as Oniguruma's case folding does.
+  const std::vector<std::string> contractions = {"x",  "'\xc5\xbf", " X",  "'S",    " DON",
+                                                 "'T", " we",       "'LL", " ",     "123",
+                                                 "45", "  \n\n\n",  " ",   " !!?\n"};
+  EXPECT_EQ(pieces(kLlama3Pattern, kContractions), contractions);
+}
+
+TEST(BpeRegex, EmptyMatchesFollowTheIterator) {
+  // tokenizers: Split(Regex("x*")) cuts "abxxc" into a, b, xx, c; "" into nothing.
+  EXPECT_EQ(pieces("x*", "abxxc"), (std::vector<std::string>{"a", "b", "xx", "c"}));
+  EXPECT_TRUE(pieces("x*", "").empty());
+  EXPECT_TRUE(BpeRegex("x*", "p").can_match_empty());
+  EXPECT_FALSE(BpeRegex(kGpt2Pattern, "p").can_match_empty());
+}
+
+TEST(BpeRegex, RubySyntaxIsTranslated) {
+  EXPECT_EQ(pieces("^a", "a\na"), (std::vector<std::string>{"a", "\n", "a"}));   // line anchors
+  EXPECT_EQ(pieces("(?m:.+)", "ab\ncd"), (std::vector<std::string>{"ab\ncd"}));  // m is dotall
+  EXPECT_EQ(pieces("\\u00e9",
+                   "a\xc3\xa9"
+                   "b"),
+            (std::vector<std::string>{"a", "\xc3\xa9", "b"}));
+  EXPECT_EQ(pieces("[[:alpha:]]+",
+                   "\xc3\xa9"
+                   "a1"),
+            (std::vector<std::string>{"\xc3\xa9"
+                                      "a",
+                                      "1"}));
+  EXPECT_EQ(pieces("[^\\s]+", "a\xe1\xa0\x8e b"),
+            (std::vector<std::string>{"a\xe1\xa0\x8e", " ", "b"}));
+}
+
+TEST(BpeRegex, RefusesWhatTheEnginesReadDifferently) {
+  expect_error<DataError>("\\w", [] { BpeRegex("\\w+", "the pattern"); },
+                          {"the pattern", "\\w is not supported", "Oniguruma"});
+  expect_error<DataError>("\\h", [] { BpeRegex("\\h", "p"); }, {"\\h is not supported"});
+  expect_error<DataError>("&&", [] { BpeRegex("[a-z&&[^aeiou]]", "p"); }, {"&&"});
+  expect_error<DataError>("nested", [] { BpeRegex("[a[bc]]", "p"); }, {"inside a character class"});
+  expect_error<DataError>("syntax", [] { BpeRegex("(ab", "the pattern"); },
+                          {"the pattern", "'(ab' does not compile"});
+}
+
+}  // namespace
+}  // namespace ternion

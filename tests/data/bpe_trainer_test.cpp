@@ -1,0 +1,94 @@
+// BpeTokenizer::train: the merges of a corpus worked out by hand (the same as tokenizers'
+// BpeTrainer with min_frequency 2 learns), the vocabulary size, special tokens, refusals.
+#include <gtest/gtest.h>
+
+#include "data/bpe_tokenizer.h"
+#include "data/builtin_corpus.h"
+#include "data_test_support.h"
+#include "framework/strict_json.h"
+
+namespace ternion {
+namespace {
+
+using test::expect_error;
+using Ids = std::vector<std::int32_t>;
+
+std::string repeat(const std::string& text, int times) {
+  std::string out;
+  for (int i = 0; i < times; ++i) out += text;
+  return out;
+}
+
+Json model_of(const BpeTokenizer& tokenizer) {
+  std::string why;
+  const std::optional<Json> file = parse_strict_json(tokenizer.to_json(), &why);
+  EXPECT_TRUE(file.has_value()) << why;
+  return file ? (*file)["model"] : Json();
+}
+
+TEST(BpeTrainer, LearnsTheMergesWorkedOutByHand) {
+  // Words (one a line): hug x10, pug x5, pun x12, bun x4, hugs x5. Pair counts: ug 20, un 16,
+  // pu 17, hu 15, gs 5, bu 4. Merged: u g (20); u n (16); h ug (15); p un (12); then p ug and
+  // hug s tie at 5 (the smaller pair of ids, p's, first); b un (4). Nothing occurs twice then.
+  const std::string text = repeat("hug\n", 10) + repeat("pug\n", 5) + repeat("pun\n", 12) +
+                           repeat("bun\n", 4) + repeat("hugs\n", 5);
+  const BpeTokenizer tokenizer = BpeTokenizer::train(text, 1000, {"<|endoftext|>"});
+  const Json expected = Json::parse(R"([["u", "g"], ["u", "n"], ["h", "ug"], ["p", "un"],)"
+                                          R"( ["p", "ug"], ["hug", "s"], ["b", "un"]])");
+  const Json model = model_of(tokenizer);
+  EXPECT_EQ(model["merges"], expected);
+  EXPECT_EQ(tokenizer.vocab_size(), 1 + 256 + 7);
+  // The special token first, then the bytes in the order of their code points ('!' first).
+  EXPECT_EQ(model["vocab"]["<|endoftext|>"], 0);
+  EXPECT_EQ(model["vocab"]["!"], 1);
+  EXPECT_EQ(model["vocab"]["ug"], 257);
+  EXPECT_EQ(tokenizer.encode("hugs\npun"),
+            (Ids{262, 199, 260}));  // '\n' is byte 10 of those above U+00FF
+}
+
+TEST(BpeTrainer, FillsTheVocabulary) {
+  const std::string text = builtin_corpus_text(200000);
+  for (std::int64_t size : {257, 300, 1000}) {
+    const BpeTokenizer tokenizer = BpeTokenizer::train(text, size, {"<|endoftext|>"});
+    EXPECT_EQ(tokenizer.vocab_size(), size);
+    EXPECT_EQ(model_of(tokenizer)["vocab"].size(), static_cast<std::size_t>(size));
+    EXPECT_EQ(tokenizer.decode(tokenizer.encode(text)), text);
+  }
+  // The bytes alone, no special token.
+  EXPECT_EQ(BpeTokenizer::train(text, 256, {}).vocab_size(), 256);
+}
+
+TEST(BpeTrainer, CutsSpecialTokensOutOfTheText) {
+  const std::string text = repeat("ab<|endoftext|>", 50) + repeat("<|pad|>", 50);
+  const BpeTokenizer tokenizer = BpeTokenizer::train(text, 400, {"<|endoftext|>", "<|pad|>"});
+  // Only "ab" occurs twice outside them.
+  EXPECT_EQ(model_of(tokenizer)["merges"], Json::parse(R"([["a", "b"]])"));
+  EXPECT_EQ(tokenizer.added_token_id("<|pad|>"), 1);
+  EXPECT_EQ(tokenizer.encode("ab<|pad|><|endoftext|>"), (Ids{258, 1, 0}));
+}
+
+TEST(BpeTrainer, ItsFileReadsBackTheSame) {
+  const std::string text = builtin_corpus_text(100000);
+  const BpeTokenizer trained = BpeTokenizer::train(text, 500, {"<|endoftext|>"});
+  const BpeTokenizer read = BpeTokenizer::from_json(trained.to_json(), "trained.json");
+  EXPECT_EQ(read.to_json(), trained.to_json());
+  EXPECT_EQ(read.encode(text), trained.encode(text));
+}
+
+TEST(BpeTrainer, RefusesWhatItCannotTrain) {
+  expect_error<UsageError>(
+      "small vocabulary", [] { BpeTokenizer::train("text", 256, {"<s>"}); },
+      {"vocabulary size must be from 257 (256 bytes and 1 special tokens)", "got 256"});
+  expect_error<UsageError>("empty special", [] { BpeTokenizer::train("text", 300, {""}); },
+                           {"a special token is empty"});
+  expect_error<UsageError>("special twice",
+                           [] {
+                             BpeTokenizer::train("text", 300, {"<s>", "<s>"});
+                           },
+                           {"special token '<s>' is given twice"});
+  expect_error<DataError>("not UTF-8", [] { BpeTokenizer::train("ab\xff", 300, {}); },
+                          {"not UTF-8 at byte offset 2"});
+}
+
+}  // namespace
+}  // namespace ternion
