@@ -1,29 +1,36 @@
-// BatchSampler: training and validation batches from one TokenShard.
+// BatchSampler: training and validation batches from a TokenDataset (one or more shards).
 //
-// A sequence is a window of seq_len + 1 consecutive tokens w[0..seq_len]:
+// A sequence is a window of seq_len + 1 consecutive tokens w[0..seq_len] of one shard:
 //   inputs  = w[0 .. seq_len - 1]      // i32 [count, seq_len]
 //   targets = w[1 .. seq_len]          // i32 [count, seq_len], inputs shifted by one token
 //
+// Window starts are numbered across the shards in order: shard k holds size_k - seq_len of
+// them, so start j of the dataset is start j - (starts of shards 0..k-1) of shard k. A window
+// never spans two shards (shards are separate texts).
+//
 // Training (`sample`): sequence g (its index in the step's *global* batch) of optimizer step s
-// (1-based) starts at
-//   offset(s, g) = bits64(philox_bits({seed, mix_stream(hash_name(stream_name), s)}, g))
-//                  mod (size - seq_len)                       // in [0, size - seq_len - 1]
+// (1-based) begins at dataset start
+//   start(s, g) = bits64(philox_bits({seed, mix_stream(hash_name(stream_name), s)}, g))
+//                 mod (total starts)
 // a pure function of (seed, stream name, step, g). So any split of the global batch into
 // (first, count) pieces — data-parallel ranks, micro-batches — yields exactly the sequences one
 // rank would have drawn for the whole batch, and a resumed run draws what it would have drawn.
-// (The modulo bias is below (size / 2^64), far below anything training can notice.)
+// With one shard the start is the offset in it, as it always was. (The modulo bias is below
+// (starts / 2^64), far below anything training can notice.)
 //
-// Validation (`sequential`): window g starts at (g mod W) * seq_len, W = (size - 1) / seq_len
-// the number of whole non-overlapping windows, so a fixed range of g is a fixed validation set.
+// Validation (`sequential`): shard k holds W_k = (size_k - 1) / seq_len whole non-overlapping
+// windows, at offsets 0, seq_len, ...; window g is window (g mod W) of the shards in order,
+// W = sum W_k, so a fixed range of g is a fixed validation set.
 //
-// The sampler keeps a pointer to the shard: the shard must outlive it and must not be moved
-// while the sampler is in use (a moved-from shard is empty).
+// The sampler keeps a pointer to the dataset: it must outlive the sampler and not be moved
+// while the sampler is in use.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
-#include "data/token_shard.h"
+#include "data/token_dataset.h"
 #include "framework/tensor.h"
 
 namespace ternion {
@@ -35,8 +42,9 @@ struct TokenBatch {
 
 class BatchSampler {
  public:
-  // Throws DataError naming the file if the shard holds fewer than seq_len + 1 tokens.
-  BatchSampler(const TokenShard& shard, std::int64_t seq_len, std::uint64_t seed,
+  // Throws DataError naming the file if a shard holds fewer than seq_len + 1 tokens (it
+  // could give no sequence: make shards longer, or seq_len shorter).
+  BatchSampler(const TokenDataset& dataset, std::int64_t seq_len, std::uint64_t seed,
                std::string stream_name);
 
   // Global sequences [first, first + count) of optimizer step `step` (step >= 1).
@@ -44,21 +52,31 @@ class BatchSampler {
   // Non-overlapping windows g = first .. first + count - 1, wrapping after window_count().
   TokenBatch sequential(std::int64_t first, std::int64_t count) const;
 
-  // Where global sequence g of step `step` starts in the shard.
+  // The dataset start (see above) of global sequence g of step `step`; with one shard, its
+  // offset in the shard.
   std::int64_t sample_offset(std::int64_t step, std::int64_t g) const;
   // The number of whole non-overlapping windows `sequential` cycles through.
-  std::int64_t window_count() const { return (shard_->size() - 1) / seq_len_; }
+  std::int64_t window_count() const { return window_prefix_.back(); }
 
   std::int64_t seq_len() const { return seq_len_; }
-  const TokenShard& shard() const { return *shard_; }
+  const TokenDataset& dataset() const { return *dataset_; }
   const std::string& stream_name() const { return stream_name_; }
 
  private:
-  // Copies the windows starting at offset_of(i), i = 0 .. count - 1, into a batch.
-  template <class OffsetOf>
-  TokenBatch gather(std::int64_t count, OffsetOf offset_of) const;
+  struct Location {
+    std::int64_t shard;
+    std::int64_t offset;
+  };
+  // Shard k owns indices [prefix[k], prefix[k + 1]); `per_index` tokens apart within it.
+  static Location locate(const std::vector<std::int64_t>& prefix, std::int64_t index,
+                         std::int64_t per_index);
+  // Copies the windows starting at location_of(i), i = 0 .. count - 1, into a batch.
+  template <class LocationOf>
+  TokenBatch gather(std::int64_t count, LocationOf location_of) const;
 
-  const TokenShard* shard_;
+  const TokenDataset* dataset_;
+  std::vector<std::int64_t> start_prefix_;   // training starts before each shard, and the total
+  std::vector<std::int64_t> window_prefix_;  // validation windows likewise
   std::int64_t seq_len_;
   std::uint64_t seed_;
   std::string stream_name_;

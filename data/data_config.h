@@ -1,4 +1,6 @@
-// The `data:` config section: token files in llm.c's .bin layout (see data/token_shard.h).
+// The `data:` config section: token files in llm.c's .bin layout (data/token_shard.h), each
+// split one file, a directory of them or a glob (data/token_dataset.h), and the tokenizer
+// that made them.
 #pragma once
 
 #include <string>
@@ -10,11 +12,17 @@ namespace ternion {
 struct DataConfig {
   std::string train;  // required
   std::string val;    // optional; needed when training.eval_interval > 0
+  std::string tokenizer;  // a tokenizer.json; empty = bytes
 
   template <class V>
   void visit(V& v) {
-    v("train", train, "training tokens (.bin from ternion-prepare)");
-    v("val", val, "validation tokens (.bin); empty = no evaluation");
+    v("train", train,
+      "training tokens: a .bin file from ternion-prepare, a directory of them, or a glob "
+      "(dir/train_*.bin)");
+    v("val", val, "validation tokens, named as data.train is; empty = no evaluation");
+    v("tokenizer", tokenizer,
+      "the tokenizer.json the tokens came from (ternion-prepare writes one beside them); "
+      "empty = bytes. Prompts and samples are text through it; checkpoints keep a copy");
   }
 };
 

@@ -3,13 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <regex>
 #include <span>
 #include <system_error>
 
-#include "data/byte_tokenizer.h"
 #include "data/token_shard.h"
 #include "framework/error.h"
 
@@ -19,7 +21,131 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The whole file as bytes.
+void check_options(const PrepareOptions& options) {
+  TN_CHECK_AS(UsageError, options.val_fraction >= 0.0 && options.val_fraction <= 0.5,
+              "val_fraction ", options.val_fraction, " is outside [0, 0.5]");
+  TN_CHECK_AS(UsageError, options.shard_tokens >= 0, "shard_tokens ", options.shard_tokens,
+              " is negative");
+  TN_CHECK_AS(UsageError, options.threads >= 1, "threads ", options.threads, " is below 1");
+}
+
+// One file to write: `tokens` under `path` (first as path + ".new").
+struct PlannedFile {
+  std::string path;
+  std::span<const std::int32_t> tokens;
+};
+
+// The files of one split: "<split>.bin" whole, or the fewest shards of at most shard_tokens
+// tokens, their sizes within one token of each other.
+void plan_split(const fs::path& dir, const std::string& split, std::span<const std::int32_t> tokens,
+                std::int64_t shard_tokens, std::vector<PlannedFile>& files) {
+  const auto total = static_cast<std::int64_t>(tokens.size());
+  if (shard_tokens == 0) {
+    files.push_back({(dir / (split + ".bin")).string(), tokens});
+    return;
+  }
+  const std::int64_t shards = (total + shard_tokens - 1) / shard_tokens;
+  std::int64_t begin = 0;
+  for (std::int64_t k = 0; k < shards; ++k) {
+    const std::int64_t end = total * (k + 1) / shards;
+    char name[32];
+    std::snprintf(name, sizeof name, "%s_%06lld.bin", split.c_str(), static_cast<long long>(k));
+    files.push_back({(dir / name).string(),
+                     tokens.subspan(static_cast<std::size_t>(begin),
+                                    static_cast<std::size_t>(end - begin))});
+    begin = end;
+  }
+}
+
+// What earlier preparations may have left in `dir` that this one did not write.
+std::vector<fs::path> stale_files(const fs::path& dir, const std::vector<std::string>& written) {
+  static const std::regex ours(R"((train|val)(_[0-9]{6})?\.bin|tokenizer\.json)");
+  std::vector<fs::path> stale;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, ours)) continue;
+    if (std::find(written.begin(), written.end(), entry.path().string()) == written.end())
+      stale.push_back(entry.path());
+  }
+  return stale;
+}
+
+// `source` names the text in messages: "text file 'x.txt'" or "the text".
+PrepareResult split_and_write(std::string_view text, const std::string& source,
+                              const std::string& output_dir, const PrepareOptions& options) {
+  check_options(options);
+  TN_CHECK_AS(DataError, !text.empty(), source, " is empty: nothing to prepare");
+  const Tokenizer& tokenizer = options.tokenizer;
+  if (!tokenizer.is_bytes()) {
+    const std::int64_t bad = first_invalid_utf8(text);
+    TN_CHECK_AS(DataError, bad < 0, source, " is not UTF-8 at byte offset ", bad,
+                ": a BPE tokenizer encodes UTF-8 text (convert it, e.g. with iconv, or "
+                "prepare it as bytes)");
+  }
+  const auto encode_start = std::chrono::steady_clock::now();
+  const std::vector<std::int32_t> tokens = tokenizer.encode(text, options.threads);
+  const std::chrono::duration<double> encode_time = std::chrono::steady_clock::now() - encode_start;
+  const auto total = static_cast<std::int64_t>(tokens.size());
+  const auto val_tokens =
+      static_cast<std::int64_t>(static_cast<double>(total) * options.val_fraction);
+  TN_CHECK_AS(DataError, options.val_fraction == 0.0 || val_tokens > 0, source, " has only ",
+              total, tokenizer.is_bytes() ? " bytes" : " tokens",
+              ", too few for a validation fraction of ", options.val_fraction,
+              " (the split would get none); use more text or a val_fraction of 0");
+
+  std::error_code error;
+  fs::create_directories(output_dir, error);
+  if (error) TN_THROW(DataError, "cannot create output directory '", output_dir, "': ",
+                      error.message());
+  TN_CHECK_AS(DataError, fs::is_directory(output_dir), "output path '", output_dir,
+              "' exists and is not a directory");
+
+  const fs::path dir(output_dir);
+  const std::span<const std::int32_t> all(tokens);
+  const std::int64_t train_tokens = total - val_tokens;
+  std::vector<PlannedFile> files;
+  plan_split(dir, "train", all.first(static_cast<std::size_t>(train_tokens)),
+             options.shard_tokens, files);
+  const std::size_t train_count = files.size();
+  if (val_tokens > 0)
+    plan_split(dir, "val", all.subspan(static_cast<std::size_t>(train_tokens)),
+               options.shard_tokens, files);
+  const TokenWidth width = tokenizer.vocab_size() <= 65536 ? TokenWidth::U16 : TokenWidth::U32;
+  const std::string tokenizer_path = (dir / "tokenizer.json").string();
+
+  // Everything under new names first, so a failure leaves the old preparation whole.
+  std::vector<std::string> written;
+  try {
+    for (const PlannedFile& file : files) {
+      written.push_back(file.path);
+      write_token_file(file.path + ".new", file.tokens, width);
+    }
+    if (const BpeTokenizer* bpe = tokenizer.bpe()) {
+      written.push_back(tokenizer_path);
+      bpe->save(tokenizer_path + ".new");
+    }
+  } catch (const DataError&) {
+    for (const std::string& path : written) fs::remove(path + ".new", error);
+    throw;
+  }
+  for (const std::string& path : written) {
+    fs::rename(path + ".new", path, error);
+    if (error) TN_THROW(DataError, "cannot replace '", path, "': ", error.message());
+  }
+  for (const fs::path& path : stale_files(dir, written)) {
+    fs::remove(path, error);
+    if (error) TN_THROW(DataError, "cannot remove stale '", path.string(), "': ", error.message());
+  }
+
+  PrepareResult result{train_tokens, val_tokens, {}, {}, encode_time.count()};
+  for (std::size_t i = 0; i < files.size(); ++i)
+    (i < train_count ? result.train_files : result.val_files).push_back(files[i].path);
+  return result;
+}
+
+}  // namespace
+
 std::string read_text_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) TN_THROW(DataError, "text file '", path, "': cannot open: ", std::strerror(errno));
@@ -40,71 +166,16 @@ std::string read_text_file(const std::string& path) {
   return text;
 }
 
-void check_val_fraction(double val_fraction) {
-  TN_CHECK_AS(UsageError, val_fraction >= 0.0 && val_fraction <= 0.5, "val_fraction ",
-              val_fraction, " is outside [0, 0.5]");
-}
-
-// `source` names the text in messages: "text file 'x.txt'" or "the text".
-PrepareResult split_and_write(std::string_view text, const std::string& source,
-                              const std::string& output_dir, double val_fraction) {
-  check_val_fraction(val_fraction);
-  TN_CHECK_AS(DataError, !text.empty(), source, " is empty: nothing to prepare");
-  const auto total = static_cast<std::int64_t>(text.size());
-  const auto val_bytes = static_cast<std::int64_t>(static_cast<double>(total) * val_fraction);
-  TN_CHECK_AS(DataError, val_fraction == 0.0 || val_bytes > 0, source, " has only ", total,
-              " bytes, too few for a validation fraction of ", val_fraction,
-              " (the split would get no bytes); use more text or a val_fraction of 0");
-
-  std::error_code error;
-  fs::create_directories(output_dir, error);
-  if (error) TN_THROW(DataError, "cannot create output directory '", output_dir, "': ",
-                      error.message());
-  TN_CHECK_AS(DataError, fs::is_directory(output_dir), "output path '", output_dir,
-              "' exists and is not a directory");
-
-  const std::vector<std::uint16_t> tokens = encode_bytes(text);
-  std::span<const std::uint16_t> all(tokens);
-  const std::int64_t train_bytes = total - val_bytes;
-  // The two files are a pair: both are written under new names first, and only then replace
-  // the old pair, so a failure writing either leaves the old train.bin and val.bin together.
-  const fs::path dir(output_dir);
-  const std::string train_path = (dir / "train.bin").string();
-  const std::string val_path = (dir / "val.bin").string();
-  const std::string train_new = train_path + ".new", val_new = val_path + ".new";
-  try {
-    write_token_file(train_new, all.first(static_cast<std::size_t>(train_bytes)));
-    if (val_bytes > 0)
-      write_token_file(val_new, all.subspan(static_cast<std::size_t>(train_bytes)));
-  } catch (const DataError&) {
-    fs::remove(train_new, error);
-    fs::remove(val_new, error);
-    throw;
-  }
-  fs::rename(train_new, train_path, error);
-  if (error) TN_THROW(DataError, "cannot replace '", train_path, "': ", error.message());
-  if (val_bytes > 0) {
-    fs::rename(val_new, val_path, error);
-    if (error) TN_THROW(DataError, "cannot replace '", val_path, "': ", error.message());
-  } else {
-    fs::remove(val_path, error);
-    if (error) TN_THROW(DataError, "cannot remove stale '", val_path, "': ", error.message());
-  }
-  return {train_bytes, val_bytes};
-}
-
-}  // namespace
-
 PrepareResult prepare_text(std::string_view text, const std::string& output_dir,
-                           double val_fraction) {
-  return split_and_write(text, "the text", output_dir, val_fraction);
+                           const PrepareOptions& options, const std::string& source) {
+  return split_and_write(text, source, output_dir, options);
 }
 
 PrepareResult prepare_text_file(const std::string& input_path, const std::string& output_dir,
-                                double val_fraction) {
-  check_val_fraction(val_fraction);  // before reading a possibly large file
+                                const PrepareOptions& options) {
+  check_options(options);  // before reading a possibly large file
   const std::string text = read_text_file(input_path);
-  return split_and_write(text, "text file '" + input_path + "'", output_dir, val_fraction);
+  return split_and_write(text, "text file '" + input_path + "'", output_dir, options);
 }
 
 }  // namespace ternion

@@ -1,16 +1,26 @@
-// Text preparation: raw text -> byte tokens -> output_dir/train.bin and output_dir/val.bin.
+// Text preparation: raw text -> tokens -> token files in output_dir, ready for data.train and
+// data.val.
 //
-// The text is byte-tokenized (data/byte_tokenizer.h). The LAST floor(bytes * val_fraction)
-// bytes become val.bin and the rest train.bin, both in llm.c's uint16 token-file layout
-// (version 1, data/token_shard.h), which every llm.c reader takes. Splitting at the end rather
-// than sampling keeps validation text unseen in training: no window of val.bin overlaps
-// train.bin.
+// The text becomes tokens through `options.tokenizer` (bytes by default; a byte-level BPE needs
+// UTF-8 text). The LAST floor(tokens * val_fraction) tokens are the validation split and the
+// rest the training split. Splitting at the end rather than sampling keeps validation text
+// unseen in training: no window of the validation files overlaps the training files.
 //
-//   val_fraction in [0, 0.5], else UsageError.
-//   val_fraction == 0: no val.bin is written (a stale one from an earlier run is removed, so
-//     the directory never pairs train.bin with validation data from another text), and
-//     val_tokens is 0.
-//   val_fraction > 0 on text too short to give even one validation byte: DataError.
+// Files: with shard_tokens 0, output_dir/train.bin and output_dir/val.bin; with shard_tokens N,
+// each split in the fewest shards of at most N tokens, of sizes within one token of each
+// other (so no shard is a short remainder), named train_000000.bin, train_000001.bin, ... and
+// val_000000.bin, ... (data.train: output_dir/train_*.bin). llm.c's token-file layout
+// (data/token_shard.h) with uint16 tokens where the tokenizer's vocabulary fits them, else
+// uint32, the same width for every file. A BPE tokenizer is written beside them as
+// output_dir/tokenizer.json (data.tokenizer).
+//
+// Every file is written under a new name first and only then replaces the old one; files of an
+// earlier preparation that this one does not write (a val.bin with val_fraction 0, shards past
+// the new count, a tokenizer.json when preparing bytes) are removed, so the directory never
+// mixes two preparations. A failure before the renames leaves the old files as they were.
+//
+//   val_fraction in [0, 0.5], else UsageError; shard_tokens >= 0, threads >= 1.
+//   val_fraction > 0 on text too short to give even one validation token: DataError.
 //   output_dir is created, parents included; DataError if it cannot be.
 //   Empty text, or an input file that is missing, unreadable or empty: DataError naming it.
 #pragma once
@@ -18,17 +28,32 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "data/tokenizer.h"
 
 namespace ternion {
 
-struct PrepareResult {
-  std::int64_t train_tokens = 0;
-  std::int64_t val_tokens = 0;  // 0 when no val.bin was written
+struct PrepareOptions {
+  double val_fraction = 0.1;
+  Tokenizer tokenizer = Tokenizer::bytes();
+  std::int64_t shard_tokens = 0;  // 0: one file per split
+  int threads = 1;                // for encoding
 };
 
+struct PrepareResult {
+  std::int64_t train_tokens = 0;
+  std::int64_t val_tokens = 0;  // 0 when no validation file was written
+  std::vector<std::string> train_files, val_files;
+  double encode_seconds = 0;  // the tokenizer's wall time alone
+};
+
+// `source` names the text in messages.
 PrepareResult prepare_text(std::string_view text, const std::string& output_dir,
-                           double val_fraction);
+                           const PrepareOptions& options, const std::string& source = "the text");
 PrepareResult prepare_text_file(const std::string& input_path, const std::string& output_dir,
-                                double val_fraction);
+                                const PrepareOptions& options);
+// The whole file as bytes (DataError naming it when it cannot be read).
+std::string read_text_file(const std::string& path);
 
 }  // namespace ternion

@@ -251,9 +251,13 @@ std::uint32_t TokenShard::max_token() const {
   return largest;
 }
 
-void write_token_file(const std::string& path, std::span<const std::int64_t> tokens,
-                      std::optional<TokenWidth> width) {
-  // Checked before any file is created, so a refusal leaves nothing behind.
+namespace {
+
+// Both signed overloads: every token checked before any file is created, so a refusal leaves
+// nothing behind.
+template <class Token>
+void write_checked_tokens(const std::string& path, std::span<const Token> tokens,
+                          std::optional<TokenWidth> width) {
   constexpr std::int64_t kLimit = std::int64_t{1} << 31;
   std::int64_t largest = 0;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
@@ -274,6 +278,18 @@ void write_token_file(const std::string& path, std::span<const std::int64_t> tok
     return chosen == TokenWidth::U32 ? write_converted<std::uint32_t>(fd, tokens)
                                      : write_converted<std::uint16_t>(fd, tokens);
   });
+}
+
+}  // namespace
+
+void write_token_file(const std::string& path, std::span<const std::int64_t> tokens,
+                      std::optional<TokenWidth> width) {
+  write_checked_tokens(path, tokens, width);
+}
+
+void write_token_file(const std::string& path, std::span<const std::int32_t> tokens,
+                      std::optional<TokenWidth> width) {
+  write_checked_tokens(path, tokens, width);
 }
 
 void write_token_file(const std::string& path, std::span<const std::uint16_t> tokens,

@@ -88,6 +88,8 @@ class TokenShard {
 // else version 7; with it, that width (U16 with a token above 65535 throws DataError).
 void write_token_file(const std::string& path, std::span<const std::int64_t> tokens,
                       std::optional<TokenWidth> width = std::nullopt);
+void write_token_file(const std::string& path, std::span<const std::int32_t> tokens,
+                      std::optional<TokenWidth> width = std::nullopt);
 // uint16 tokens, as the byte tokenizer makes: version 1 unless `width` asks for U32.
 void write_token_file(const std::string& path, std::span<const std::uint16_t> tokens,
                       TokenWidth width = TokenWidth::U16);

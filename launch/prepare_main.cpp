@@ -1,18 +1,20 @@
-// ternion-prepare: text -> byte-token files the trainer reads.
+// ternion-prepare: text -> token files the trainer reads (data/text_prepare.h).
 //
-//   ternion-prepare --input TEXT --output DIR [--val-fraction F]
-//   ternion-prepare --builtin --output DIR [--bytes N] [--val-fraction F]
+//   ternion-prepare (--input TEXT | --builtin [--bytes N]) --output DIR [--val-fraction F]
+//                   [--tokenizer FILE | --train-tokenizer --vocab-size N]
+//                   [--shard-tokens N] [--threads N]
 //
-// Writes DIR/train.bin and DIR/val.bin (llm.c token files, byte vocabulary 256; the last F of
-// the text, default 0.1, is the validation split; F = 0 writes no val.bin). --builtin prepares
+// Tokens are bytes unless a byte-level BPE is given (a Hugging Face tokenizer.json) or trained
+// on the input; then DIR/tokenizer.json is written beside the token files. --builtin prepares
 // the generated corpus of data/builtin_corpus.h instead of a file and also writes
 // DIR/corpus.txt (the text) and DIR/words.txt (its word list, one a line).
 //
 // Exit status: 0 on success or --help; 2 for a bad command line (the message and a usage hint
 // on stderr); 1 for anything else (bad input file, unwritable directory), with one line.
-// Arguments are parsed by hand: the program must build with nothing beyond the standard library.
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -23,11 +25,14 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "data/builtin_corpus.h"
 #include "data/text_prepare.h"
+#include "data/tokenizer.h"
 #include "framework/error.h"
+#include "framework/logging.h"
 
 namespace {
 
@@ -38,23 +43,36 @@ using ternion::UsageError;
 constexpr const char* kProgram = "ternion-prepare";
 constexpr const char* kUsageHint =
     "usage: ternion-prepare (--input TEXT | --builtin [--bytes N]) --output DIR "
-    "[--val-fraction F]; see --help";
+    "[--val-fraction F] [--tokenizer FILE | --train-tokenizer --vocab-size N] "
+    "[--shard-tokens N] [--threads N]; see --help";
 constexpr const char* kHelp =
-    "usage: ternion-prepare --input TEXT --output DIR [--val-fraction F]\n"
-    "       ternion-prepare --builtin --output DIR [--bytes N] [--val-fraction F]\n"
+    "usage: ternion-prepare --input TEXT --output DIR [options]\n"
+    "       ternion-prepare --builtin --output DIR [--bytes N] [options]\n"
     "\n"
-    "Byte-tokenizes text (vocabulary 256) into DIR/train.bin and DIR/val.bin, llm.c token\n"
-    "files that ternion-train reads.\n"
+    "Tokenizes text into DIR/train.bin and DIR/val.bin (or shards of them), llm.c token files\n"
+    "that ternion-train reads: bytes (vocabulary 256) by default, or a byte-level BPE.\n"
     "\n"
-    "  --input TEXT        the text file to prepare\n"
+    "  --input TEXT        the text file to prepare (UTF-8 for a BPE tokenizer)\n"
     "  --builtin           prepare the built-in generated pseudo-English corpus instead; also\n"
     "                      writes DIR/corpus.txt and DIR/words.txt (its words, one a line)\n"
     "  --output DIR        where to write (created if missing)\n"
     "  --bytes N           size of the built-in corpus: whole paragraphs up to at least N\n"
     "                      bytes (default 1048576)\n"
-    "  --val-fraction F    the last F of the text becomes val.bin, F in [0, 0.5] (default 0.1);\n"
-    "                      0 writes no val.bin\n"
-    "  --help              print this and exit\n";
+    "  --val-fraction F    the last F of the tokens become the validation split, F in [0, 0.5]\n"
+    "                      (default 0.1); 0 writes no validation file\n"
+    "  --tokenizer FILE    encode with this Hugging Face tokenizer.json (byte-level BPE, as\n"
+    "                      GPT-2's and Llama 3's); a copy goes to DIR/tokenizer.json\n"
+    "  --train-tokenizer   train a GPT-2-style byte-level BPE on the text first and write it to\n"
+    "                      DIR/tokenizer.json (special token <|endoftext|>); needs --vocab-size\n"
+    "  --vocab-size N      the trained tokenizer's vocabulary, at least 257\n"
+    "  --shard-tokens N    split each split into shards of at most N tokens, sizes within one\n"
+    "                      token of each other: DIR/train_000000.bin, ... and DIR/val_000000.bin,\n"
+    "                      ... (data.train: DIR/train_*.bin); default: one file per split\n"
+    "  --threads N         encoding threads (default: the cores this process may use)\n"
+    "  --help              print this and exit\n"
+    "\n"
+    "Token files hold uint16 tokens where the vocabulary fits them, else uint32. Files of an\n"
+    "earlier preparation in DIR that this one does not write are removed.\n";
 
 struct Options {
   std::optional<std::string> input;
@@ -62,6 +80,11 @@ struct Options {
   std::optional<std::string> output;
   std::optional<std::int64_t> bytes;
   std::optional<double> val_fraction;
+  std::optional<std::string> tokenizer;
+  bool train_tokenizer = false;
+  std::optional<std::int64_t> vocab_size;
+  std::optional<std::int64_t> shard_tokens;
+  std::optional<std::int64_t> threads;
 };
 
 double parse_fraction(const std::string& flag, const std::string& text) {
@@ -75,17 +98,16 @@ double parse_fraction(const std::string& flag, const std::string& text) {
   return value;
 }
 
-std::int64_t parse_bytes(const std::string& flag, const std::string& text) {
+// A whole number in [low, high] (UsageError naming the flag otherwise).
+std::int64_t parse_count(const std::string& flag, const std::string& text, std::int64_t low,
+                         std::int64_t high) {
   errno = 0;
   char* end = nullptr;
   long long value = std::strtoll(text.c_str(), &end, 10);
   TN_CHECK_AS(UsageError, !text.empty() && *end == '\0', flag, ": '", text,
               "' is not a whole number");
-  TN_CHECK_AS(UsageError, errno != ERANGE, flag, " ", text, " is out of range");
-  // A token file counts its tokens in an int32, and each byte is one token.
-  constexpr long long kMaxBytes = std::numeric_limits<std::int32_t>::max();
-  TN_CHECK_AS(UsageError, value > 0 && value <= kMaxBytes, flag, " ", text,
-              " is outside [1, ", kMaxBytes, "]");
+  TN_CHECK_AS(UsageError, errno != ERANGE && value >= low && value <= high, flag, " ", text,
+              " is outside [", low, ", ", high, "]");
   return value;
 }
 
@@ -125,7 +147,25 @@ std::optional<Options> parse_args(const std::vector<std::string>& args) {
       options.val_fraction = parse_fraction(flag, value());
     } else if (flag == "--bytes") {
       once(options.bytes.has_value());
-      options.bytes = parse_bytes(flag, value());
+      // A token file counts its tokens in an int32, and each byte is one token.
+      options.bytes = parse_count(flag, value(), 1, std::numeric_limits<std::int32_t>::max());
+    } else if (flag == "--tokenizer") {
+      once(options.tokenizer.has_value());
+      options.tokenizer = value();
+      TN_CHECK_AS(UsageError, !options.tokenizer->empty(), "--tokenizer needs a non-empty path");
+    } else if (flag == "--train-tokenizer") {
+      TN_CHECK_AS(UsageError, !inline_value, "--train-tokenizer takes no value");
+      once(options.train_tokenizer);
+      options.train_tokenizer = true;
+    } else if (flag == "--vocab-size") {
+      once(options.vocab_size.has_value());
+      options.vocab_size = parse_count(flag, value(), 257, std::numeric_limits<std::int32_t>::max());
+    } else if (flag == "--shard-tokens") {
+      once(options.shard_tokens.has_value());
+      options.shard_tokens = parse_count(flag, value(), 1, std::numeric_limits<std::int32_t>::max());
+    } else if (flag == "--threads") {
+      once(options.threads.has_value());
+      options.threads = parse_count(flag, value(), 1, 1024);
     } else if (flag == "--builtin") {
       TN_CHECK_AS(UsageError, !inline_value, "--builtin takes no value");
       once(options.builtin);
@@ -144,6 +184,11 @@ std::optional<Options> parse_args(const std::vector<std::string>& args) {
   TN_CHECK_AS(UsageError, options.output.has_value(), "--output DIR is required");
   TN_CHECK_AS(UsageError, !options.bytes || options.builtin,
               "--bytes applies only to --builtin");
+  TN_CHECK_AS(UsageError, !(options.tokenizer && options.train_tokenizer),
+              "--tokenizer and --train-tokenizer exclude each other");
+  TN_CHECK_AS(UsageError, options.train_tokenizer == options.vocab_size.has_value(),
+              options.train_tokenizer ? "--train-tokenizer needs --vocab-size N"
+                                      : "--vocab-size applies only to --train-tokenizer");
   return options;
 }
 
@@ -168,14 +213,45 @@ void write_text(const fs::path& path, const std::string& text) {
   }
 }
 
+// The cores this process may run on (a cgroup or taskset may allow fewer than the machine has).
+int available_cores() {
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  if (::sched_getaffinity(0, sizeof cores, &cores) == 0) return std::max(1, CPU_COUNT(&cores));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+ternion::Tokenizer tokenizer_for(const Options& options, const std::string& text) {
+  if (options.tokenizer) return ternion::Tokenizer::open("--tokenizer", *options.tokenizer);
+  if (!options.train_tokenizer) return ternion::Tokenizer::bytes();
+  const std::int64_t bad = ternion::first_invalid_utf8(text);
+  TN_CHECK_AS(DataError, bad < 0, options.builtin ? "the text" : "text file '" + *options.input + "'",
+              " is not UTF-8 at byte offset ", bad, ": a BPE tokenizer is trained on UTF-8 text");
+  return ternion::Tokenizer(
+      ternion::BpeTokenizer::train(text, *options.vocab_size, {"<|endoftext|>"}));
+}
+
+std::string file_list(const std::vector<std::string>& files) {
+  if (files.size() == 1) return files.front();
+  return std::to_string(files.size()) + " files " + files.front() + " .. " + files.back();
+}
+
 int run(const Options& options) {
-  const double val_fraction = options.val_fraction.value_or(0.1);
   const fs::path dir(*options.output);
-  ternion::PrepareResult result;
+  ternion::PrepareOptions prepare;
+  prepare.val_fraction = options.val_fraction.value_or(0.1);
+  prepare.shard_tokens = options.shard_tokens.value_or(0);
+  prepare.threads = static_cast<int>(
+      options.threads.value_or(available_cores()));
+  const std::string text = options.builtin
+                               ? ternion::builtin_corpus_text(options.bytes.value_or(1 << 20))
+                               : ternion::read_text_file(*options.input);
+  prepare.tokenizer = tokenizer_for(options, text);
+  const std::string source = options.builtin ? "the text" : "text file '" + *options.input + "'";
+  const ternion::PrepareResult result =
+      ternion::prepare_text(text, *options.output, prepare, source);
   std::string extra;
   if (options.builtin) {
-    const std::string text = ternion::builtin_corpus_text(options.bytes.value_or(1 << 20));
-    result = ternion::prepare_text(text, *options.output, val_fraction);
     const std::vector<std::string> words = ternion::builtin_corpus_words();
     std::string word_lines;
     for (const std::string& word : words) word_lines += word + "\n";
@@ -183,19 +259,23 @@ int run(const Options& options) {
     write_text(dir / "words.txt", word_lines);
     extra = "; text in " + (dir / "corpus.txt").string() + ", " + std::to_string(words.size()) +
             " words in " + (dir / "words.txt").string();
-  } else {
-    result = ternion::prepare_text_file(*options.input, *options.output, val_fraction);
   }
 
-  std::cout << "wrote " << (dir / "train.bin").string() << " (" << result.train_tokens
+  std::cout << "wrote " << file_list(result.train_files) << " (" << result.train_tokens
             << " tokens)";
   if (result.val_tokens > 0) {
-    std::cout << " and " << (dir / "val.bin").string() << " (" << result.val_tokens
+    std::cout << " and " << file_list(result.val_files) << " (" << result.val_tokens
               << " tokens)";
   } else {
-    std::cout << " and no val.bin (--val-fraction 0)";
+    std::cout << " and no validation file (--val-fraction 0)";
   }
+  if (!prepare.tokenizer.is_bytes())
+    std::cout << "; " << prepare.tokenizer.describe() << " in " << (dir / "tokenizer.json").string();
   std::cout << extra << "\n";
+  const double mb = static_cast<double>(text.size()) / 1e6;
+  std::cout << "encoded " << mb << " MB into " << result.train_tokens + result.val_tokens
+            << " tokens in " << result.encode_seconds << " s (" << mb / result.encode_seconds
+            << " MB/s, " << ternion::count_of(prepare.threads, "thread", "threads") << ")\n";
   return 0;
 }
 

@@ -29,7 +29,7 @@ struct RemovedAtExit {
 inline const std::string& corpus_dir(const std::string& tag) {
   static const RemovedAtExit dir{[&] {
     const std::string d = "/tmp/ternion-" + tag + "-" + std::to_string(::getpid());
-    prepare_text(builtin_corpus_text(60000), d, 0.1);
+    prepare_text(builtin_corpus_text(60000), d, {.val_fraction = 0.1});
     return d;
   }()};
   return dir.path;

@@ -167,8 +167,9 @@ void check_save_dir_writable(const TrainConfig& config, int rank) {
   if (ec) refuse("cannot remove '" + probe + "' (a write probe): " + ec.message());
 }
 
-void save_checkpoint(const TrainConfig& config, std::int64_t step, CheckpointRetention& retention,
-                     const std::vector<ShardedTensor>& mine, Communicator* world) {
+void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std::int64_t step,
+                     CheckpointRetention& retention, const std::vector<ShardedTensor>& mine,
+                     Communicator* world) {
   const std::string& save_dir = config.checkpoint.save_dir;
   const int rank = world != nullptr ? world->rank() : 0;
   const int ranks = world != nullptr ? world->size() : 1;
@@ -227,6 +228,8 @@ void save_checkpoint(const TrainConfig& config, std::int64_t step, CheckpointRet
       meta.family = config.model.family;
       meta.block = config.model.block;
       write_text_file((fs::path(tmp_dir) / "config.yaml").string(), config_yaml(config));
+      if (const BpeTokenizer* bpe = tokenizer.bpe())
+        write_text_file((fs::path(tmp_dir) / "tokenizer.json").string(), bpe->to_json());
       write_text_file((fs::path(tmp_dir) / "checkpoint.json").string(), checkpoint_meta_json(meta));
       fsync_directory(tmp_dir);
       // Saving a step that exists already (after resuming from an older one): the old copy
@@ -414,6 +417,19 @@ std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, Tr
   for (std::size_t i = 0; i < targets.size(); ++i)
     model->parameters()[i]->value.view({-1}).copy_from(targets[i].data);
   return model;
+}
+
+Tokenizer checkpoint_tokenizer(const std::string& path, const TrainConfig& config) {
+  const std::string& named = config.data.tokenizer;
+  if (named.empty()) return Tokenizer::bytes();
+  const fs::path dir = fs::path(checkpoint_config_path(path)).parent_path();
+  const std::string copy = (dir / "tokenizer.json").string();
+  try {
+    return Tokenizer(BpeTokenizer::load(copy));
+  } catch (const DataError& e) {
+    TN_THROW(CheckpointError, "the checkpoint's run used data.tokenizer '", named,
+             "', but its copy is unusable: ", e.what());
+  }
 }
 
 }  // namespace ternion

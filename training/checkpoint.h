@@ -6,6 +6,7 @@
 //     rank_00003.json          what each piece is: tensor, global shape, which slice, CRC-32
 //     checkpoint.json          step, model shape, optimizer type and file count (written last)
 //     config.yaml              the run's configuration
+//     tokenizer.json           the run's BPE tokenizer (data.tokenizer), when it has one
 //   save_dir/latest            "step_0000100", replaced only once a checkpoint is complete
 //
 // Every tensor is parameter-shaped: "model/<name>", "optim/<kind>/<name>". A piece is
@@ -26,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "data/tokenizer.h"
 #include "framework/parameter.h"
 #include "layers/gpt_model.h"
 #include "layers/model_config.h"
@@ -53,8 +55,9 @@ void check_save_dir_writable(const TrainConfig& config, int rank);
 // Saves the state after `step` into config.checkpoint.save_dir, then deletes what `retention`
 // prunes (training/checkpoint_retention.h). Collective over `world` (null: this rank alone).
 // CheckpointError on I/O failure, on every rank, with the incomplete directory removed.
-void save_checkpoint(const TrainConfig& config, std::int64_t step, CheckpointRetention& retention,
-                     const std::vector<ShardedTensor>& mine, Communicator* world);
+void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std::int64_t step,
+                     CheckpointRetention& retention, const std::vector<ShardedTensor>& mine,
+                     Communicator* world);
 
 // The checkpoint directory `load` names: a directory, or "latest" in `save_dir`.
 std::string resolve_checkpoint(const std::string& load, const std::string& save_dir);
@@ -77,5 +80,9 @@ std::string checkpoint_block_type(const std::string& path);
 // The whole model of a checkpoint (`path`: a checkpoint directory, or a save_dir with a
 // `latest`) on one rank, whatever layout trained it; its configuration in *config.
 std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, TrainConfig* config);
+// The tokenizer a checkpoint's text goes through (`config` its configuration, as
+// load_model_from_checkpoint reads it): its tokenizer.json, or bytes where its run had none.
+// CheckpointError when the run named one and the copy is missing or unreadable.
+Tokenizer checkpoint_tokenizer(const std::string& path, const TrainConfig& config);
 
 }  // namespace ternion

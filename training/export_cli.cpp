@@ -74,20 +74,28 @@ int run(int argc, char** argv) {
   TN_CHECK_AS(CheckpointError, !ec, "cannot create '", output, "': ", ec.message());
   const std::string weights = (fs::path(output) / "model.safetensors").string();
   const std::string json = (fs::path(output) / "config.json").string();
-  const TemporaryFiles temporaries({weights + ".tmp", json + ".tmp"});
+  // A BPE run's tokenizer goes along, so the folder loads with its tokenizer too.
+  const Tokenizer tokenizer = checkpoint_tokenizer(checkpoint, config);
+  const std::string tokenizer_json = (fs::path(output) / "tokenizer.json").string();
+  std::vector<std::string> written{weights, json};
+  if (tokenizer.bpe() != nullptr) written.push_back(tokenizer_json);
+  const TemporaryFiles temporaries({weights + ".tmp", json + ".tmp", tokenizer_json + ".tmp"});
   write_safetensors(weights + ".tmp", hf, {{"format", "pt"}});  // checked and fsynced
-  {
-    std::ofstream out(json + ".tmp", std::ios::binary);
-    out << mapping.config_json(config.model);
+  auto write_text = [](const std::string& path, const std::string& text) {
+    std::ofstream out(path + ".tmp", std::ios::binary);
+    out << text;
     out.close();
-    TN_CHECK_AS(CheckpointError, !out.fail(), "cannot write '", json, ".tmp'");
-  }
-  for (const std::string& path : {weights, json}) {
+    TN_CHECK_AS(CheckpointError, !out.fail(), "cannot write '", path, ".tmp'");
+  };
+  write_text(json, mapping.config_json(config.model));
+  if (tokenizer.bpe() != nullptr) write_text(tokenizer_json, tokenizer.bpe()->to_json());
+  for (const std::string& path : written) {
     fs::rename(path + ".tmp", path, ec);
     TN_CHECK_AS(CheckpointError, !ec, "cannot rename '", path, ".tmp' to '", path, "': ",
                 ec.message());
   }
-  std::printf("wrote %s (%zu tensors) and %s\n", weights.c_str(), hf.size(), json.c_str());
+  std::printf("wrote %s (%zu tensors) and %s%s\n", weights.c_str(), hf.size(), json.c_str(),
+              tokenizer.bpe() != nullptr ? (" and " + tokenizer_json).c_str() : "");
   return 0;
 }
 

@@ -10,7 +10,6 @@
 #include <optional>
 #include <string>
 
-#include "data/byte_tokenizer.h"
 #include "framework/strict_json.h"
 #include "layers/kv_cache_decoder.h"
 #include "training/checkpoint.h"
@@ -98,14 +97,17 @@ Options parse(int argc, char** argv) {
 
 // The prompt's logits [T, vocab_size] (the padding rows dropped) as JSON rows, written to a
 // temporary name and renamed, so FILE is whole or absent.
-void write_prompt_logits(GptModel& model, const std::string& prompt, const std::string& path) {
-  const std::vector<std::uint16_t> bytes = encode_bytes(prompt);
-  const auto seq = static_cast<std::int64_t>(bytes.size());
+void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std::string& path) {
+  const std::string problem =
+      sample.tokenizer.prompt_problem(sample.prompt, model.config().vocab_size);
+  TN_CHECK_AS(UsageError, problem.empty(), "--prompt: ", problem);
+  const std::vector<std::int32_t> ids = sample.tokenizer.encode(sample.prompt);
+  const auto seq = static_cast<std::int64_t>(ids.size());
   const std::int64_t seq_len = model.config().seq_len;
   TN_CHECK_AS(UsageError, seq >= 1 && seq <= seq_len, "--logits: the prompt has ", seq,
               " tokens; the model's logits take 1 to ", seq_len, " (model.seq_len)");
   Tensor tokens = Tensor::empty({1, seq}, DType::I32);
-  std::copy(bytes.begin(), bytes.end(), tokens.data<std::int32_t>());
+  std::copy(ids.begin(), ids.end(), tokens.data<std::int32_t>());
   MicroBatchInfo info;
   info.training = false;
   ActivationContext ctx(info);
@@ -138,10 +140,11 @@ int run(Options o) {
   }
   TrainConfig config;
   std::unique_ptr<GptModel> model = load_model_from_checkpoint(o.checkpoint, &config);
+  o.sample.tokenizer = checkpoint_tokenizer(o.checkpoint, config);
   o.sample.temperature = o.temperature.value_or(config.training.sample_temperature);
   o.sample.top_k = o.top_k.value_or(config.training.sample_top_k);
   o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
-  if (!o.logits_path.empty()) write_prompt_logits(*model, o.sample.prompt, o.logits_path);
+  if (!o.logits_path.empty()) write_prompt_logits(*model, o.sample, o.logits_path);
   // One rank: the KV cache where the decoder knows the model's keys and values; otherwise (a
   // registered custom block) each token reruns its window.
   const std::string text =

@@ -5,7 +5,6 @@
 #include <numeric>
 #include <span>
 
-#include "data/byte_tokenizer.h"
 #include "framework/philox.h"
 #include "layers/kv_cache_decoder.h"
 
@@ -13,13 +12,12 @@ namespace ternion {
 
 namespace {
 
-// The prompt's bytes as tokens (token 0 for an empty prompt). A byte the vocabulary has no
-// token for is refused: dropping it would sample from a prompt other than the one printed.
+// The prompt's tokens (token 0 for an empty prompt). A prompt the vocabulary has no tokens for
+// is refused: dropping a token would sample from a prompt other than the one printed.
 std::vector<std::int32_t> prompt_tokens(const ModelConfig& mc, const SampleOptions& options) {
-  const std::string problem = prompt_problem(options.prompt, mc.vocab_size);
+  const std::string problem = options.tokenizer.prompt_problem(options.prompt, mc.vocab_size);
   TN_CHECK_AS(UsageError, problem.empty(), problem);
-  std::vector<std::int32_t> tokens;
-  for (std::uint16_t token : encode_bytes(options.prompt)) tokens.push_back(token);
+  std::vector<std::int32_t> tokens = options.tokenizer.encode(options.prompt);
   if (tokens.empty()) tokens.push_back(0);
   return tokens;
 }
@@ -48,9 +46,9 @@ std::int32_t sample_token(const float* logits, const ModelConfig& mc, const Samp
   return order[choice];
 }
 
-std::string decode_generated(const std::vector<std::int32_t>& tokens, std::size_t prompt_length) {
-  return decode_bytes(std::span<const std::int32_t>(tokens.data() + prompt_length,
-                                                    tokens.size() - prompt_length));
+std::string decode_generated(const SampleOptions& options, const std::vector<std::int32_t>& tokens,
+                             std::size_t prompt_length) {
+  return options.tokenizer.decode(std::span<const std::int32_t>(tokens).subspan(prompt_length));
 }
 
 }  // namespace
@@ -74,7 +72,7 @@ std::string generate_text(const ModelConfig& mc, const SampleOptions& options,
     const float* last = logits.data<float>() + (window - 1) * logits.size(2);
     tokens.push_back(sample_token(last, mc, options, stream, i));
   }
-  return decode_generated(tokens, prompt_length);
+  return decode_generated(options, tokens, prompt_length);
 }
 
 std::string generate_text_cached(const ModelConfig& mc, const GptModel& model,
@@ -98,7 +96,7 @@ std::string generate_text_cached(const ModelConfig& mc, const GptModel& model,
     }
     tokens.push_back(sample_token(logits.data<float>(), mc, options, stream, i));
   }
-  return decode_generated(tokens, prompt_length);
+  return decode_generated(options, tokens, prompt_length);
 }
 
 }  // namespace ternion

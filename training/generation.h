@@ -1,4 +1,4 @@
-// Sampling text from a model: the prompt's bytes, then max_tokens tokens drawn one at a time
+// Sampling text from a model: the prompt's tokens, then max_tokens tokens drawn one at a time
 // (temperature, top-k, a seeded random stream), by rerunning the window (any layout) or
 // through a KV cache (one rank).
 #pragma once
@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "data/tokenizer.h"
 #include "layers/gpt_model.h"
 
 namespace ternion {
@@ -17,9 +18,10 @@ struct SampleOptions {
   double temperature = 0.8;
   std::int64_t top_k = 40;
   std::uint64_t seed = 0;
+  Tokenizer tokenizer = Tokenizer::bytes();  // encodes the prompt, decodes the sample
 };
 
-// Samples `options.max_tokens` bytes after `options.prompt` (temperature, top-k, seeded):
+// Samples `options.max_tokens` tokens after `options.prompt` (temperature, top-k, seeded):
 // `logits_of` maps tokens [1, T] to logits [1, T, padded_vocab]; windows of the last seq_len
 // tokens are padded at their end to a multiple of `window_multiple` (sequence parallelism).
 // No KV cache: each new token reruns its window (any layout: `logits_of` may be collective).

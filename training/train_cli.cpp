@@ -409,6 +409,13 @@ int run_training(Communicator& world, const Setup& s) {
   }
   const std::int64_t local_params = count_elements(trainer->parameters());
   if (world.size() > 1) log_built_parameters(world, *groups, local_params);
+  auto describe_data = [](const TokenDataset& data) {
+    return detail::concat(count_of(static_cast<std::int64_t>(data.shards().size()), "file", "files"),
+                          ", ", data.token_count(), " tokens");
+  };
+  log_info("ternion: data.train ", describe_data(trainer->train_data()),
+           trainer->val_data() != nullptr ? "; data.val " + describe_data(*trainer->val_data()) : "",
+           "; tokenizer ", trainer->tokenizer().describe());
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (",
            count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",
@@ -436,6 +443,7 @@ int run_training(Communicator& world, const Setup& s) {
     sample.temperature = config.training.sample_temperature;
     sample.top_k = config.training.sample_top_k;
     sample.seed = static_cast<std::uint64_t>(config.training.seed);
+    sample.tokenizer = trainer->tokenizer();
     const std::string text = trainer->generate(sample);  // every rank: it communicates
     log_info("ternion: sample (temperature ", sample.temperature, ", top-k ", sample.top_k,
              "):\n", sample.prompt, text);
@@ -474,8 +482,9 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
   std::vector<MemoryEstimate> estimates;  // rank 0's
   std::optional<RankLayout> layout;
   const std::optional<Failure> local = capture([&] {
-    open_data_file("data.train", config.data.train, config.model);
-    if (!config.data.val.empty()) open_data_file("data.val", config.data.val, config.model);
+    open_tokenizer(config);
+    open_dataset("data.train", config.data.train, config.model);
+    if (!config.data.val.empty()) open_dataset("data.val", config.data.val, config.model);
     check_save_dir_writable(config, world.rank());
     layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);

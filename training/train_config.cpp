@@ -44,7 +44,8 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (!(t.sample_temperature > 0))
     config_fail(doc, kSection, "sample_temperature", "must be positive");
   if (t.sample_top_k < 0) config_fail(doc, kSection, "sample_top_k", "must not be negative");
-  if (t.sample_tokens > 0) {
+  // A BPE tokenizer's prompt is checked once the tokenizer is read (open_tokenizer).
+  if (t.sample_tokens > 0 && c.data.tokenizer.empty()) {
     const std::string problem = prompt_problem(t.sample_prompt, c.model.vocab_size);
     if (!problem.empty()) config_fail(doc, kSection, "sample_prompt", problem);
   }

@@ -115,15 +115,32 @@ std::int64_t count_valid(const Tensor& targets) {
 
 }  // namespace
 
-TokenShard open_data_file(const std::string& key, const std::string& path,
+TokenDataset open_dataset(const std::string& key, const std::string& spec,
                           const ModelConfig& model) {
-  TokenShard shard = TokenShard::open(path);
-  TN_CHECK_AS(DataError, shard.max_token() < model.vocab_size, key, " '", path,
-              "' holds token ", shard.max_token(), ", outside model.vocab_size = ",
-              model.vocab_size);
-  TN_CHECK_AS(DataError, shard.size() > model.seq_len, key, " '", path, "' holds ",
-              shard.size(), " tokens, fewer than model.seq_len + 1 = ", model.seq_len + 1);
-  return shard;
+  TokenDataset dataset = TokenDataset::open(key, spec);
+  for (const TokenShard& shard : dataset.shards()) {
+    TN_CHECK_AS(DataError, shard.max_token() < model.vocab_size, key, " '", shard.path(),
+                "' holds token ", shard.max_token(), ", outside model.vocab_size = ",
+                model.vocab_size);
+    TN_CHECK_AS(DataError, shard.size() > model.seq_len, key, " '", shard.path(), "' holds ",
+                shard.size(), " tokens, fewer than model.seq_len + 1 = ", model.seq_len + 1);
+  }
+  return dataset;
+}
+
+Tokenizer open_tokenizer(const TrainConfig& config) {
+  const Tokenizer tokenizer = Tokenizer::open("data.tokenizer", config.data.tokenizer);
+  // Bytes fit any vocabulary their data fits (a model of text without every byte value may
+  // have fewer than 256 tokens); a BPE's ids may all occur.
+  TN_CHECK_AS(DataError, tokenizer.is_bytes() || tokenizer.vocab_size() <= config.model.vocab_size,
+              "data.tokenizer '", config.data.tokenizer, "' has ", tokenizer.vocab_size(),
+              " tokens, more than model.vocab_size = ", config.model.vocab_size);
+  const TrainingConfig& t = config.training;
+  if (t.sample_tokens > 0 && !tokenizer.is_bytes()) {  // bytes: checked with the config
+    const std::string problem = tokenizer.prompt_problem(t.sample_prompt, config.model.vocab_size);
+    TN_CHECK_AS(ConfigError, problem.empty(), "training.sample_prompt: ", problem);
+  }
+  return tokenizer;
 }
 
 Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build build)
@@ -134,12 +151,13 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
       precision_(parse_precision(config.training.precision, "training.precision")),
       tp_{groups_.tp_size() > 1 ? &groups_.tensor() : nullptr,
           config.parallel.sequence_parallel},
-      train_shard_(open_data_file("data.train", config.data.train, config.model)),
-      val_shard_(config.data.val.empty()
-                     ? std::nullopt
-                     : std::optional<TokenShard>(
-                           open_data_file("data.val", config.data.val, config.model))),
-      train_sampler_(train_shard_, config.model.seq_len,
+      tokenizer_(open_tokenizer(config)),
+      train_data_(open_dataset("data.train", config.data.train, config.model)),
+      val_data_(config.data.val.empty()
+                    ? std::nullopt
+                    : std::optional<TokenDataset>(
+                          open_dataset("data.val", config.data.val, config.model))),
+      train_sampler_(train_data_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
       chunks_(),
       checkpoint_retention_(config.checkpoint.keep) {
@@ -163,8 +181,8 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
               ": tensor group ", rank_list_str(spanning.empty() ? std::vector<int>{} : spanning.front()),
               " spans nodes; tensor parallelism all-reduces activations every layer, so a "
               "tensor group must fit within one node's ranks");
-  if (val_shard_)
-    val_sampler_.emplace(*val_shard_, config.model.seq_len,
+  if (val_data_)
+    val_sampler_.emplace(*val_data_, config.model.seq_len,
                          static_cast<std::uint64_t>(config.training.seed), "data.val");
   // This rank's model chunks: chunk c of pipeline rank s is virtual stage c * pp + s.
   const int stages = groups_.pp_size();

@@ -24,7 +24,8 @@
 #include <string>
 
 #include "data/batch_sampler.h"
-#include "data/token_shard.h"
+#include "data/token_dataset.h"
+#include "data/tokenizer.h"
 #include "layers/gpt_model.h"
 #include "layers/mixed_precision.h"
 #include "optimizers/optimizer.h"
@@ -66,7 +67,11 @@ class Trainer {
   // step in progress, with a checkpoint when checkpoint.save_dir is set.
   StepMetrics run();
   bool stopped_by_signal() const { return stopped_by_signal_; }
+  // Samples text from the model (collective); options.tokenizer is usually tokenizer().
   std::string generate(const SampleOptions& options);
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const TokenDataset& train_data() const { return train_data_; }
+  const TokenDataset* val_data() const { return val_data_ ? &*val_data_ : nullptr; }
 
   // Checkpoints (training/checkpoint.h): save the state after `step` (collective), or load it
   // from `dir` (any layout) and return its step.
@@ -118,8 +123,9 @@ class Trainer {
   Device device_;         // training.device: where parameters, activations and gradients live
   Precision precision_;   // training.precision
   TensorParallel tp_;
-  TokenShard train_shard_;
-  std::optional<TokenShard> val_shard_;
+  Tokenizer tokenizer_;  // data.tokenizer
+  TokenDataset train_data_;
+  std::optional<TokenDataset> val_data_;
   BatchSampler train_sampler_;
   std::optional<BatchSampler> val_sampler_;
   std::vector<std::unique_ptr<GptModel>> chunks_;
@@ -139,10 +145,15 @@ class Trainer {
   std::optional<std::size_t> memory_estimate_;
 };
 
-// Opens a token file named by config key `key` and checks that it fits the model: tokens
-// below model.vocab_size, at least one window of seq_len + 1 tokens. DataError otherwise.
-TokenShard open_data_file(const std::string& key, const std::string& path,
+// Opens the token files config key `key` names (data/token_dataset.h) and checks that they fit
+// the model: tokens below model.vocab_size, every shard at least one window of seq_len + 1
+// tokens. DataError otherwise.
+TokenDataset open_dataset(const std::string& key, const std::string& spec,
                           const ModelConfig& model);
+
+// The run's tokenizer (data.tokenizer), checked against the model: every token below
+// model.vocab_size, and a prompt that becomes tokens it has (DataError / ConfigError).
+Tokenizer open_tokenizer(const TrainConfig& config);
 
 std::string format_duration(double seconds);  // "1:02:03" / "2:03"
 

@@ -32,7 +32,7 @@ void Trainer::save_checkpoint(std::int64_t step) {
     for (std::size_t j = 0; j < kinds.size(); ++j)
       mine.push_back({"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
   }
-  ::ternion::save_checkpoint(config_, step, checkpoint_retention_, mine,
+  ::ternion::save_checkpoint(config_, tokenizer_, step, checkpoint_retention_, mine,
                              &groups_.world());
 }
 

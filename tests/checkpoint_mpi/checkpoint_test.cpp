@@ -37,7 +37,7 @@ const std::string& scratch() {
     const std::string d = "/tmp/ternion-ckpt-test-" + std::to_string(static_cast<long>(id.data<float>()[0]));
     if (testing_mpi::world().rank() == 0) {
       fs::remove_all(d);
-      prepare_text(builtin_corpus_text(60000), d + "/data", 0.1);
+      prepare_text(builtin_corpus_text(60000), d + "/data", {.val_fraction = 0.1});
     }
     testing_mpi::world().barrier();
     return d;

@@ -35,3 +35,19 @@ printf '%s\n' "$base" | sed 's/n_layer: 1/n_layer: one/' > "$dir/bad_type.yaml"
 printf '%s\n' "$base" | sed 's/  n_layer: 1/  n_layer: 1\n  n_layers: 2/' > "$dir/unknown_key.yaml"
 printf '%s\n' "$base" | sed 's/  seq_len: 32/  seq_len: [32/' > "$dir/broken.yaml"
 printf '%s\n' "$base" | sed 's/seq_len: 32/seq_len: 100000/' > "$dir/too_long.yaml"
+# Byte-level BPE in shards: a tokenizer of 300 tokens trained on the good corpus.
+"$prepare" --input "$dir/good/corpus.txt" --output "$dir/bpe" --train-tokenizer --vocab-size 300 \
+  --shard-tokens 12000 >/dev/null
+# Shards of both widths side by side: a uint32 copy (version 7) of a uint16 shard's tokens.
+mkdir -p "$dir/mixed"
+cp "$dir/good/val.bin" "$dir/mixed/a.bin"
+python3 - "$dir/good/val.bin" "$dir/mixed/b.bin" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack_from("<i", data, 8)[0]
+tokens = struct.unpack_from("<%dH" % n, data, 1024)
+header = struct.pack("<3i", 20240801, 7, n) + bytes(1024 - 12)
+open(sys.argv[2], "wb").write(header + struct.pack("<%dI" % n, *tokens))
+PY
+printf 'abc\xff\xfe def\n' > "$dir/not_utf8.txt"
+printf '{"version": "1.0", "model": {"type": "WordPiece", "vocab": {}}}\n' > "$dir/wordpiece.json"

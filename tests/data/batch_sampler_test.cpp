@@ -15,12 +15,12 @@ using test::expect_same_ints;
 using test::ints_of;
 using test::TempDir;
 
-// A shard whose token i is i (mod 2^16), so a window's first token is its offset.
-TokenShard counting_shard(const TempDir& dir, std::int64_t n, const std::string& name = "c.bin") {
+// A one-shard dataset whose token i is i (mod 2^16), so a window's first token is its offset.
+TokenDataset counting_data(const TempDir& dir, std::int64_t n, const std::string& name = "c.bin") {
   std::vector<std::uint16_t> tokens(n);
   for (std::int64_t i = 0; i < n; ++i) tokens[i] = static_cast<std::uint16_t>(i);
   write_token_file(dir.file(name), tokens);
-  return TokenShard::open(dir.file(name));
+  return TokenDataset::open("data.train", dir.file(name));
 }
 
 // Every row must be the window of seq_len + 1 tokens at `offsets[row]`, shifted for targets.
@@ -56,8 +56,8 @@ std::int64_t reference_offset(std::uint64_t seed, const std::string& stream, std
 
 TEST(BatchSampler, OffsetsFollowTheCounterBasedFormula) {
   TempDir dir;
-  TokenShard shard = counting_shard(dir, 20000);
-  BatchSampler sampler(shard, 32, 1234, "train");
+  TokenDataset data = counting_data(dir, 20000);
+  BatchSampler sampler(data, 32, 1234, "train");
   std::vector<std::int64_t> got, want;
   for (std::int64_t step = 1; step <= 5; ++step)
     for (std::int64_t g = 0; g < 16; ++g) {
@@ -70,14 +70,14 @@ TEST(BatchSampler, OffsetsFollowTheCounterBasedFormula) {
   std::vector<std::int64_t> offsets;
   for (std::int64_t g = 0; g < 16; ++g) offsets.push_back(reference_offset(1234, "train", 3, g,
                                                                            20000, 32));
-  expect_windows("step 3", batch, shard, offsets, 32);
+  expect_windows("step 3", batch, data.shards()[0], offsets, 32);
 }
 
 TEST(BatchSampler, DeterministicAcrossSamplers) {
   TempDir dir;
-  TokenShard shard = counting_shard(dir, 10000);
-  BatchSampler a(shard, 64, 42, "train");
-  BatchSampler b(shard, 64, 42, "train");
+  TokenDataset data = counting_data(dir, 10000);
+  BatchSampler a(data, 64, 42, "train");
+  BatchSampler b(data, 64, 42, "train");
   TokenBatch x = a.sample(7, 0, 8), y = b.sample(7, 0, 8), z = a.sample(7, 0, 8);
   expect_same_ints("two samplers inputs", ints_of(x.inputs), ints_of(y.inputs));
   expect_same_ints("two samplers targets", ints_of(x.targets), ints_of(y.targets));
@@ -86,8 +86,8 @@ TEST(BatchSampler, DeterministicAcrossSamplers) {
 
 TEST(BatchSampler, AnySplitOfTheGlobalBatchGivesTheSameSequences) {
   TempDir dir;
-  TokenShard shard = counting_shard(dir, 10000);
-  BatchSampler sampler(shard, 48, 9, "train");
+  TokenDataset data = counting_data(dir, 10000);
+  BatchSampler sampler(data, 48, 9, "train");
   for (std::int64_t step : {1, 2, 100}) {
     TokenBatch whole = sampler.sample(step, 0, 8);
     TokenBatch head = sampler.sample(step, 0, 3), tail = sampler.sample(step, 3, 5);
@@ -109,10 +109,10 @@ TEST(BatchSampler, AnySplitOfTheGlobalBatchGivesTheSameSequences) {
 
 TEST(BatchSampler, StepsSeedsAndStreamsDiffer) {
   TempDir dir;
-  TokenShard shard = counting_shard(dir, 50000);
-  BatchSampler train(shard, 16, 5, "train");
-  BatchSampler other_seed(shard, 16, 6, "train");
-  BatchSampler other_stream(shard, 16, 5, "other");
+  TokenDataset data = counting_data(dir, 50000);
+  BatchSampler train(data, 16, 5, "train");
+  BatchSampler other_seed(data, 16, 6, "train");
+  BatchSampler other_stream(data, 16, 5, "other");
   auto firsts = [](const TokenBatch& b) {
     std::vector<std::int64_t> v;
     for (std::int64_t r = 0; r < b.inputs.size(0); ++r)
@@ -130,8 +130,8 @@ TEST(BatchSampler, StepsSeedsAndStreamsDiffer) {
 TEST(BatchSampler, OffsetsCoverTheWholeRangeAndTheLastWindowFits) {
   TempDir dir;
   const std::int64_t seq_len = 8;
-  TokenShard shard = counting_shard(dir, seq_len + 4);  // valid starts: 0, 1, 2, 3
-  BatchSampler sampler(shard, seq_len, 3, "train");
+  TokenDataset data = counting_data(dir, seq_len + 4);  // valid starts: 0, 1, 2, 3
+  BatchSampler sampler(data, seq_len, 3, "train");
   std::set<std::int64_t> seen;
   std::vector<std::int64_t> offsets;
   for (std::int64_t step = 1; step <= 50; ++step)
@@ -143,32 +143,32 @@ TEST(BatchSampler, OffsetsCoverTheWholeRangeAndTheLastWindowFits) {
     }
   EXPECT_EQ(seen.size(), 4u) << "some valid start was never drawn in 200 draws";
   for (std::int64_t g = 0; g < 4; ++g) offsets.push_back(sampler.sample_offset(9, g));
-  expect_windows("tiny shard", sampler.sample(9, 0, 4), shard, offsets, seq_len);
+  expect_windows("tiny shard", sampler.sample(9, 0, 4), data.shards()[0], offsets, seq_len);
 }
 
 TEST(BatchSampler, ExactlyOneWindow) {
   TempDir dir;
-  TokenShard shard = counting_shard(dir, 17);
-  BatchSampler sampler(shard, 16, 1, "train");
-  expect_windows("one window", sampler.sample(4, 0, 3), shard, {0, 0, 0}, 16);
-  expect_windows("one window sequential", sampler.sequential(5, 2), shard, {0, 0}, 16);
+  TokenDataset data = counting_data(dir, 17);
+  BatchSampler sampler(data, 16, 1, "train");
+  expect_windows("one window", sampler.sample(4, 0, 3), data.shards()[0], {0, 0, 0}, 16);
+  expect_windows("one window sequential", sampler.sequential(5, 2), data.shards()[0], {0, 0}, 16);
 }
 
 TEST(BatchSampler, SequentialWindowsWrap) {
   TempDir dir;
   // 960 = 15 * 64 tokens hold only 14 whole windows: the 15th would need a target at 960.
-  TokenShard shard = counting_shard(dir, 960);
-  BatchSampler sampler(shard, 64, 1, "val");
+  TokenDataset data = counting_data(dir, 960);
+  BatchSampler sampler(data, 64, 1, "val");
   ASSERT_EQ(sampler.window_count(), 14);
-  expect_windows("first windows", sampler.sequential(0, 3), shard, {0, 64, 128}, 64);
-  expect_windows("wrapping", sampler.sequential(13, 3), shard, {13 * 64, 0, 64}, 64);
-  expect_windows("second lap", sampler.sequential(15, 1), shard, {64}, 64);
+  expect_windows("first windows", sampler.sequential(0, 3), data.shards()[0], {0, 64, 128}, 64);
+  expect_windows("wrapping", sampler.sequential(13, 3), data.shards()[0], {13 * 64, 0, 64}, 64);
+  expect_windows("second lap", sampler.sequential(15, 1), data.shards()[0], {64}, 64);
 }
 
 TEST(BatchSampler, ShardTooSmallForOneSequence) {
   TempDir dir;
-  TokenShard shard = counting_shard(dir, 16, "tiny.bin");
-  test::expect_error<DataError>("too small", [&] { BatchSampler(shard, 16, 1, "train"); },
+  TokenDataset data = counting_data(dir, 16, "tiny.bin");
+  test::expect_error<DataError>("too small", [&] { BatchSampler(data, 16, 1, "train"); },
                                 {dir.file("tiny.bin"), "16 tokens", "seq_len 16"});
 }
 

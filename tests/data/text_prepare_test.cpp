@@ -31,7 +31,7 @@ std::string shard_text(const std::string& path) {
 TEST(PrepareText, SplitsTheLastFractionIntoValidation) {
   TempDir dir;
   const std::string text = sample_text(1000);
-  PrepareResult result = prepare_text(text, dir.path(), 0.1);
+  PrepareResult result = prepare_text(text, dir.path(), {.val_fraction = 0.1});
   EXPECT_EQ(result.train_tokens, 900);
   EXPECT_EQ(result.val_tokens, 100);
   EXPECT_EQ(shard_text(dir.file("train.bin")), text.substr(0, 900));
@@ -40,19 +40,19 @@ TEST(PrepareText, SplitsTheLastFractionIntoValidation) {
 
 TEST(PrepareText, SplitRoundsTheValidationSizeDown) {
   TempDir dir;
-  PrepareResult result = prepare_text(sample_text(1001), dir.path(), 0.25);
+  PrepareResult result = prepare_text(sample_text(1001), dir.path(), {.val_fraction = 0.25});
   EXPECT_EQ(result.val_tokens, 250);
   EXPECT_EQ(result.train_tokens, 751);
-  result = prepare_text(sample_text(10), dir.path(), 0.5);
+  result = prepare_text(sample_text(10), dir.path(), {.val_fraction = 0.5});
   EXPECT_EQ(result.val_tokens, 5);
   EXPECT_EQ(result.train_tokens, 5);
 }
 
 TEST(PrepareText, ZeroFractionWritesNoValidationFile) {
   TempDir dir;
-  prepare_text(sample_text(100), dir.path(), 0.2);
+  prepare_text(sample_text(100), dir.path(), {.val_fraction = 0.2});
   ASSERT_TRUE(std::filesystem::exists(dir.file("val.bin")));
-  PrepareResult result = prepare_text(sample_text(300), dir.path(), 0.0);
+  PrepareResult result = prepare_text(sample_text(300), dir.path(), {.val_fraction = 0.0});
   EXPECT_EQ(result.train_tokens, 300);
   EXPECT_EQ(result.val_tokens, 0);
   EXPECT_FALSE(std::filesystem::exists(dir.file("val.bin")))
@@ -63,7 +63,7 @@ TEST(PrepareText, ZeroFractionWritesNoValidationFile) {
 TEST(PrepareText, CreatesNestedOutputDirectories) {
   TempDir dir;
   const std::string nested = dir.file("a/b/c");
-  prepare_text(sample_text(50), nested, 0.1);
+  prepare_text(sample_text(50), nested, {.val_fraction = 0.1});
   EXPECT_EQ(TokenShard::open(nested + "/train.bin").size(), 45);
   EXPECT_EQ(TokenShard::open(nested + "/val.bin").size(), 5);
 }
@@ -72,11 +72,15 @@ TEST(PrepareText, ValFractionOutOfRangeIsRefused) {
   TempDir dir;
   for (double bad : {-0.1, 0.51, 1.0, std::nan("")}) {
     std::string label = "val_fraction " + std::to_string(bad);
-    expect_error<UsageError>(label, [&] { prepare_text("some text", dir.path(), bad); },
+    expect_error<UsageError>(label,
+                             [&] { prepare_text("some text", dir.path(), {.val_fraction = bad}); },
                              {"val_fraction", "[0, 0.5]"});
     // Checked before the file is even read.
     expect_error<UsageError>(label + " (file)",
-                             [&] { prepare_text_file(dir.file("nope.txt"), dir.path(), bad); },
+                             [&] {
+                               prepare_text_file(dir.file("nope.txt"), dir.path(),
+                                                 {.val_fraction = bad});
+                             },
                              {"val_fraction"});
   }
   EXPECT_FALSE(std::filesystem::exists(dir.file("train.bin")));
@@ -85,21 +89,24 @@ TEST(PrepareText, ValFractionOutOfRangeIsRefused) {
 TEST(PrepareText, BadInputs) {
   TempDir dir;
   const std::string missing = dir.file("missing.txt");
-  expect_error<DataError>("missing", [&] { prepare_text_file(missing, dir.file("out"), 0.1); },
+  expect_error<DataError>("missing",
+                          [&] { prepare_text_file(missing, dir.file("out"), {}); },
                           {missing, "cannot open"});
   const std::string empty = dir.file("empty.txt");
   test::write_raw_file(empty, "");
-  expect_error<DataError>("empty file", [&] { prepare_text_file(empty, dir.file("out"), 0.1); },
+  expect_error<DataError>("empty file",
+                          [&] { prepare_text_file(empty, dir.file("out"), {}); },
                           {empty, "empty"});
   expect_error<DataError>("directory as input",
-                          [&] { prepare_text_file(dir.path(), dir.file("out"), 0.1); },
+                          [&] { prepare_text_file(dir.path(), dir.file("out"), {}); },
                           {dir.path(), "cannot read"});
-  expect_error<DataError>("empty text", [&] { prepare_text("", dir.file("out"), 0.1); },
+  expect_error<DataError>("empty text",
+                          [&] { prepare_text("", dir.file("out"), {.val_fraction = 0.1}); },
                           {"empty"});
   const std::string tiny = dir.file("tiny.txt");
   test::write_raw_file(tiny, "abc");
   expect_error<DataError>("too short for a split",
-                          [&] { prepare_text_file(tiny, dir.file("out"), 0.1); },
+                          [&] { prepare_text_file(tiny, dir.file("out"), {.val_fraction = 0.1}); },
                           {tiny, "3 bytes", "val_fraction of 0"});
 }
 
@@ -107,10 +114,12 @@ TEST(PrepareText, OutputPathThatIsAFile) {
   TempDir dir;
   const std::string file = dir.file("a_file");
   test::write_raw_file(file, "x");
-  expect_error<DataError>("output is a file", [&] { prepare_text("hello", file, 0.0); },
+  expect_error<DataError>("output is a file",
+                          [&] { prepare_text("hello", file, {.val_fraction = 0.0}); },
                           {file});
   expect_error<DataError>("output under a file",
-                          [&] { prepare_text("hello", file + "/sub", 0.0); }, {file + "/sub"});
+                          [&] { prepare_text("hello", file + "/sub", {.val_fraction = 0.0}); },
+                          {file + "/sub"});
 }
 
 // train.bin and val.bin are replaced as a pair: when the new val.bin cannot be written, the
@@ -118,9 +127,9 @@ TEST(PrepareText, OutputPathThatIsAFile) {
 TEST(PrepareText, AFailedWriteLeavesTheOldPair) {
   TempDir dir;
   const std::string old_text = sample_text(100);
-  prepare_text(old_text, dir.path(), 0.2);
+  prepare_text(old_text, dir.path(), {.val_fraction = 0.2});
   std::filesystem::create_directory(dir.file("val.bin.new"));  // the new val.bin cannot land
-  EXPECT_THROW(prepare_text(sample_text(300), dir.path(), 0.2), DataError);
+  EXPECT_THROW(prepare_text(sample_text(300), dir.path(), {.val_fraction = 0.2}), DataError);
   EXPECT_EQ(shard_text(dir.file("train.bin")), old_text.substr(0, 80));
   EXPECT_EQ(shard_text(dir.file("val.bin")), old_text.substr(80));
   EXPECT_FALSE(std::filesystem::exists(dir.file("train.bin.new")));
@@ -130,13 +139,67 @@ TEST(PrepareText, FileVersionMatchesTextVersion) {
   TempDir dir;
   const std::string text = sample_text(4000);
   test::write_raw_file(dir.file("in.txt"), text);
-  PrepareResult from_file = prepare_text_file(dir.file("in.txt"), dir.file("f"), 0.05);
-  PrepareResult from_text = prepare_text(text, dir.file("t"), 0.05);
+  PrepareResult from_file =
+      prepare_text_file(dir.file("in.txt"), dir.file("f"), {.val_fraction = 0.05});
+  PrepareResult from_text = prepare_text(text, dir.file("t"), {.val_fraction = 0.05});
   EXPECT_EQ(from_file.train_tokens, from_text.train_tokens);
   EXPECT_EQ(from_file.val_tokens, from_text.val_tokens);
   EXPECT_EQ(test::read_raw_file(dir.file("f/train.bin")),
             test::read_raw_file(dir.file("t/train.bin")));
   EXPECT_EQ(test::read_raw_file(dir.file("f/val.bin")), test::read_raw_file(dir.file("t/val.bin")));
+}
+
+// Shards split a split into the fewest files of at most shard_tokens tokens, sizes within one
+// token of each other, which together hold the split's tokens in order.
+TEST(PrepareText, ShardsHoldTheSplitInBalancedFiles) {
+  TempDir dir;
+  const std::string text = sample_text(1050);
+  const PrepareResult result =
+      prepare_text(text, dir.path(), {.val_fraction = 0.1, .shard_tokens = 300});
+  ASSERT_EQ(result.train_files.size(), 4u);  // 945 tokens: 236, 236, 236, 237
+  ASSERT_EQ(result.val_files, std::vector<std::string>{dir.file("val_000000.bin")});
+  std::string train;
+  for (std::size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(result.train_files[k], dir.file("train_00000" + std::to_string(k) + ".bin"));
+    const std::string part = shard_text(result.train_files[k]);
+    EXPECT_GE(part.size(), 236u);
+    EXPECT_LE(part.size(), 237u);
+    train += part;
+  }
+  EXPECT_EQ(train, text.substr(0, 945));
+  EXPECT_EQ(shard_text(dir.file("val_000000.bin")), text.substr(945));
+  EXPECT_EQ(TokenShard::open(result.train_files[0]).width(), TokenWidth::U16);
+}
+
+// A new preparation removes what an earlier one wrote and it does not (more shards, the other
+// naming, a validation split now absent), and nothing else in the directory.
+TEST(PrepareText, RemovesTheFilesOfAnEarlierPreparation) {
+  TempDir dir;
+  namespace fs = std::filesystem;
+  test::write_raw_file(dir.file("corpus.txt"), "the user's");
+  test::write_raw_file(dir.file("train_extra.bin"), "not ours by its name");
+  prepare_text(sample_text(2000), dir.path(), {.val_fraction = 0.2, .shard_tokens = 400});
+  EXPECT_TRUE(fs::exists(dir.file("train_000003.bin")));
+  EXPECT_TRUE(fs::exists(dir.file("val_000000.bin")));
+  prepare_text(sample_text(2000), dir.path(), {.val_fraction = 0.0, .shard_tokens = 1000});
+  EXPECT_TRUE(fs::exists(dir.file("train_000001.bin")));
+  EXPECT_FALSE(fs::exists(dir.file("train_000002.bin")));
+  EXPECT_FALSE(fs::exists(dir.file("val_000000.bin")));
+  prepare_text(sample_text(2000), dir.path(), {.val_fraction = 0.1});
+  EXPECT_TRUE(fs::exists(dir.file("train.bin")));
+  EXPECT_TRUE(fs::exists(dir.file("val.bin")));
+  EXPECT_FALSE(fs::exists(dir.file("train_000000.bin")));
+  EXPECT_TRUE(fs::exists(dir.file("corpus.txt")));
+  EXPECT_TRUE(fs::exists(dir.file("train_extra.bin")));
+}
+
+TEST(PrepareText, OptionsOutOfRangeAreRefused) {
+  TempDir dir;
+  expect_error<UsageError>("negative shard size",
+                           [&] { prepare_text("text", dir.path(), {.shard_tokens = -1}); },
+                           {"shard_tokens -1"});
+  expect_error<UsageError>("no threads", [&] { prepare_text("text", dir.path(), {.threads = 0}); },
+                           {"threads 0"});
 }
 
 }  // namespace

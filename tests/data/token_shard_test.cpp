@@ -231,10 +231,10 @@ TEST(TokenShard, SamplerReadsBothWidthsAlike) {
     tokens[i] = static_cast<std::uint16_t>(philox_bits({5, 3}, i).v[0]);
   write_token_file(dir.file("narrow.bin"), tokens);
   write_token_file(dir.file("wide.bin"), tokens, TokenWidth::U32);
-  TokenShard narrow = TokenShard::open(dir.file("narrow.bin"));
-  TokenShard wide = TokenShard::open(dir.file("wide.bin"));
-  ASSERT_EQ(narrow.width(), TokenWidth::U16);
-  ASSERT_EQ(wide.width(), TokenWidth::U32);
+  TokenDataset narrow = TokenDataset::open("data.train", dir.file("narrow.bin"));
+  TokenDataset wide = TokenDataset::open("data.train", dir.file("wide.bin"));
+  ASSERT_EQ(narrow.shards()[0].width(), TokenWidth::U16);
+  ASSERT_EQ(wide.shards()[0].width(), TokenWidth::U32);
   EXPECT_EQ(narrow.max_token(), wide.max_token());
 
   const BatchSampler narrow_sampler(narrow, 37, 99, "train");

@@ -200,7 +200,7 @@ TEST(TensorParallelModel, WithSequenceParallelismLossAndEveryGradientMatchOneRan
 double check_training(bool sequence_parallel) {
   testing_mpi::world().barrier();
   const std::string dir = "/tmp/ternion-tp-test-" + std::to_string(::getpid());
-  prepare_text(builtin_corpus_text(60000), dir, 0.1);
+  prepare_text(builtin_corpus_text(60000), dir, {.val_fraction = 0.1});
   TrainConfig c;
   c.model.seq_len = 16;
   c.model.n_layer = 2;

@@ -47,7 +47,7 @@ std::string write_hf_dir(const ScratchDir& dir, const ModelConfig& model,
 
 TEST(HfImport, AnExportedModelStartsANewRunWhereItWas) {
   ScratchDir dir("hf-import");
-  prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
+  prepare_text(builtin_corpus_text(20000), dir.path().string(), {.val_fraction = 0.1});
   TrainConfig c = small(dir);
   Trainer trained(c);
   for (int s = 1; s <= 3; ++s) trained.train_step(s);
@@ -67,7 +67,7 @@ TEST(HfImport, AnExportedModelStartsANewRunWhereItWas) {
 // lower triangle, and h.N.attn.masked_bias, a scalar), which are not weights: ignored.
 TEST(HfImport, WeightsNamedWithoutTheTransformerPrefixLoadToo) {
   ScratchDir dir("hf-import-unprefixed");
-  prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
+  prepare_text(builtin_corpus_text(20000), dir.path().string(), {.val_fraction = 0.1});
   TrainConfig c = small(dir);
   Trainer trained(c);
   trained.train_step(1);
@@ -100,7 +100,7 @@ TEST(HfImport, WeightsNamedWithoutTheTransformerPrefixLoadToo) {
 
 TEST(HfImport, MismatchedWeightsAreRefusedNamingTheTensor) {
   ScratchDir dir("hf-import-bad");
-  prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
+  prepare_text(builtin_corpus_text(20000), dir.path().string(), {.val_fraction = 0.1});
   TrainConfig c = small(dir);
   Trainer trained(c);
   const std::map<std::string, Tensor> params = parameters_of(trained);
@@ -130,7 +130,7 @@ TEST(HfImport, MismatchedWeightsAreRefusedNamingTheTensor) {
 // heads from one of 2, so a run of another head count must be refused, not started.
 TEST(HfImport, ConfigJsonOfAnotherHeadCountIsRefused) {
   ScratchDir dir("hf-import-heads");
-  prepare_text(builtin_corpus_text(20000), dir.path().string(), 0.1);
+  prepare_text(builtin_corpus_text(20000), dir.path().string(), {.val_fraction = 0.1});
   TrainConfig c = small(dir);
   Trainer trained(c);
   const std::map<std::string, Tensor> params = parameters_of(trained);

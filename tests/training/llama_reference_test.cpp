@@ -235,8 +235,8 @@ double max_abs(const std::vector<double>& values) {
 int train_both(const TrainConfig& config) {
   Trainer trainer(config);
   ReferenceTrainer reference(config, copy_parameters(trainer, reference_config(config.model)));
-  const TokenShard shard = TokenShard::open(config.data.train);
-  const BatchSampler sampler(shard, config.model.seq_len,
+  const TokenDataset data = TokenDataset::open("data.train", config.data.train);
+  const BatchSampler sampler(data, config.model.seq_len,
                              static_cast<std::uint64_t>(config.training.seed), "data.train");
   int clipped = 0;
   for (std::int64_t step = 1; step <= config.training.steps; ++step) {
@@ -277,8 +277,8 @@ TEST(LlamaReference, BackwardMatchesCentralDifferences) {
   const TrainConfig config = llama_run(dir, 2, /*tied=*/false, 100.0, kGradClip, 1);
   Trainer trainer(config);
   ReferenceTrainer reference(config, copy_parameters(trainer, reference_config(config.model)));
-  const TokenShard shard = TokenShard::open(config.data.train);
-  const BatchSampler sampler(shard, config.model.seq_len,
+  const TokenDataset data = TokenDataset::open("data.train", config.data.train);
+  const BatchSampler sampler(data, config.model.seq_len,
                              static_cast<std::uint64_t>(config.training.seed), "data.train");
   const std::vector<TokenBatch> batches = step_batches(sampler, config, 1);
   Tensors grads;

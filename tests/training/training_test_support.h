@@ -32,7 +32,7 @@ class ScratchDir {
 
 // train.bin / val.bin of the built-in corpus (about `bytes` bytes) in `dir`.
 inline void prepare_builtin(const ScratchDir& dir, std::int64_t bytes = 200000) {
-  prepare_text(builtin_corpus_text(bytes), dir.path().string(), 0.1);
+  prepare_text(builtin_corpus_text(bytes), dir.path().string(), {.val_fraction = 0.1});
 }
 
 }  // namespace ternion::testing_support

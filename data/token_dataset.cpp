@@ -1,0 +1,96 @@
+#include "data/token_dataset.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "framework/error.h"
+
+namespace ternion {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* width_name(TokenWidth width) { return width == TokenWidth::U32 ? "uint32" : "uint16"; }
+
+bool is_pattern(const std::string& spec) {
+  return spec.find_first_of("*?[") != std::string::npos;
+}
+
+std::vector<std::string> directory_shards(const std::string& key, const std::string& dir) {
+  std::vector<std::string> paths;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    if (entry.path().extension() == ".bin" && entry.is_regular_file(error))
+      paths.push_back(entry.path().string());
+  }
+  if (error) TN_THROW(DataError, key, " '", dir, "': cannot list the directory: ", error.message());
+  TN_CHECK_AS(DataError, !paths.empty(), key, " '", dir,
+              "' is a directory without token files (*.bin)");
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+std::vector<std::string> glob_shards(const std::string& key, const std::string& pattern) {
+  glob_t matches{};
+  const int status = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &matches);
+  std::vector<std::string> paths(matches.gl_pathv, matches.gl_pathv + matches.gl_pathc);
+  ::globfree(&matches);
+  TN_CHECK_AS(DataError, status != GLOB_NOMATCH, key, " '", pattern, "' matches no file");
+  TN_CHECK_AS(DataError, status == 0, key, " '", pattern,
+              "': cannot read a directory the pattern names");
+  std::sort(paths.begin(), paths.end());  // glob sorts by the locale's collation; we by bytes
+  return paths;
+}
+
+std::vector<std::string> shard_paths(const std::string& key, const std::string& spec) {
+  TN_CHECK_AS(DataError, !spec.empty(), key, " is empty: name a token file, a directory of them "
+              "or a glob pattern");
+  std::error_code error;
+  if (fs::is_directory(spec, error)) return directory_shards(key, spec);
+  if (fs::exists(spec, error) || !is_pattern(spec)) return {spec};  // TokenShard::open explains
+  return glob_shards(key, spec);
+}
+
+}  // namespace
+
+TokenDataset TokenDataset::open(const std::string& key, const std::string& spec) {
+  std::vector<TokenShard> shards;
+  for (const std::string& path : shard_paths(key, spec)) {
+    try {
+      shards.push_back(TokenShard::open(path));
+    } catch (const DataError& e) {
+      TN_THROW(DataError, key, ": ", e.what());
+    }
+  }
+  return TokenDataset(key + " '" + spec + "'", std::move(shards));
+}
+
+TokenDataset::TokenDataset(std::string name, std::vector<TokenShard> shards)
+    : name_(std::move(name)), shards_(std::move(shards)) {
+  TN_CHECK(!shards_.empty(), name_, ": a dataset needs at least one shard");
+  for (const TokenShard& shard : shards_) {
+    TN_CHECK_AS(DataError, shard.width() == shards_.front().width(), name_, ": shard '",
+                shard.path(), "' holds ", width_name(shard.width()), " tokens but '",
+                shards_.front().path(), "' holds ", width_name(shards_.front().width()),
+                ": the shards come from different tokenizers");
+  }
+}
+
+std::int64_t TokenDataset::token_count() const {
+  std::int64_t total = 0;
+  for (const TokenShard& shard : shards_) total += shard.size();
+  return total;
+}
+
+std::uint32_t TokenDataset::max_token() const {
+  std::uint32_t largest = 0;
+  for (const TokenShard& shard : shards_) largest = std::max(largest, shard.max_token());
+  return largest;
+}
+
+}  // namespace ternion

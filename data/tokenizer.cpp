@@ -1,0 +1,68 @@
+#include "data/tokenizer.h"
+
+#include "data/byte_tokenizer.h"
+#include "framework/error.h"
+
+namespace ternion {
+
+Tokenizer Tokenizer::bytes() { return Tokenizer(std::shared_ptr<const BpeTokenizer>()); }
+
+Tokenizer::Tokenizer(BpeTokenizer bpe)
+    : bpe_(std::make_shared<const BpeTokenizer>(std::move(bpe))) {}
+
+Tokenizer::Tokenizer(std::shared_ptr<const BpeTokenizer> bpe) : bpe_(std::move(bpe)) {}
+
+Tokenizer Tokenizer::open(const std::string& key, const std::string& path) {
+  if (path.empty()) return bytes();
+  try {
+    return Tokenizer(BpeTokenizer::load(path));
+  } catch (const DataError& e) {
+    TN_THROW(DataError, key, ": ", e.what());
+  }
+}
+
+std::int64_t Tokenizer::vocab_size() const {
+  return bpe_ != nullptr ? bpe_->vocab_size() : kByteVocabSize;
+}
+
+std::string Tokenizer::describe() const {
+  return (bpe_ != nullptr ? "byte-level BPE (" : "bytes (") + std::to_string(vocab_size()) +
+         " tokens)";
+}
+
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, int threads) const {
+  if (bpe_ != nullptr) return bpe_->encode(text, threads);
+  const std::vector<std::uint16_t> bytes = encode_bytes(text);
+  return std::vector<std::int32_t>(bytes.begin(), bytes.end());
+}
+
+std::string Tokenizer::decode(std::span<const std::int32_t> ids) const {
+  if (bpe_ == nullptr) return decode_bytes(ids);
+  // Runs of known ids decode together, so multi-token characters come out whole.
+  std::string text;
+  std::size_t run_begin = 0;
+  const std::int64_t known = bpe_->vocab_size();
+  for (std::size_t i = 0; i <= ids.size(); ++i) {
+    if (i < ids.size() && ids[i] >= 0 && ids[i] < known) continue;
+    text += bpe_->decode(ids.subspan(run_begin, i - run_begin));
+    if (i < ids.size()) text += "<" + std::to_string(ids[i]) + ">";
+    run_begin = i + 1;
+  }
+  return text;
+}
+
+std::string Tokenizer::prompt_problem(std::string_view prompt, std::int64_t vocab_size) const {
+  if (bpe_ == nullptr) return ternion::prompt_problem(prompt, vocab_size);
+  const std::int64_t bad_byte = first_invalid_utf8(prompt);
+  if (bad_byte >= 0)
+    return "the prompt is not UTF-8 (byte " + std::to_string(bad_byte) +
+           "), which a BPE tokenizer needs";
+  for (std::int32_t id : bpe_->encode(prompt)) {
+    if (id < vocab_size) continue;
+    return "the prompt encodes to token " + std::to_string(id) +
+           ", outside the model's vocabulary of " + std::to_string(vocab_size);
+  }
+  return "";
+}
+
+}  // namespace ternion

@@ -1,0 +1,47 @@
+// Tokenizer: how a run's text becomes tokens and back. Either bytes (token = byte value,
+// vocabulary 256, data/byte_tokenizer.h; no file needed) or a byte-level BPE read from a
+// Hugging Face tokenizer.json (data/bpe_tokenizer.h), as `data.tokenizer` names it. Copies
+// share one loaded BPE; all members are const and thread-safe.
+//
+// Decoding never fails: an id the tokenizer has no token for (a model may have a larger
+// vocabulary than its tokenizer, padded for speed) decodes as "<id>", visibly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/bpe_tokenizer.h"
+
+namespace ternion {
+
+class Tokenizer {
+ public:
+  static Tokenizer bytes();
+  // `path` empty: bytes. Otherwise the tokenizer.json there; a file that cannot be read or is
+  // not byte-level BPE throws DataError naming `key` and the file.
+  static Tokenizer open(const std::string& key, const std::string& path);
+  explicit Tokenizer(BpeTokenizer bpe);
+
+  bool is_bytes() const { return bpe_ == nullptr; }
+  const BpeTokenizer* bpe() const { return bpe_.get(); }
+  std::int64_t vocab_size() const;  // one more than its largest id
+  std::string describe() const;     // "bytes (256 tokens)", "byte-level BPE (4096 tokens)"
+
+  // Bytes take any bytes; BPE needs UTF-8 (DataError naming the offset otherwise).
+  std::vector<std::int32_t> encode(std::string_view text, int threads = 1) const;
+  std::string decode(std::span<const std::int32_t> ids) const;
+
+  // Why `prompt` cannot be the input of a model of `vocab_size` tokens ("" when it can): a
+  // token at or above vocab_size, or (BPE) text that is not UTF-8.
+  std::string prompt_problem(std::string_view prompt, std::int64_t vocab_size) const;
+
+ private:
+  explicit Tokenizer(std::shared_ptr<const BpeTokenizer> bpe);
+  std::shared_ptr<const BpeTokenizer> bpe_;  // null: bytes
+};
+
+}  // namespace ternion
