@@ -2,8 +2,8 @@
 //
 // Needs no vocabulary file and round-trips any byte string exactly, so a freshly built
 // checkout can train on any text. Ids outside [0, 256), which a byte model never emits but a
-// model trained on other tokens (GPT-2's, say) does, decode as "<id>": this framework has no
-// BPE decoder (export the model to Hugging Face's format for one).
+// model trained on other tokens (GPT-2's, say) does, decode as "<id>" (such a model's run names
+// its tokenizer: data/tokenizer.h).
 #pragma once
 
 #include <cstdint>
