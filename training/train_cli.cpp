@@ -436,18 +436,7 @@ int run_training(Communicator& world, const Setup& s) {
     return 0;
   }
   trainer->run();
-  if (config.training.sample_tokens > 0 && !trainer->stopped_by_signal()) {
-    SampleOptions sample;
-    sample.prompt = config.training.sample_prompt;
-    sample.max_tokens = config.training.sample_tokens;
-    sample.temperature = config.training.sample_temperature;
-    sample.top_k = config.training.sample_top_k;
-    sample.seed = static_cast<std::uint64_t>(config.training.seed);
-    sample.tokenizer = trainer->tokenizer();
-    const std::string text = trainer->generate(sample);  // every rank: it communicates
-    log_info("ternion: sample (temperature ", sample.temperature, ", top-k ", sample.top_k,
-             "):\n", sample.prompt, text);
-  }
+  if (config.training.sample_tokens > 0 && !trainer->stopped_by_signal()) trainer->log_sample("");
   return 0;
 }
 

@@ -27,6 +27,7 @@ struct TrainingConfig {
   std::int64_t eval_batches = 4;        // micro-batches of data.val per evaluation
   std::int64_t threads = 0;             // OpenMP / OpenBLAS threads per rank (0 = default)
   std::int64_t sample_tokens = 200;     // tokens generated at the end (0 = none)
+  std::int64_t sample_interval = 0;     // also sample every N steps (0 = only at the end)
   double sample_temperature = 0.8;
   std::int64_t sample_top_k = 40;       // 0 = the whole vocabulary
   std::string sample_prompt = "The ";
@@ -47,6 +48,9 @@ struct TrainingConfig {
     v("eval_batches", eval_batches, "micro-batches of data.val per evaluation");
     v("threads", threads, "threads per rank (0 = OMP_NUM_THREADS or all cores)");
     v("sample_tokens", sample_tokens, "tokens to generate after training (0 = none)");
+    v("sample_interval", sample_interval,
+      "also log a sample every N steps, as llm.c does, to watch the text improve (0 = only at "
+      "the end)");
     v("sample_temperature", sample_temperature, "sampling temperature");
     v("sample_top_k", sample_top_k, "sample from the k most likely tokens (0 = all)");
     v("sample_prompt", sample_prompt, "text the generated sample starts from");

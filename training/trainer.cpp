@@ -548,6 +548,10 @@ StepMetrics Trainer::run() {
       if (m.skipped) text += " | SKIPPED: non-finite gradients, no update applied";
       log_info(text);
     }
+    // The final sample is the caller's, after the last checkpoint.
+    if (t.sample_tokens > 0 && t.sample_interval > 0 && step % t.sample_interval == 0 &&
+        step < t.steps)
+      log_sample(detail::concat("step ", step, " "));
     last = m;
     peak_activation_mb = std::max(peak_activation_mb, m.activation_mb);
     // A skipped step keeps the weights, so a passing spike costs one step; a run whose
@@ -599,6 +603,25 @@ StepMetrics Trainer::run() {
            " through the step, at most ", human_bytes(static_cast<double>(peak_gradient_bytes())),
            " at once", groups_.world().size() > 1 ? " per rank" : "");
   return last;
+}
+
+SampleOptions Trainer::sample_options() const {
+  const TrainingConfig& t = config_.training;
+  SampleOptions sample;
+  sample.prompt = t.sample_prompt;
+  sample.max_tokens = t.sample_tokens;
+  sample.temperature = t.sample_temperature;
+  sample.top_k = t.sample_top_k;
+  sample.seed = static_cast<std::uint64_t>(t.seed);
+  sample.tokenizer = tokenizer_;
+  return sample;
+}
+
+void Trainer::log_sample(const std::string& heading) {
+  const SampleOptions sample = sample_options();
+  const std::string text = generate(sample);  // every rank: it communicates
+  log_info("ternion: ", heading, "sample (temperature ", sample.temperature, ", top-k ",
+           sample.top_k, "):\n", sample.prompt, text);
 }
 
 std::string Trainer::generate(const SampleOptions& options) {

@@ -69,6 +69,10 @@ class Trainer {
   bool stopped_by_signal() const { return stopped_by_signal_; }
   // Samples text from the model (collective); options.tokenizer is usually tokenizer().
   std::string generate(const SampleOptions& options);
+  // The training.sample_* options through the run's tokenizer, seeded with training.seed.
+  SampleOptions sample_options() const;
+  // Generates the configured sample and logs it after `heading` (collective).
+  void log_sample(const std::string& heading);
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const TokenDataset& train_data() const { return train_data_; }
   const TokenDataset* val_data() const { return val_data_ ? &*val_data_ : nullptr; }
