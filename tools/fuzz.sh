@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # tools/fuzz.sh [SECONDS] [TARGET...]
-# Fuzzes the parsers of outside input (fuzz/: train_config safetensors token_file
-# checkpoint_index hf_config) with clang's libFuzzer, the whole CPU build under AddressSanitizer
-# and UBSan (in build-fuzz/), each target for SECONDS (default 300) from its committed corpus.
-# Inputs that reach new code are merged back into fuzz/corpus/<target>/ (commit them: ctest
-# replays that corpus in every build). Prints each target's executions and coverage, and the
-# execution at which its coverage last grew (how far it is past its plateau); a finding
-# stops the target and leaves its input in build-fuzz/findings/<target>/. An allocation over
-# 256 MB counts as a finding: no input of a few KB may ask for that much.
+# Fuzzes the parsers of outside input (the targets fuzz/CMakeLists.txt lists) with clang's
+# libFuzzer, the whole CPU build under AddressSanitizer and UBSan (in build-fuzz/), each target
+# for SECONDS (default 300) from its committed corpus. Inputs that reach new code are merged
+# back into fuzz/corpus/<target>/ (commit them: ctest replays that corpus in every build).
+# Prints each target's executions and coverage, and the execution at which its coverage last
+# grew (how far it is past its plateau); a finding stops the target and leaves its input in
+# build-fuzz/findings/<target>/. An allocation over 256 MB counts as a finding: no input of a
+# few KB may ask for that much.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-300}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(train_config safetensors token_file checkpoint_index hf_config)
+[ ${#targets[@]} -gt 0 ] ||
+  read -ra targets <<< "$(sed -nE 's/^set\(fuzz_targets (.*)\)$/\1/p' fuzz/CMakeLists.txt)"
 bash tools/install-deps.sh clang libclang-rt-dev libomp-dev
 mkdir -p build-fuzz
 log=build-fuzz/build.log
