@@ -15,7 +15,7 @@
 // a pure function of (seed, stream name, step, g). So any split of the global batch into
 // (first, count) pieces — data-parallel ranks, micro-batches — yields exactly the sequences one
 // rank would have drawn for the whole batch, and a resumed run draws what it would have drawn.
-// With one shard the start is the offset in it, as it always was. (The modulo bias is below
+// With one shard the start is the offset in it, as for a single file. (The modulo bias is below
 // (starts / 2^64), far below anything training can notice.)
 //
 // Validation (`sequential`): shard k holds W_k = (size_k - 1) / seq_len whole non-overlapping

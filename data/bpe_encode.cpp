@@ -322,10 +322,10 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text, int thread
       errors[k] = std::current_exception();
     }
   };
-  std::vector<std::thread> workers;
+  std::vector<std::jthread> workers;  // joined on the way out, should a start fail
   for (std::size_t k = 1; k < chunks; ++k) workers.emplace_back(run, k);
   run(0);
-  for (std::thread& worker : workers) worker.join();
+  for (std::jthread& worker : workers) worker.join();
   for (const std::exception_ptr& error : errors)
     if (error) std::rethrow_exception(error);
 

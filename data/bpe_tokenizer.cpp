@@ -81,12 +81,16 @@ std::string BpeTokenizer::decode(std::span<const std::int32_t> ids) const {
   const State& s = *state_;
   std::string text;
   for (std::int32_t id : ids) {
-    const auto index = static_cast<std::size_t>(id);
-    TN_CHECK_AS(DataError, id >= 0 && index < s.known.size() && s.known[index], "tokenizer '",
-                s.source, "': id ", id, " is not in the vocabulary (", s.known.size(), " ids)");
-    text += s.decoded[index];
+    TN_CHECK_AS(DataError, knows(id), "tokenizer '", s.source, "': id ", id,
+                " is not in the vocabulary (", s.known.size(), " ids)");
+    text += s.decoded[static_cast<std::size_t>(id)];
   }
   return text;
+}
+
+bool BpeTokenizer::knows(std::int32_t id) const {
+  return id >= 0 && static_cast<std::size_t>(id) < state_->known.size() &&
+         state_->known[static_cast<std::size_t>(id)];
 }
 
 std::int64_t BpeTokenizer::vocab_size() const {

@@ -79,6 +79,8 @@ class BpeTokenizer {
 
   // One more than the largest id, added tokens included: a model needs vocab_size >= this.
   std::int64_t vocab_size() const;
+  // Whether `id` has a token (ids may leave gaps): what decode accepts.
+  bool knows(std::int32_t id) const;
   // The id of an added token with this content, or -1.
   std::int32_t added_token_id(std::string_view content) const;
 

@@ -18,7 +18,7 @@ std::string decode_bytes(std::span<const std::int32_t> tokens) {
     if (token >= 0 && token < kByteVocabSize) {
       text += static_cast<char>(token);
     } else {
-      text += "<" + std::to_string(token) + ">";
+      text.append("<").append(std::to_string(token)).append(">");
     }
   }
   return text;

@@ -45,6 +45,9 @@ void plan_split(const fs::path& dir, const std::string& split, std::span<const s
     return;
   }
   const std::int64_t shards = (total + shard_tokens - 1) / shard_tokens;
+  // Six digits keep the names in order, as the sampler reads them.
+  TN_CHECK_AS(UsageError, shards <= 999999, "shard_tokens ", shard_tokens, " would split ",
+              total, " tokens into ", shards, " shards, more than the 999999 names allow");
   std::int64_t begin = 0;
   for (std::int64_t k = 0; k < shards; ++k) {
     const std::int64_t end = total * (k + 1) / shards;
@@ -59,15 +62,20 @@ void plan_split(const fs::path& dir, const std::string& split, std::span<const s
 
 // What earlier preparations may have left in `dir` that this one did not write.
 std::vector<fs::path> stale_files(const fs::path& dir, const std::vector<std::string>& written) {
-  static const std::regex ours(R"((train|val)(_[0-9]{6})?\.bin|tokenizer\.json)");
+  // Leftovers of a preparation that died half-way too: its .new and temporary files.
+  static const std::regex ours(
+      R"(((train|val)(_[0-9]{6})?\.bin|tokenizer\.json)(\.new)?(\.tmp\.[0-9]+)?)");
   std::vector<fs::path> stale;
   std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    const std::string name = entry.path().filename().string();
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
     if (!std::regex_match(name, ours)) continue;
-    if (std::find(written.begin(), written.end(), entry.path().string()) == written.end())
-      stale.push_back(entry.path());
+    if (std::find(written.begin(), written.end(), it->path().string()) == written.end())
+      stale.push_back(it->path());
   }
+  if (error)
+    TN_THROW(DataError, "cannot list '", dir.string(), "' for files of an earlier preparation: ",
+             error.message());
   return stale;
 }
 
@@ -87,6 +95,8 @@ PrepareResult split_and_write(std::string_view text, const std::string& source,
   const std::vector<std::int32_t> tokens = tokenizer.encode(text, options.threads);
   const std::chrono::duration<double> encode_time = std::chrono::steady_clock::now() - encode_start;
   const auto total = static_cast<std::int64_t>(tokens.size());
+  TN_CHECK_AS(DataError, total > 0, source, " encodes to no tokens: the tokenizer has no token "
+              "for any of its bytes");
   const auto val_tokens =
       static_cast<std::int64_t>(static_cast<double>(total) * options.val_fraction);
   TN_CHECK_AS(DataError, options.val_fraction == 0.0 || val_tokens > 0, source, " has only ",

@@ -15,22 +15,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* width_name(TokenWidth width) { return width == TokenWidth::U32 ? "uint32" : "uint16"; }
-
 bool is_pattern(const std::string& spec) {
   return spec.find_first_of("*?[") != std::string::npos;
 }
 
 std::vector<std::string> directory_shards(const std::string& key, const std::string& dir) {
   std::vector<std::string> paths;
+  bool train = false, val = false;
   std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    if (entry.path().extension() == ".bin" && entry.is_regular_file(error))
-      paths.push_back(entry.path().string());
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    std::error_code not_a_file;  // a dangling link is not a shard; TokenShard::open would say so
+    if (it->path().extension() != ".bin" || !it->is_regular_file(not_a_file)) continue;
+    paths.push_back(it->path().string());
+    const std::string name = it->path().filename().string();
+    train = train || name.rfind("train", 0) == 0;
+    val = val || name.rfind("val", 0) == 0;
   }
   if (error) TN_THROW(DataError, key, " '", dir, "': cannot list the directory: ", error.message());
   TN_CHECK_AS(DataError, !paths.empty(), key, " '", dir,
               "' is a directory without token files (*.bin)");
+  // ternion-prepare writes both splits into one directory: taking all would mix them.
+  const char* split = key == "data.val" ? "val_*.bin" : "train_*.bin";
+  TN_CHECK_AS(DataError, !(train && val), key, " '", dir,
+              "' holds both training (train*.bin) and validation (val*.bin) files: name one "
+              "split with a glob, e.g. ", (fs::path(dir) / split).string());
   std::sort(paths.begin(), paths.end());
   return paths;
 }
@@ -75,8 +83,8 @@ TokenDataset::TokenDataset(std::string name, std::vector<TokenShard> shards)
   TN_CHECK(!shards_.empty(), name_, ": a dataset needs at least one shard");
   for (const TokenShard& shard : shards_) {
     TN_CHECK_AS(DataError, shard.width() == shards_.front().width(), name_, ": shard '",
-                shard.path(), "' holds ", width_name(shard.width()), " tokens but '",
-                shards_.front().path(), "' holds ", width_name(shards_.front().width()),
+                shard.path(), "' holds ", token_width_name(shard.width()), " tokens but '",
+                shards_.front().path(), "' holds ", token_width_name(shards_.front().width()),
                 ": the shards come from different tokenizers");
   }
 }

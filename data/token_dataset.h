@@ -3,7 +3,9 @@
 //
 // `open(key, spec)` takes what the config names:
 //   a token file                     that file alone;
-//   a directory                      every regular file in it named *.bin, in name order;
+//   a directory                      every regular file in it named *.bin, in name order (not
+//                                    one holding both train*.bin and val*.bin files, as
+//                                    ternion-prepare writes: the splits would mix);
 //   a glob pattern (* ? [...])       the files it matches, in name order (glob(3));
 // and opens every shard at once, so a bad header anywhere stops the run before the first step.
 // Refused with one DataError line naming `key` and the file: a path that does not exist, a

@@ -62,8 +62,6 @@ bool write_all(int fd, const void* data, std::size_t bytes) {
 
 std::int64_t bytes_per_token(TokenWidth width) { return width == TokenWidth::U32 ? 4 : 2; }
 
-const char* width_name(TokenWidth width) { return width == TokenWidth::U32 ? "uint32" : "uint16"; }
-
 // The width a (magic, version) pair declares, or nullopt for a pair llm.c never writes.
 std::optional<TokenWidth> width_of(std::int32_t magic, std::int32_t version) {
   if (magic == kTokenFileMagic16 && version == kTokenFileVersion16) return TokenWidth::U16;
@@ -178,12 +176,12 @@ TokenShard TokenShard::open(const std::string& path) {
   if (file_bytes < expected_bytes)
     TN_THROW(DataError, "token file '", path, "': truncated: the header promises ", count,
              " tokens (", expected_bytes, " bytes) but the file has ", file_bytes,
-             " bytes; version ", version, " stores ", width_name(*width), " tokens");
+             " bytes; version ", version, " stores ", token_width_name(*width), " tokens");
   if (file_bytes > expected_bytes)
     TN_THROW(DataError, "token file '", path, "': ", file_bytes - expected_bytes,
              " trailing bytes: the header promises ", count, " tokens (", expected_bytes,
              " bytes) but the file has ", file_bytes, " bytes; version ", version, " stores ",
-             width_name(*width), " tokens");
+             token_width_name(*width), " tokens");
 
   // The header is 1024 bytes into a page-aligned mapping, so either width is aligned.
   const char* payload = static_cast<const char*>(mapping) + kTokenFileHeaderBytes;

@@ -42,6 +42,9 @@ inline constexpr std::int64_t kTokenFileHeaderBytes = kTokenFileHeaderInts * 4;
 
 // How a file stores its tokens: U16 is version 1, U32 is version 7.
 enum class TokenWidth : std::uint8_t { U16, U32 };
+inline const char* token_width_name(TokenWidth width) {
+  return width == TokenWidth::U32 ? "uint32" : "uint16";
+}
 
 class TokenShard {
  public:

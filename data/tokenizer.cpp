@@ -41,11 +41,10 @@ std::string Tokenizer::decode(std::span<const std::int32_t> ids) const {
   // Runs of known ids decode together, so multi-token characters come out whole.
   std::string text;
   std::size_t run_begin = 0;
-  const std::int64_t known = bpe_->vocab_size();
   for (std::size_t i = 0; i <= ids.size(); ++i) {
-    if (i < ids.size() && ids[i] >= 0 && ids[i] < known) continue;
+    if (i < ids.size() && bpe_->knows(ids[i])) continue;
     text += bpe_->decode(ids.subspan(run_begin, i - run_begin));
-    if (i < ids.size()) text += "<" + std::to_string(ids[i]) + ">";
+    if (i < ids.size()) text.append("<").append(std::to_string(ids[i])).append(">");
     run_begin = i + 1;
   }
   return text;

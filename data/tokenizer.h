@@ -4,7 +4,8 @@
 // share one loaded BPE; all members are const and thread-safe.
 //
 // Decoding never fails: an id the tokenizer has no token for (a model may have a larger
-// vocabulary than its tokenizer, padded for speed) decodes as "<id>", visibly.
+// vocabulary than its tokenizer, padded for speed, and a tokenizer's ids may leave gaps)
+// decodes as "<id>", visibly.
 #pragma once
 
 #include <cstdint>

@@ -273,9 +273,9 @@ int run(const Options& options) {
     std::cout << "; " << prepare.tokenizer.describe() << " in " << (dir / "tokenizer.json").string();
   std::cout << extra << "\n";
   const double mb = static_cast<double>(text.size()) / 1e6;
+  const double seconds = std::max(result.encode_seconds, 1e-9);
   std::cout << "encoded " << mb << " MB into " << result.train_tokens + result.val_tokens
-            << " tokens in " << result.encode_seconds << " s (" << mb / result.encode_seconds
-            << " MB/s, " << ternion::count_of(prepare.threads, "thread", "threads") << ")\n";
+            << " tokens in " << result.encode_seconds << " s (" << mb / seconds << " MB/s, " << ternion::count_of(prepare.threads, "thread", "threads") << ")\n";
   return 0;
 }
 

@@ -94,6 +94,12 @@ int run(int argc, char** argv) {
     TN_CHECK_AS(CheckpointError, !ec, "cannot rename '", path, ".tmp' to '", path, "': ",
                 ec.message());
   }
+  // An earlier export's tokenizer would otherwise load beside a bytes model.
+  if (tokenizer.bpe() == nullptr) {
+    fs::remove(tokenizer_json, ec);
+    TN_CHECK_AS(CheckpointError, !ec, "cannot remove the earlier export's '", tokenizer_json,
+                "': ", ec.message());
+  }
   std::printf("wrote %s (%zu tensors) and %s%s\n", weights.c_str(), hf.size(), json.c_str(),
               tokenizer.bpe() != nullptr ? (" and " + tokenizer_json).c_str() : "");
   return 0;

@@ -471,9 +471,9 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
   std::vector<MemoryEstimate> estimates;  // rank 0's
   std::optional<RankLayout> layout;
   const std::optional<Failure> local = capture([&] {
-    open_tokenizer(config);
-    open_dataset("data.train", config.data.train, config.model);
-    if (!config.data.val.empty()) open_dataset("data.val", config.data.val, config.model);
+    const Tokenizer tokenizer = open_tokenizer(config);
+    open_dataset("data.train", config.data.train, config.model, tokenizer);
+    if (!config.data.val.empty()) open_dataset("data.val", config.data.val, config.model, tokenizer);
     check_save_dir_writable(config, world.rank());
     layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);

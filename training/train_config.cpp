@@ -43,6 +43,8 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (t.sample_tokens < 0) config_fail(doc, kSection, "sample_tokens", "must not be negative");
   if (t.sample_interval < 0)
     config_fail(doc, kSection, "sample_interval", "must not be negative");
+  if (t.sample_interval > 0 && t.sample_tokens == 0)
+    config_fail(doc, kSection, "sample_interval", "needs training.sample_tokens > 0");
   if (!(t.sample_temperature > 0))
     config_fail(doc, kSection, "sample_temperature", "must be positive");
   if (t.sample_top_k < 0) config_fail(doc, kSection, "sample_top_k", "must not be negative");

@@ -116,9 +116,13 @@ std::int64_t count_valid(const Tensor& targets) {
 }  // namespace
 
 TokenDataset open_dataset(const std::string& key, const std::string& spec,
-                          const ModelConfig& model) {
+                          const ModelConfig& model, const Tokenizer& tokenizer) {
   TokenDataset dataset = TokenDataset::open(key, spec);
   for (const TokenShard& shard : dataset.shards()) {
+    TN_CHECK_AS(DataError, tokenizer.is_bytes() || shard.max_token() < tokenizer.vocab_size(),
+                key, " '", shard.path(), "' holds token ", shard.max_token(),
+                ", which data.tokenizer's ", tokenizer.vocab_size(),
+                " tokens do not have: it was made with another tokenizer");
     TN_CHECK_AS(DataError, shard.max_token() < model.vocab_size, key, " '", shard.path(),
                 "' holds token ", shard.max_token(), ", outside model.vocab_size = ",
                 model.vocab_size);
@@ -152,11 +156,11 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
       tp_{groups_.tp_size() > 1 ? &groups_.tensor() : nullptr,
           config.parallel.sequence_parallel},
       tokenizer_(open_tokenizer(config)),
-      train_data_(open_dataset("data.train", config.data.train, config.model)),
+      train_data_(open_dataset("data.train", config.data.train, config.model, tokenizer_)),
       val_data_(config.data.val.empty()
                     ? std::nullopt
                     : std::optional<TokenDataset>(
-                          open_dataset("data.val", config.data.val, config.model))),
+                          open_dataset("data.val", config.data.val, config.model, tokenizer_))),
       train_sampler_(train_data_, config.model.seq_len,
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
       chunks_(),

@@ -152,8 +152,9 @@ class Trainer {
 // Opens the token files config key `key` names (data/token_dataset.h) and checks that they fit
 // the model: tokens below model.vocab_size, every shard at least one window of seq_len + 1
 // tokens. DataError otherwise.
+// With a BPE `tokenizer`, tokens must also be ones it has (else the data came from another).
 TokenDataset open_dataset(const std::string& key, const std::string& spec,
-                          const ModelConfig& model);
+                          const ModelConfig& model, const Tokenizer& tokenizer);
 
 // The run's tokenizer (data.tokenizer), checked against the model: every token below
 // model.vocab_size, and a prompt that becomes tokens it has (DataError / ConfigError).

@@ -38,6 +38,9 @@ printf '%s\n' "$base" | sed 's/seq_len: 32/seq_len: 100000/' > "$dir/too_long.ya
 # Byte-level BPE in shards: a tokenizer of 300 tokens trained on the good corpus.
 "$prepare" --input "$dir/good/corpus.txt" --output "$dir/bpe" --train-tokenizer --vocab-size 300 \
   --shard-tokens 12000 >/dev/null
+# A smaller tokenizer trained on the same text: the shards above hold tokens it lacks.
+"$prepare" --input "$dir/good/corpus.txt" --output "$dir/bpe280" --train-tokenizer --vocab-size 280 \
+  --val-fraction 0 >/dev/null
 # Shards of both widths side by side: a uint32 copy (version 7) of a uint16 shard's tokens.
 mkdir -p "$dir/mixed"
 cp "$dir/good/val.bin" "$dir/mixed/a.bin"

@@ -193,6 +193,16 @@ TEST(PrepareText, RemovesTheFilesOfAnEarlierPreparation) {
   EXPECT_TRUE(fs::exists(dir.file("train_extra.bin")));
 }
 
+// The leftovers of a preparation that died half-way (its .new and temporary files) go too.
+TEST(PrepareText, RemovesLeftoversOfAnInterruptedPreparation) {
+  TempDir dir;
+  for (const char* name : {"train.bin.new", "val_000003.bin.tmp.4242", "tokenizer.json.new"})
+    test::write_raw_file(dir.file(name), "half");
+  prepare_text(sample_text(500), dir.path(), {});
+  for (const char* name : {"train.bin.new", "val_000003.bin.tmp.4242", "tokenizer.json.new"})
+    EXPECT_FALSE(std::filesystem::exists(dir.file(name))) << name;
+}
+
 TEST(PrepareText, OptionsOutOfRangeAreRefused) {
   TempDir dir;
   expect_error<UsageError>("negative shard size",
@@ -200,6 +210,14 @@ TEST(PrepareText, OptionsOutOfRangeAreRefused) {
                            {"shard_tokens -1"});
   expect_error<UsageError>("no threads", [&] { prepare_text("text", dir.path(), {.threads = 0}); },
                            {"threads 0"});
+  // Shard names have six digits, which keeps their name order the text's.
+  expect_error<UsageError>("a million shards",
+                           [&] {
+                             prepare_text(sample_text(1000000), dir.path(),
+                                          {.val_fraction = 0, .shard_tokens = 1});
+                           },
+                           {"shard_tokens 1", "1000000 shards", "999999"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("train_000000.bin")));
 }
 
 }  // namespace

@@ -47,10 +47,15 @@ TEST(TokenDataset, FileDirectoryAndGlob) {
   EXPECT_EQ(globbed.token_count(), 90);
   EXPECT_EQ(globbed.max_token(), 1049u);
 
-  const TokenDataset all = TokenDataset::open("data.train", dir.path());
-  EXPECT_EQ(paths_of(all), (std::vector<std::string>{dir.file("train_000000.bin"),
-                                                    dir.file("train_000001.bin"),
-                                                    dir.file("val_000000.bin")}));
+  // A directory of one split's files: all of them; of both splits: refused, as they would mix.
+  std::filesystem::create_directory(dir.file("val"));
+  write_counting(dir, "val/b.bin", 30, 0);
+  write_counting(dir, "val/a.bin", 30, 0);
+  const TokenDataset all = TokenDataset::open("data.val", dir.file("val"));
+  EXPECT_EQ(paths_of(all), (std::vector<std::string>{dir.file("val/a.bin"),
+                                                    dir.file("val/b.bin")}));
+  test::expect_error<DataError>("both splits", [&] { TokenDataset::open("data.val", dir.path()); },
+                                {"data.val", "holds both training", dir.file("val_*.bin")});
 }
 
 TEST(TokenDataset, Refusals) {

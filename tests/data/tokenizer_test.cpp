@@ -1,0 +1,49 @@
+// Tokenizer, the run's bytes-or-BPE: ids it has no token for decode visibly, never throw; the
+// prompt checks of both kinds.
+#include "data/tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include "data_test_support.h"
+#include "framework/strict_json.h"
+
+namespace ternion {
+namespace {
+
+// A small trained BPE with one more vocabulary token, "zzq", 5 ids past the rest: ids in
+// between have no token.
+Tokenizer tokenizer_with_a_gap() {
+  const BpeTokenizer trained = BpeTokenizer::train(
+      "the cat sat on the mat; the cat ate the rat. ", 270, {"<|endoftext|>"});
+  Json file = Json::parse(trained.to_json());
+  file["model"]["vocab"]["zzq"] = trained.vocab_size() + 5;
+  return Tokenizer(BpeTokenizer::from_json(file.dump(), "gap.json"));
+}
+
+TEST(Tokenizer, IdsWithoutATokenDecodeAsTheirNumbers) {
+  const Tokenizer tokenizer = tokenizer_with_a_gap();
+  const std::int64_t vocab = tokenizer.vocab_size();
+  const std::int32_t gap = static_cast<std::int32_t>(vocab - 3);
+  std::vector<std::int32_t> ids = tokenizer.encode("the cat");
+  ids.push_back(gap);
+  ids.push_back(static_cast<std::int32_t>(vocab + 10));  // past the vocabulary: a padded model
+  ids.push_back(static_cast<std::int32_t>(vocab - 1));
+  EXPECT_EQ(tokenizer.decode(ids), "the cat<" + std::to_string(gap) + "><" +
+                                       std::to_string(vocab + 10) + ">zzq");
+  EXPECT_EQ(Tokenizer::bytes().decode(std::vector<std::int32_t>{72, 105, 300}), "Hi<300>");
+}
+
+TEST(Tokenizer, PromptProblems) {
+  const Tokenizer bpe = tokenizer_with_a_gap();
+  EXPECT_EQ(bpe.prompt_problem("the cat", bpe.vocab_size()), "");
+  EXPECT_NE(bpe.prompt_problem("the \xff", bpe.vocab_size()).find("not UTF-8 (byte 4)"),
+            std::string::npos);
+  EXPECT_NE(bpe.prompt_problem("<|endoftext|>", 0).find("token 0, outside the model's"),
+            std::string::npos);
+  EXPECT_NE(Tokenizer::bytes().prompt_problem("z", 100).find("0x7A"), std::string::npos);
+  EXPECT_EQ(Tokenizer::bytes().describe(), "bytes (256 tokens)");
+  EXPECT_EQ(bpe.describe(), "byte-level BPE (" + std::to_string(bpe.vocab_size()) + " tokens)");
+}
+
+}  // namespace
+}  // namespace ternion
