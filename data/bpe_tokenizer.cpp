@@ -2,15 +2,13 @@
 // read in bpe_json.cpp, encoding is bpe_encode.cpp, training bpe_trainer.cpp.
 #include "data/bpe_tokenizer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "data/atomic_file.h"
 #include "data/bpe_state.h"
 #include "framework/error.h"
 
@@ -19,45 +17,6 @@ namespace ternion {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
-
-// `text` to `path` through a temporary file that is fsynced and renamed into place, so a crash
-// leaves the old file or the new one, never part of the new one.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  TN_CHECK_AS(DataError, fd >= 0, "cannot write tokenizer '", path, "': cannot create '", temporary,
-              "': ", errno_text());
-  const auto fail = [&](const char* what) {
-    const std::string reason = errno_text();
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    TN_THROW(DataError, "cannot write tokenizer '", path, "': ", what, ": ", reason);
-  };
-  for (std::size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("write");
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("fsync");
-  if (::close(fd) != 0) {
-    const std::string reason = errno_text();
-    ::unlink(temporary.c_str());
-    TN_THROW(DataError, "cannot write tokenizer '", path, "': close: ", reason);
-  }
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = errno_text();
-    ::unlink(temporary.c_str());
-    TN_THROW(DataError, "cannot write tokenizer '", path, "': rename: ", reason);
-  }
-  // The rename itself made durable; best effort (some filesystems refuse to fsync a directory).
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
-}
 
 }  // namespace
 
@@ -75,7 +34,11 @@ BpeTokenizer BpeTokenizer::load(const std::string& path) {
   return from_json(text.str(), path);
 }
 
-void BpeTokenizer::save(const std::string& path) const { write_atomically(path, to_json()); }
+void BpeTokenizer::save(const std::string& path) const {
+  const std::string text = to_json();
+  write_file_atomically(path, "tokenizer",
+                        [&](int fd) { return write_all(fd, text.data(), text.size()); });
+}
 
 std::string BpeTokenizer::decode(std::span<const std::int32_t> ids) const {
   const State& s = *state_;

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "data/atomic_file.h"
 #include "framework/error.h"
 
 namespace ternion {
@@ -36,29 +37,10 @@ class FileDescriptor {
   FileDescriptor(const FileDescriptor&) = delete;
   FileDescriptor& operator=(const FileDescriptor&) = delete;
   int get() const { return fd_; }
-  // Closes now and reports failure (close can report a deferred write error).
-  bool close_checked() {
-    int fd = std::exchange(fd_, -1);
-    return ::close(fd) == 0;
-  }
 
  private:
   int fd_;
 };
-
-bool write_all(int fd, const void* data, std::size_t bytes) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    ssize_t n = ::write(fd, p, bytes);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += n;
-    bytes -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 std::int64_t bytes_per_token(TokenWidth width) { return width == TokenWidth::U32 ? 4 : 2; }
 
@@ -91,31 +73,10 @@ void write_atomically(const std::string& path, std::int64_t count, TokenWidth wi
   header[1] = width == TokenWidth::U32 ? kTokenFileVersion32 : kTokenFileVersion16;
   header[2] = static_cast<std::int32_t>(count);
 
-  const std::string tmp_path = path + ".tmp." + std::to_string(::getpid());
-  FileDescriptor fd(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0)
-    TN_THROW(DataError, "cannot write token file '", path, "': cannot create '", tmp_path,
-             "': ", errno_text());
-  auto fail = [&](const char* what) {
-    std::string reason = errno_text();
-    ::unlink(tmp_path.c_str());
-    TN_THROW(DataError, "cannot write token file '", path, "': ", what, ": ", reason);
-  };
-  if (!write_all(fd.get(), header.data(), header.size() * sizeof(std::int32_t)))
-    fail("writing the header");
-  if (!write_payload(fd.get())) fail("writing the tokens");
-  // Data on disk before the rename makes it visible: a crash leaves the old file or the new
-  // one, never a prefix of the new one under the final name.
-  if (::fsync(fd.get()) != 0) fail("fsync");
-  if (!fd.close_checked()) fail("close");
-  if (::rename(tmp_path.c_str(), path.c_str()) != 0) fail("rename");
-
-  // Make the rename itself durable. Best effort: some filesystems refuse fsync on directories,
-  // and by now the file is complete under its final name either way.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  FileDescriptor dir_fd(
-      ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir_fd.get() >= 0) ::fsync(dir_fd.get());
+  write_file_atomically(path, "token file", [&](int fd) {
+    return write_all(fd, header.data(), header.size() * sizeof(std::int32_t)) &&
+           write_payload(fd);
+  });
 }
 
 // Converts `tokens` to Out a block at a time, so a large shard needs no second full-size copy.
