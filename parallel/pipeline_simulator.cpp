@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
 #include <sstream>
-#include <tuple>
 
 #include "framework/error.h"
 
@@ -15,14 +12,7 @@ namespace {
 
 using Kind = PipelineAction::Kind;
 
-// A message on the wire: (is a gradient, micro-batch, virtual stage of the sender).
-using MessageKey = std::tuple<bool, int, int>;
-// An action that ran on one rank: (kind, micro-batch, chunk).
-using ActionKey = std::tuple<int, int, int>;
-
-ActionKey key_of(Kind kind, int micro_batch, int chunk) {
-  return {static_cast<int>(kind), micro_batch, chunk};
-}
+constexpr int kKinds = static_cast<int>(Kind::BackwardWeight) + 1;
 
 struct StageState {
   std::size_t next = 0;  // index of the next action to run
@@ -30,7 +20,7 @@ struct StageState {
   double busy = 0;
   int held = 0;  // (micro-batch, chunk) pairs forwarded, their parameter gradients not done
   int peak = 0;
-  std::set<ActionKey> done;
+  std::vector<char> done;  // per (kind, micro-batch, chunk): action_index()
 };
 
 double cost_of(const StageCost& c, Kind kind) {
@@ -52,7 +42,14 @@ class Simulator {
         virtual_stages_(virtual_stages),
         costs_(costs),
         transfer_time_(transfer_time),
-        state_(lists.size()) {}
+        state_(lists.size()) {
+    // Flat tables rather than sets: the planner simulates hundreds of schedules per plan.
+    for (const auto& actions : lists)
+      for (const PipelineAction& a : actions) micro_batches_ = std::max(micro_batches_, a.micro_batch + 1);
+    for (StageState& st : state_)
+      st.done.assign(static_cast<std::size_t>(kKinds) * micro_batches_ * virtual_stages_, 0);
+    sent_at_.assign(2 * static_cast<std::size_t>(micro_batches_) * stages_ * virtual_stages_, -1.0);
+  }
 
   PipelineSimulation run() {
     PipelineSimulation result;
@@ -72,37 +69,42 @@ class Simulator {
   const std::vector<PipelineAction>& list(int s) const { return lists_[index(s)]; }
   int last_virtual_stage() const { return stages_ * virtual_stages_ - 1; }
 
+  std::size_t action_index(Kind kind, const PipelineAction& a) const {
+    return (static_cast<std::size_t>(kind) * micro_batches_ + a.micro_batch) * virtual_stages_ +
+           a.chunk;
+  }
   bool has_done(int s, Kind kind, const PipelineAction& a) const {
-    return state_[index(s)].done.count(key_of(kind, a.micro_batch, a.chunk)) > 0;
+    return state_[index(s)].done[action_index(kind, a)] != 0;
   }
 
   // Checks that action `a` on rank `s` has what it consumes.
   void check_inputs(int s, const PipelineAction& a) const {
     const int u = pipeline_virtual_stage(stages_, s, a.chunk);
-    const std::string where = "stage " + std::to_string(s) + ": " + pipeline_action_str(a);
-    TN_CHECK(!has_done(s, a.kind, a), where, " runs twice");
+    // Formats its message only on failure: this runs for every action of every plan.
+    const auto require = [&](bool ok, const char* why) { TN_CHECK(ok, "stage ", s, ": ", a, why); };
+    require(!has_done(s, a.kind, a), " runs twice");
     switch (a.kind) {
       case Kind::Forward:
-        TN_CHECK(u == 0 || has_done(s, Kind::RecvActivation, a), where,
-                 " before its activation was received");
+        require(u == 0 || has_done(s, Kind::RecvActivation, a),
+                " before its activation was received");
         break;
       case Kind::Backward:
       case Kind::BackwardInput:
-        TN_CHECK(has_done(s, Kind::Forward, a), where, " before its forward");
-        TN_CHECK(u == last_virtual_stage() || has_done(s, Kind::RecvGradient, a), where,
-                 " before its gradient was received");
-        TN_CHECK(!has_done(s, a.kind == Kind::Backward ? Kind::BackwardInput : Kind::Backward, a),
-                 where, " after another backward of the same micro-batch");
+        require(has_done(s, Kind::Forward, a), " before its forward");
+        require(u == last_virtual_stage() || has_done(s, Kind::RecvGradient, a),
+                " before its gradient was received");
+        require(!has_done(s, a.kind == Kind::Backward ? Kind::BackwardInput : Kind::Backward, a),
+                " after another backward of the same micro-batch");
         break;
       case Kind::BackwardWeight:
-        TN_CHECK(has_done(s, Kind::BackwardInput, a), where, " before its BackwardInput");
+        require(has_done(s, Kind::BackwardInput, a), " before its BackwardInput");
         break;
       case Kind::SendActivation:
-        TN_CHECK(has_done(s, Kind::Forward, a), where, " before its forward");
+        require(has_done(s, Kind::Forward, a), " before its forward");
         break;
       case Kind::SendGradient:
-        TN_CHECK(has_done(s, Kind::Backward, a) || has_done(s, Kind::BackwardInput, a), where,
-                 " before its backward");
+        require(has_done(s, Kind::Backward, a) || has_done(s, Kind::BackwardInput, a),
+                " before its backward");
         break;
       case Kind::RecvActivation:
       case Kind::RecvGradient:
@@ -110,15 +112,15 @@ class Simulator {
     }
   }
 
-  // The message a send issues or a receive waits for.
-  MessageKey message_of(int s, const PipelineAction& a) const {
+  // The message a send issues or a receive waits for: its slot in sent_at_, by (is a
+  // gradient, micro-batch, virtual stage of the sender).
+  std::size_t message_of(int s, const PipelineAction& a) const {
     const bool gradient = a.kind == Kind::SendGradient || a.kind == Kind::RecvGradient;
-    if (is_send(a.kind)) {
-      pipeline_peer(a, stages_, virtual_stages_, s);  // checks that the peer exists
-      return {gradient, a.micro_batch, pipeline_virtual_stage(stages_, s, a.chunk)};
-    }
-    const PipelinePeer from = pipeline_peer(a, stages_, virtual_stages_, s);
-    return {gradient, a.micro_batch, pipeline_virtual_stage(stages_, from.stage, from.chunk)};
+    const PipelinePeer from = pipeline_peer(a, stages_, virtual_stages_, s);  // checks the peer
+    const int sender = is_send(a.kind) ? pipeline_virtual_stage(stages_, s, a.chunk)
+                                       : pipeline_virtual_stage(stages_, from.stage, from.chunk);
+    return (static_cast<std::size_t>(gradient) * micro_batches_ + a.micro_batch) * stages_ *
+               virtual_stages_ + sender;
   }
 
   // Runs rank s's next action; false when it is a receive whose send has not been issued.
@@ -130,11 +132,12 @@ class Simulator {
     check_inputs(s, a);
     PipelineSpan span{st.clock, st.clock, a};
     if (is_recv(a.kind)) {
-      const auto sent = sent_at_.find(message_of(s, a));
-      if (sent == sent_at_.end()) return false;
-      st.clock = std::max(st.clock, sent->second + transfer_time_);
+      const double sent = sent_at_[message_of(s, a)];
+      if (sent < 0) return false;
+      st.clock = std::max(st.clock, sent + transfer_time_);
     } else if (is_send(a.kind)) {
-      sent_at_.emplace(message_of(s, a), st.clock);
+      double& sent = sent_at_[message_of(s, a)];
+      if (sent < 0) sent = st.clock;
     } else {
       const double cost = cost_of(costs_[index(s)], a.kind) / virtual_stages_;
       st.clock += cost;
@@ -146,7 +149,7 @@ class Simulator {
     }
     span.end = st.clock;
     result.spans[index(s)].push_back(span);
-    st.done.insert(key_of(a.kind, a.micro_batch, a.chunk));
+    st.done[action_index(a.kind, a)] = 1;
     ++st.next;
     return true;
   }
@@ -195,7 +198,8 @@ class Simulator {
   std::vector<StageCost> costs_;  // per stage, for all of its chunks
   double transfer_time_;
   std::vector<StageState> state_;
-  std::map<MessageKey, double> sent_at_;  // when each message's send was issued
+  int micro_batches_ = 0;
+  std::vector<double> sent_at_;  // when each message's send was issued; negative: not yet
 };
 
 }  // namespace

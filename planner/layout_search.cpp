@@ -89,7 +89,7 @@ TrainConfig apply_layout(const TrainConfig& config, const LayoutChoice& layout,
 }
 
 PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
-                          const LayoutChoice& layout) {
+                          const LayoutChoice& layout, bool skip_misfit) {
   PlannedLayout planned;
   planned.layout = layout;
   planned.config = apply_layout(config, layout, cluster.world_size());  // validates the fit too
@@ -104,6 +104,8 @@ PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
   // many parameters (over all their chunks) are counted once. (Their groups price the same
   // where tensor x data fills whole nodes; elsewhere the first one's placement stands for the
   // others.)
+  const std::size_t limit =
+      skip_misfit ? static_cast<std::size_t>(cluster.gpu.memory_gb * 1e9) : SIZE_MAX;
   std::vector<RankStepOps> stages;
   std::map<std::tuple<bool, bool, std::int64_t>, std::size_t> counted_role;
   for (int s = 0; s < ranks.pp_size; ++s) {
@@ -118,7 +120,13 @@ PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
       continue;
     }
     counted_role[role] = stages.size();
-    stages.push_back(count_rank_step(counted, ranks, rank));
+    stages.push_back(count_rank_step(counted, ranks, rank, limit));
+    if (!stages.back().memory.step_counted) {  // over the GPU's memory before its step
+      planned.counted = false;
+      planned.prediction.memory = stages.back().memory;
+      planned.prediction.memory_gb_per_gpu = static_cast<double>(planned.prediction.memory.peak()) / 1e9;
+      return planned;
+    }
   }
   planned.prediction = predict_step(planned.config, ranks, cluster, stages);
   planned.fits = planned.prediction.memory_gb_per_gpu <= cluster.gpu.memory_gb;
@@ -149,27 +157,37 @@ std::vector<LayoutChoice> candidate_layouts(const TrainConfig& config, const Clu
 
 PlanResult plan_layouts(const TrainConfig& config, const ClusterSpec& cluster) {
   PlanResult result;
-  std::vector<PlannedLayout> misfits;
+  std::vector<PlannedLayout> misfits, skipped;
   for (const LayoutChoice& layout : candidate_layouts(config, cluster)) {
     ++result.candidates;
     try {
-      PlannedLayout planned = plan_layout(config, cluster, layout);
-      (planned.fits ? result.ranked : misfits).push_back(std::move(planned));
+      PlannedLayout planned = plan_layout(config, cluster, layout, /*skip_misfit=*/true);
+      (planned.fits ? result.ranked : planned.counted ? misfits : skipped)
+          .push_back(std::move(planned));
     } catch (const ConfigError& e) {
       if (result.invalid++ == 0) result.first_refusal = layout.str() + ": " + e.what();
     }
+  }
+  result.too_large = static_cast<int>(misfits.size() + skipped.size());
+  // The least need among the misfits is reported exactly: the skipped ones whose lower bound
+  // is below the least counted need are stepped after all, least first.
+  const auto by_memory = [](const PlannedLayout& a, const PlannedLayout& b) {
+    return a.prediction.memory_gb_per_gpu < b.prediction.memory_gb_per_gpu;
+  };
+  std::stable_sort(skipped.begin(), skipped.end(), by_memory);
+  for (const PlannedLayout& lower_bound : skipped) {
+    const auto least = std::min_element(misfits.begin(), misfits.end(), by_memory);
+    if (least != misfits.end() &&
+        least->prediction.memory_gb_per_gpu <= lower_bound.prediction.memory_gb_per_gpu)
+      break;
+    misfits.push_back(plan_layout(config, cluster, lower_bound.layout));
   }
   std::stable_sort(result.ranked.begin(), result.ranked.end(),
                    [](const PlannedLayout& a, const PlannedLayout& b) {
                      return a.prediction.step_time_s < b.prediction.step_time_s;
                    });
-  const auto least = std::min_element(misfits.begin(), misfits.end(),
-                                      [](const PlannedLayout& a, const PlannedLayout& b) {
-                                        return a.prediction.memory_gb_per_gpu <
-                                               b.prediction.memory_gb_per_gpu;
-                                      });
+  const auto least = std::min_element(misfits.begin(), misfits.end(), by_memory);
   if (least != misfits.end()) result.smallest_misfit.push_back(*least);
-  result.too_large = static_cast<int>(misfits.size());
   return result;
 }
 

@@ -28,6 +28,9 @@ struct PlannedLayout {
   TrainConfig config;  // the input config with the layout applied, as it would run
   StepPrediction prediction;
   bool fits = false;   // memory_gb_per_gpu within the GPU's memory
+  // false: a rank's resident memory alone was over the GPU's (plan_layout's skip_misfit), so
+  // the step was not counted; memory_gb_per_gpu is then a lower bound, nothing else predicted.
+  bool counted = true;
 };
 
 // "t,p,d[,mb[,v]]" (UsageError naming the text); the micro-batch size it leaves out comes
@@ -38,9 +41,10 @@ LayoutChoice parse_layout_choice(const std::string& text, const TrainConfig& con
 TrainConfig apply_layout(const TrainConfig& config, const LayoutChoice& layout,
                          std::int64_t world_size);
 
-// Predicts one layout (ConfigError if it cannot run the config).
+// Predicts one layout (ConfigError if it cannot run the config). With `skip_misfit`, a layout
+// that cannot fit because of what a rank holds between steps is not stepped (`counted`).
 PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
-                          const LayoutChoice& layout);
+                          const LayoutChoice& layout, bool skip_misfit = false);
 
 std::vector<LayoutChoice> candidate_layouts(const TrainConfig& config, const ClusterSpec& cluster);
 

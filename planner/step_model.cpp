@@ -78,10 +78,11 @@ double peak_flops(const ClusterSpec& cluster, bool bf16) {
 
 }  // namespace
 
-RankStepOps count_rank_step(const TrainConfig& config, const RankLayout& layout, int rank) {
+RankStepOps count_rank_step(const TrainConfig& config, const RankLayout& layout, int rank,
+                            std::size_t resident_limit) {
   RankStepOps counted;
   counted.rank = rank;
-  counted.memory = estimate_memory(config, layout, rank, &counted.ops);
+  counted.memory = estimate_memory(config, layout, rank, &counted.ops, resident_limit);
   return counted;
 }
 

@@ -48,8 +48,10 @@ struct RankStepOps {
   OpCostRecorder ops;
 };
 
-// Runs rank `rank`'s step of `layout` on the meta device (training/memory_estimate.h).
-RankStepOps count_rank_step(const TrainConfig& config, const RankLayout& layout, int rank);
+// Runs rank `rank`'s step of `layout` on the meta device (training/memory_estimate.h); not
+// where the rank's resident memory alone exceeds `resident_limit` bytes (memory.step_counted).
+RankStepOps count_rank_step(const TrainConfig& config, const RankLayout& layout, int rank,
+                            std::size_t resident_limit = SIZE_MAX);
 
 // Prices on `cluster`. `bf16` picks the bf16 peak, else the f32 one.
 struct DevicePrices {

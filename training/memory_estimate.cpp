@@ -11,7 +11,7 @@
 namespace ternion {
 
 MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layout, int rank,
-                               OpCostRecorder* step_ops) {
+                               OpCostRecorder* step_ops, std::size_t resident_limit) {
   const std::unique_ptr<ProcessGroups> groups = ProcessGroups::layout_only(layout, rank);
   const Device meta = Device::meta();
   const std::size_t before = device_memory_stats(meta).in_use;  // other meta tensors alive
@@ -29,6 +29,10 @@ MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layo
   const std::size_t resident = device_memory_stats(meta).in_use - before;
   const std::size_t counted = estimate.parameters + estimate.gradients + estimate.optimizer_state;
   estimate.other_resident = resident > counted ? resident - counted : 0;
+  if (estimate.resident() > resident_limit) {
+    estimate.step_counted = false;
+    return estimate;
+  }
   // The step's peak is measured from the in-use figure at its start, as the run measures it.
   {
     std::optional<OpCostScope> counting;

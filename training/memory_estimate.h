@@ -29,15 +29,20 @@ struct MemoryEstimate {
   std::size_t other_resident = 0;   // the rest held between steps: reduction buffers, rounding
   std::size_t step = 0;             // the step's most on top: activations, buckets, temporaries
   int contexts_in_flight = 1;       // most (micro-batch, chunk) activation sets held at once
+  bool step_counted = true;         // false: the step was not run (estimate_memory's limit)
   std::size_t resident() const { return parameters + gradients + optimizer_state + other_resident; }
   std::size_t peak() const { return resident() + step; }
 };
 
 // Rank `rank` of `layout` running `config` (ConfigError etc. as the run would throw them).
 // With `step_ops`, what the step's kernels did is counted there too (framework/op_cost.h):
-// the planner's compute costs come from the same step as the memory.
+// the planner's compute costs come from the same step as the memory. Where what is resident
+// between steps already exceeds `resident_limit` bytes, the step is not run: the estimate is
+// then a lower bound over the limit, and `step_ops` stays empty (the planner skips layouts that
+// cannot fit so).
 MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layout, int rank,
-                               OpCostRecorder* step_ops = nullptr);
+                               OpCostRecorder* step_ops = nullptr,
+                               std::size_t resident_limit = SIZE_MAX);
 
 // "1.93 GB = parameters 498 MB + gradients 498 MB + optimizer state 996 MB + buffers 0 B +
 // step 1.2 GB (activations of at most 4 micro-batch chunks at once, buckets, temporaries)"

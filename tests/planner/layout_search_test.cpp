@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+#include <string>
+
 #include "small_model.h"
 
 namespace ternion {
@@ -103,6 +107,53 @@ TEST(LayoutSearch, RanksTheLayoutsThatFitFastestFirst) {
   const PlanResult none = plan_layouts(c, tiny_memory);
   EXPECT_TRUE(none.ranked.empty());
   ASSERT_EQ(none.smallest_misfit.size(), 1u);
+}
+
+// A layout whose state between steps alone is over the GPU's memory is not stepped (the
+// search's shortcut on thousands of GPUs); what the search reports stays what stepping every
+// layout gives: the same layouts fit, and the least need of the misfits is exact.
+TEST(LayoutSearch, SkippingLayoutsThatCannotFitChangesNothingReported) {
+  ScratchDir dir("plan-skip");
+  testing_support::prepare_builtin(dir);
+  const TrainConfig c = small_model(dir);
+  ClusterSpec cluster = one_node_of(4);
+  std::vector<PlannedLayout> whole;
+  for (const LayoutChoice& layout : candidate_layouts(c, cluster)) try {
+      whole.push_back(plan_layout(c, cluster, layout));
+    } catch (const ConfigError&) {
+    }
+  ASSERT_GT(whole.size(), 4u);
+  double least_peak = 1e30, least_resident = 1e30;
+  std::vector<double> peaks;
+  for (const PlannedLayout& p : whole) {
+    peaks.push_back(p.prediction.memory_gb_per_gpu);
+    least_peak = std::min(least_peak, p.prediction.memory_gb_per_gpu);
+    least_resident = std::min(least_resident, p.prediction.memory.resident() / 1e9);
+  }
+
+  cluster.gpu.memory_gb = least_resident / 2;  // nothing fits; nothing needs a step to say so
+  const PlannedLayout skipped = plan_layout(c, cluster, whole.front().layout, true);
+  EXPECT_FALSE(skipped.counted);
+  EXPECT_FALSE(skipped.fits);
+  EXPECT_GT(skipped.prediction.memory_gb_per_gpu, cluster.gpu.memory_gb);
+  EXPECT_LT(skipped.prediction.memory_gb_per_gpu, whole.front().prediction.memory_gb_per_gpu);
+  const PlanResult none = plan_layouts(c, cluster);
+  EXPECT_TRUE(none.ranked.empty());
+  ASSERT_EQ(none.smallest_misfit.size(), 1u);
+  EXPECT_TRUE(none.smallest_misfit.front().counted);
+  EXPECT_DOUBLE_EQ(none.smallest_misfit.front().prediction.memory_gb_per_gpu, least_peak);
+  EXPECT_EQ(none.too_large, static_cast<int>(whole.size()));
+
+  std::sort(peaks.begin(), peaks.end());
+  cluster.gpu.memory_gb = peaks[peaks.size() / 2];  // about half fit
+  std::set<std::string> fitting;
+  for (const PlannedLayout& p : whole)
+    if (p.prediction.memory_gb_per_gpu <= cluster.gpu.memory_gb) fitting.insert(p.layout.str());
+  const PlanResult half = plan_layouts(c, cluster);
+  std::set<std::string> ranked;
+  for (const PlannedLayout& p : half.ranked) ranked.insert(p.layout.str());
+  EXPECT_EQ(ranked, fitting);
+  EXPECT_EQ(half.too_large, static_cast<int>(whole.size() - fitting.size()));
 }
 
 TEST(LayoutSearch, ParsesLayoutsFromTheCommandLine) {
