@@ -4,7 +4,9 @@
 # models of 1.7B to 1T parameters (context 2048, vocabulary 51200) on Selene's DGX A100 nodes
 # (configs/clusters/dgx-a100.yaml with the table's node count), with the table's tensor and
 # pipeline sizes, data ranks the rest, its global batch, mixed precision and full activation
-# recomputation. The table counts recomputation's extra forward in its FLOPs (its Eq. 3: 4
+# recomputation; and as those runs computed: attention unfused (the [s, s] squares through
+# memory: Ternion's training.attention: cublas path) and dropout 0.1 on the residual branches.
+# The table counts recomputation's extra forward in its FLOPs (its Eq. 3: 4
 # passes a token), ternion's TFLOP/s count 3 (model FLOPs), so the comparable figure is ours
 # x 4/3. For each row the best of micro-batch sizes 1, 2 and 4 (and 2 virtual stages where
 # the pipeline allows) is shown.
@@ -37,7 +39,7 @@ while read -r params heads hidden layers t p gpus batch published; do
         --set model.vocab_size=51200 --set model.seq_len=2048 --set model.n_head="$heads" \
         --set model.d_model="$hidden" --set model.n_layer="$layers" \
         --set training.global_batch_size="$batch" --set training.precision=bf16 \
-        --set training.recompute=full --layout "$t,$p,$d,$mb,$v" --json > "$out/row.json" 2> /dev/null || continue
+        --set training.recompute=full --set training.attention=cublas --set model.dropout=0.1 --layout "$t,$p,$d,$mb,$v" --json > "$out/row.json" 2> /dev/null || continue
       best=$(python3 - "$out/row.json" "$best" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))[0]

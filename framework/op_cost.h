@@ -20,8 +20,8 @@
 namespace ternion {
 
 // out [m, n] = a [m, k] @ b [k, n], operands of element_bytes (4 for f32, 2 for bf16).
-// `fused`: a product inside a fused kernel (attention's scores), whose operands never go
-// through memory; the kernel reports the bytes it does move itself.
+// `fused`: a product whose traffic its kernel reports itself (attention's: inside a fused
+// kernel the scores never go through memory; the cuBLAS path reports its squares' bytes).
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   int element_bytes = 4;

@@ -49,15 +49,36 @@ AttentionDims check_attention_operands(const char* op, std::initializer_list<con
   return {batch, seq, n_head, head_size};
 }
 
-// Causal attention's two products per (sequence, head), each over half the scores on
-// average: S = Q K^T [T, T/2] and O = P V [T, hs] over T/2 keys. The backward runs twice
-// their work (dV, dP; dQ, dK), as the model's FLOPs count it. Fused (flash attention): the
-// scores never reach memory, so only Q, K, V, O and the log-sum-exp are the kernel's bytes.
-void record_attention_gemms(const AttentionDims& d, DType dtype, double passes) {
-  const int bytes = static_cast<int>(dtype_size(dtype));
-  const double count = passes * static_cast<double>(d.batch * d.n_head);
-  record_gemm({d.seq, d.seq / 2, d.head_size, bytes, /*fused=*/true}, count);
-  record_gemm({d.seq, d.head_size, d.seq / 2, bytes, /*fused=*/true}, count);
+// What attention costs, reported on the meta device by the implementation the setting picks.
+// Fused (flash attention; the CPU's and cuDNN's): two products per (sequence, head), each over
+// half the scores on average, S = Q K^T [T, T/2] and O = P V [T, hs] over T/2 keys, the
+// backward twice their work (dV, dP; dQ, dK), as the model's FLOPs count it; the scores never
+// reach memory, so the kernel's bytes are Q, K, V, O and the log-sum-exp.
+// cuBLAS (kernels/cuda/attention.cu): whole [T, T] products, the backward recomputing the
+// scores (two products forward, five backward), and the squares go through memory: per
+// element forward the f32 scores written and read by the softmax, the probabilities (the
+// operand dtype) written and read; backward the scores and dprobs (f32) each written and
+// read, the probabilities written and read twice, dscores written and read twice; and the
+// heads are copied out of and back into the rows' layout.
+void record_attention_costs(const AttentionDims& d, DType dtype, bool backward) {
+  const int e = static_cast<int>(dtype_size(dtype));
+  const double heads = static_cast<double>(d.batch * d.n_head);
+  if (attention_kernel() != AttentionKernel::cublas) {
+    const double count = (backward ? 2 : 1) * heads;
+    record_gemm({d.seq, d.seq / 2, d.head_size, e, /*fused=*/true}, count);
+    record_gemm({d.seq, d.head_size, d.seq / 2, e, /*fused=*/true}, count);
+    return;
+  }
+  const double square = static_cast<double>(d.seq) * static_cast<double>(d.seq);
+  const double head = static_cast<double>(d.seq) * static_cast<double>(d.head_size);
+  // S (and backward dP) [T, T] over hs; O (backward dV, dQ, dK) [T, hs] over T.
+  record_gemm({d.seq, d.seq, d.head_size, e, /*fused=*/true}, (backward ? 2 : 1) * heads);
+  record_gemm({d.seq, d.head_size, d.seq, e, /*fused=*/true}, (backward ? 3 : 1) * heads);
+  const double square_bytes = backward ? 4.0 * 4 + 6.0 * e : 2.0 * 4 + 2.0 * e;
+  // [T, hs] traffic beyond the operands counted_on_meta counts: the heads' copies and the
+  // products' reads and writes of them (12 in all forward, 26 backward).
+  const double head_copies = backward ? 26.0 - 8 : 12.0 - 4;
+  record_memory_bytes(heads * (square * square_bytes + head * head_copies * e));
 }
 
 }  // namespace
@@ -95,7 +116,7 @@ void attention_forward(Tensor& out, Tensor& lse, const Tensor& qkv, std::int64_t
   const AttentionDims d =
       check_attention_operands("attention_forward", {&out, &qkv}, "out", out, lse, qkv, n_head);
   if (qkv.device().is_meta()) {  // shapes only: nothing to compute
-    record_attention_gemms(d, qkv.dtype(), 1);
+    record_attention_costs(d, qkv.dtype(), /*backward=*/false);
     counted_on_meta({&qkv, &out, &lse});
     return;
   }
@@ -124,7 +145,7 @@ void attention_backward(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, con
   TN_CHECK(out.shape() == dout.shape(), "attention_backward: out ", shape_str(out.shape()),
            " for dout ", shape_str(dout.shape()));
   if (qkv.device().is_meta()) {  // shapes only: nothing to compute
-    record_attention_gemms(d, qkv.dtype(), 2);
+    record_attention_costs(d, qkv.dtype(), /*backward=*/true);
     counted_on_meta({&qkv, &dout, &out, &lse, &dqkv});
     return;
   }

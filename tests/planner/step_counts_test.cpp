@@ -13,6 +13,10 @@ namespace {
 using testing_support::ScratchDir;
 using testing_support::small_model;
 
+RankStepOps one_rank_step(const TrainConfig& c) {
+  return count_rank_step(c, make_rank_layout(1, 1, 1, 1), 0);
+}
+
 double tokens_per_step(const TrainConfig& c) {
   return static_cast<double>(c.training.global_batch_size * c.model.seq_len);
 }
@@ -23,7 +27,7 @@ TEST(StepCounts, ForwardGemmsAreTheModelsFlopsAndTheBackwardTwice) {
   TrainConfig c = small_model(dir);
   for (const char* family : {"gpt2", "llama"}) {
     c.model.family = family;
-    const RankStepOps step = count_rank_step(c, make_rank_layout(1, 1, 1, 1), 0);
+    const RankStepOps step = one_rank_step(c);
     const double model = tokens_per_step(c) * forward_flops_per_token(c.model);
     EXPECT_NEAR(step.ops.counts(OpPhase::forward).gemm_flops() / model, 1.0, 1e-12) << family;
     EXPECT_NEAR(step.ops.counts(OpPhase::backward).gemm_flops() / model, 2.0, 1e-12) << family;
@@ -37,9 +41,9 @@ TEST(StepCounts, FullRecomputationRepeatsTheBlocksForwardInTheBackward) {
   ScratchDir dir("step-counts-recompute");
   testing_support::prepare_builtin(dir);
   TrainConfig c = small_model(dir);
-  const RankStepOps none = count_rank_step(c, make_rank_layout(1, 1, 1, 1), 0);
+  const RankStepOps none = one_rank_step(c);
   c.training.recompute = "full";
-  const RankStepOps full = count_rank_step(c, make_rank_layout(1, 1, 1, 1), 0);
+  const RankStepOps full = one_rank_step(c);
   const double forward = none.ops.counts(OpPhase::forward).gemm_flops();
   const double extra = full.ops.counts(OpPhase::backward).gemm_flops() -
                        none.ops.counts(OpPhase::backward).gemm_flops();
@@ -47,6 +51,38 @@ TEST(StepCounts, FullRecomputationRepeatsTheBlocksForwardInTheBackward) {
   EXPECT_GT(extra, 0.5 * forward);
   EXPECT_LT(extra, forward);
   EXPECT_EQ(full.ops.counts(OpPhase::forward).gemm_flops(), forward);
+}
+
+// The cuBLAS attention path (training.attention: cublas) computes whole [T, T] products, the
+// backward recomputing the scores, and sends the squares through memory
+// (kernels/cuda/attention.cu); the fused kernels compute half of each square and keep it in
+// registers. The counts differ by exactly that.
+TEST(StepCounts, TheCublasAttentionPathCountsWholeSquaresThroughMemory) {
+  ScratchDir dir("step-counts-cublas");
+  testing_support::prepare_builtin(dir);
+  TrainConfig c = small_model(dir);
+  const RankStepOps fused = one_rank_step(c);
+  c.training.attention = "cublas";
+  const RankStepOps cublas = one_rank_step(c);
+  const double t = static_cast<double>(c.model.seq_len);
+  const double hs = static_cast<double>(c.model.d_model / c.model.n_head);
+  const double heads = static_cast<double>(c.training.global_batch_size * c.model.n_head *
+                                           c.model.n_layer);  // (sequence, head) per layer
+  const double square_product = 2 * t * t * hs;  // FLOPs of one whole [T, T] x hs product
+  const auto difference = [&](OpPhase phase, bool flops) {
+    const OpCounts& a = cublas.ops.counts(phase);
+    const OpCounts& b = fused.ops.counts(phase);
+    return flops ? a.gemm_flops() - b.gemm_flops() : a.memory_bytes - b.memory_bytes;
+  };
+  // Forward: 2 whole products against 2 halves; backward: 5 whole against 4 halves.
+  EXPECT_NEAR(difference(OpPhase::forward, true), heads * square_product, 1e-6);
+  EXPECT_NEAR(difference(OpPhase::backward, true), heads * 3 * square_product, 1e-6);
+  // f32: forward 4 square passes (scores, probabilities: each written and read), 8 more of
+  // [T, hs]; backward 10 and 18.
+  EXPECT_NEAR(difference(OpPhase::forward, false), heads * 4 * (4 * t * t + 8 * t * hs), 1e-6);
+  EXPECT_NEAR(difference(OpPhase::backward, false), heads * 4 * (10 * t * t + 18 * t * hs), 1e-6);
+  EXPECT_EQ(cublas.ops.counts(OpPhase::other).memory_bytes,
+            fused.ops.counts(OpPhase::other).memory_bytes);
 }
 
 TEST(StepCounts, TensorParallelRanksEachCountHalfTheGemms) {
