@@ -114,8 +114,14 @@ void cross_entropy_forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits
            op, ": dlogits ", dlogits.str(), " for logits ", logits.str());
   if (counted_on_meta({&logits, &dlogits, &losses, &lse, &targets})) return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
-    cross_entropy_forward(losses, lse, logits, targets, vocab_size, ignore_index);
-    cross_entropy_backward(dlogits, logits, lse, targets, dloss, vocab_size, ignore_index);
+    // With bf16, logits are copied before dlogits (which may alias them) is written.
+    const Tensor logits32 = as_f32(logits);
+    F32Output dlogits32(dlogits);
+    cpu::cross_entropy_forward_backward<float>(
+        losses.data<float>(), lse.data<float>(), dlogits32.get().data<float>(),
+        logits32.data<float>(), targets.data<std::int32_t>(), dloss, logits.size(0),
+        logits.size(1), vocab_size, ignore_index);
+    dlogits32.store();
   } else {
 #if TN_HAVE_CUDA
     cuda::cross_entropy_forward_backward(losses, lse, dlogits, logits, targets, dloss,

@@ -49,7 +49,11 @@ void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout, Tensor* dbia
              "gelu_backward: dbias ", dbias->str(), " for x ", x.str(),
              " (f32, one value per column of x)");
   if (counted_on_meta({&x, &dout, &dx})) return;  // shapes only: nothing to compute
-  if (x.device().is_cpu()) {
+  if (x.device().is_cpu() && dbias != nullptr && dx.dtype() == DType::F32) {
+    const std::int64_t cols = x.size(-1);
+    cpu::gelu_backward_bias<float>(dx.data<float>(), dbias->data<float>(), x.data<float>(),
+                                   dout.data<float>(), x.numel() / cols, cols);
+  } else if (x.device().is_cpu()) {  // bf16: the bias gradient sums the rounded dx
     const Tensor x32 = as_f32(x), dout32 = as_f32(dout);
     F32Output dx32(dx);
     cpu::gelu_backward<float>(dx32.get().data<float>(), x32.data<float>(), dout32.data<float>(),

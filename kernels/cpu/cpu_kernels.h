@@ -30,6 +30,9 @@ template <class T> void bias_add_backward(T* dbias, const T* dout, i64 rows, i64
 
 template <class T> void gelu_forward(T* out, const T* x, i64 n);
 template <class T> void gelu_backward(T* dx, const T* x, const T* dout, i64 n);
+// dx as gelu_backward, and dbias[c] += the sum of column c of dx ([rows, cols]).
+template <class T>
+void gelu_backward_bias(T* dx, T* dbias, const T* x, const T* dout, i64 rows, i64 cols);
 
 template <class T>
 void layer_norm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, const T* bias,
@@ -89,6 +92,10 @@ template <class T>
 void cross_entropy_backward(T* dlogits, const T* logits, const T* lse,
                             const std::int32_t* targets, T dloss, i64 rows, i64 local_vocab,
                             i64 vocab_start, i64 vocab_size, std::int32_t ignore_index);
+template <class T>
+void cross_entropy_forward_backward(T* losses, T* lse, T* dlogits, const T* logits,
+                                    const std::int32_t* targets, T dloss, i64 rows,
+                                    i64 padded_vocab, i64 vocab_size, std::int32_t ignore_index);
 template <class T>
 void cross_entropy_row_max(T* row_max, const T* logits, i64 rows, i64 local_vocab,
                            i64 vocab_start, i64 vocab_size);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "framework/error.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -64,13 +65,30 @@ T target_logit_of_row(const T* row, std::int32_t target, std::int32_t ignore_ind
                                                                          : static_cast<T>(0);
 }
 
+// As sum_exp_of_row, keeping each exponential in out[v] (which may be row itself).
+template <class T>
+T sum_exp_into_row(T* out, const T* row, i64 n_real, T shift) {
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (i64 v = 0; v < n_real; ++v) {
+    const T e = fast_exp(row[v] - shift);
+    out[v] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+constexpr i64 kChunk = 2048;  // 8 KiB of f32
+
 // The sum of exp(row[v] - max) and the max, in one read of the row: chunk by chunk, the
 // chunk's max, then its exponentials while it is in L1, the running sum rescaled when the max
 // grows. Reading the row for its max first and then again for the exponentials kept the
 // memory idle while the exponentials ran (the forward took the sum of both times).
+// With `exps`, each chunk's exponentials are kept there too, relative to the running max its
+// chunk saw, which goes to chunk_shift[chunk].
 template <class T>
-void max_and_sum_exp_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp) {
-  constexpr i64 kChunk = 2048;  // 8 KiB of f32
+void max_and_sum_exp_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp,
+                            T* exps = nullptr, T* chunk_shift = nullptr) {
   T running_max = -std::numeric_limits<T>::infinity(), sum = 0;
   for (i64 start = 0; start < n_real; start += kChunk) {
     const i64 length = std::min(kChunk, n_real - start);
@@ -79,7 +97,12 @@ void max_and_sum_exp_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp) 
       sum *= fast_exp(running_max - chunk_max);
       running_max = chunk_max;
     }
-    sum += sum_exp_of_row(row + start, length, running_max);
+    if (exps == nullptr) {
+      sum += sum_exp_of_row(row + start, length, running_max);
+    } else {
+      sum += sum_exp_into_row(exps + start, row + start, length, running_max);
+      chunk_shift[start / kChunk] = running_max;
+    }
   }
   max_logit = running_max;
   sum_exp = sum;
@@ -141,6 +164,45 @@ void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const std
   }
 }
 
+// One exponential a logit, where forward then backward take two (the exponential, not
+// memory, bounds both on the CPU): the forward's chunked pass keeps each exponential in
+// dlogits, then each chunk is scaled once to the softmax times dloss. The losses and lse are
+// the forward's bit for bit; dlogits the backward's within rounding.
+template <class T>
+void cross_entropy_forward_backward(T* losses, T* lse, T* dlogits, const T* logits,
+                                    const std::int32_t* targets, T dloss, i64 rows,
+                                    i64 padded_vocab, i64 vocab_size, std::int32_t ignore_index) {
+  check_targets(targets, rows, vocab_size, ignore_index);
+  const i64 chunks = (vocab_size + kChunk - 1) / kChunk;
+#pragma omp parallel if (rows * vocab_size >= kMinParallelElements)
+  {
+    std::vector<T> chunk_shift(static_cast<std::size_t>(chunks));
+#pragma omp for schedule(static)
+    for (i64 r = 0; r < rows; ++r) {
+      // drow may alias row: the target's logit is read first, every other element is read
+      // before it is written.
+      const T* row = logits + r * padded_vocab;
+      T* drow = dlogits + r * padded_vocab;
+      const std::int32_t t = targets[r];
+      const T target_logit = target_logit_of_row(row, t, ignore_index, padded_vocab, i64{0});
+      T max_logit, sum_exp;
+      max_and_sum_exp_of_row(row, vocab_size, max_logit, sum_exp, drow, chunk_shift.data());
+      const T row_lse = logsumexp(max_logit, sum_exp);
+      lse[r] = row_lse;
+      losses[r] = loss_of_row(row_lse, target_logit, t, ignore_index);
+      const T weight = t == ignore_index ? static_cast<T>(0) : dloss / sum_exp;
+      for (i64 c = 0; c < chunks; ++c) {
+        const i64 start = c * kChunk, end = std::min(vocab_size, start + kChunk);
+        const T scale = fast_exp(chunk_shift[static_cast<std::size_t>(c)] - max_logit) * weight;
+#pragma omp simd
+        for (i64 v = start; v < end; ++v) drow[v] *= scale;
+      }
+      if (t != ignore_index) drow[t] -= dloss;
+      for (i64 v = vocab_size; v < padded_vocab; ++v) drow[v] = 0;
+    }
+  }
+}
+
 template <class T>
 void cross_entropy_row_max(T* row_max, const T* logits, i64 rows, i64 local_vocab,
                            i64 vocab_start, i64 vocab_size) {
@@ -189,6 +251,12 @@ template void cross_entropy_backward<float>(float*, const float*, const float*, 
 template void cross_entropy_backward<double>(double*, const double*, const double*,
                                              const std::int32_t*, double, i64, i64, i64, i64,
                                              std::int32_t);
+template void cross_entropy_forward_backward<float>(float*, float*, float*, const float*,
+                                                    const std::int32_t*, float, i64, i64, i64,
+                                                    std::int32_t);
+template void cross_entropy_forward_backward<double>(double*, double*, double*, const double*,
+                                                     const std::int32_t*, double, i64, i64, i64,
+                                                     std::int32_t);
 template void cross_entropy_row_max<float>(float*, const float*, i64, i64, i64, i64);
 template void cross_entropy_row_max<double>(double*, const double*, i64, i64, i64, i64);
 template void cross_entropy_row_sum_exp<float>(float*, const float*, const float*, i64, i64, i64,

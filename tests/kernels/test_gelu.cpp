@@ -4,6 +4,8 @@
 // run-time check of cuBLASLt's GELU epilogues (kernels/gelu_epilogue_check.h): what it accepts
 // and what it rejects.
 #include <cmath>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/bfloat16.h"
@@ -93,27 +95,39 @@ TEST(Gelu, InPlaceMatchesOutOfPlace) {
   test::expect_bitwise_equal("gelu backward in place", dout.to_vector(), dx.to_vector());
 }
 
+// The bias gradient in the backward's pass (the CPU's for f32) is bit for bit the backward
+// then bias_add_backward: a narrow shape, and one of several of the CPU's column blocks with a
+// partial last one and enough elements for the thread team; into dx and over dout in place.
 TEST(Gelu, BackwardWithBiasGradientIsBackwardThenBiasAddBackward) {
-  constexpr int kRows = 37, kCols = 11;
-  const Tensor x = Tensor::from_vector(test::random_floats(kRows * kCols, 8, -3.0f, 3.0f),
-                                       {kRows, kCols});
-  const Tensor dout = Tensor::from_vector(test::random_floats(kRows * kCols, 9), {kRows, kCols});
-  const Tensor dbias0 = Tensor::from_vector(test::random_floats(kCols, 10), {kCols});
-  for (bool bf16 : {false, true}) {
-    SCOPED_TRACE(bf16 ? "bf16" : "f32");
-    const Tensor xt = bf16 ? test::to_bf16(x) : x, doutt = bf16 ? test::to_bf16(dout) : dout;
-    Tensor want_dx = Tensor::empty({kRows, kCols}, xt.dtype());
-    Tensor want_dbias = dbias0.clone();
-    gelu_backward(want_dx, xt, doutt);
-    bias_add_backward(want_dbias, want_dx);
-    Tensor dx = Tensor::empty({kRows, kCols}, xt.dtype());
-    Tensor dbias = dbias0.clone();
-    gelu_backward(dx, xt, doutt, &dbias);
-    test::expect_bitwise_equal("dx", as_f32(dx).to_vector(), as_f32(want_dx).to_vector());
-    test::expect_bitwise_equal("dbias", dbias.to_vector(), want_dbias.to_vector());
+  for (const auto& [rows, cols] : {std::pair{37, 11}, std::pair{23, 1100}}) {
+    const Tensor x = Tensor::from_vector(test::random_floats(rows * cols, 8, -3.0f, 3.0f),
+                                         {rows, cols});
+    const Tensor dout = Tensor::from_vector(test::random_floats(rows * cols, 9), {rows, cols});
+    const Tensor dbias0 = Tensor::from_vector(test::random_floats(cols, 10), {cols});
+    for (bool bf16 : {false, true}) {
+      SCOPED_TRACE(std::string(bf16 ? "bf16 " : "f32 ") + std::to_string(cols) + " columns");
+      const Tensor xt = bf16 ? test::to_bf16(x) : x, doutt = bf16 ? test::to_bf16(dout) : dout;
+      Tensor want_dx = Tensor::empty({rows, cols}, xt.dtype());
+      Tensor want_dbias = dbias0.clone();
+      gelu_backward(want_dx, xt, doutt);
+      bias_add_backward(want_dbias, want_dx);
+      Tensor dx = Tensor::empty({rows, cols}, xt.dtype());
+      Tensor dbias = dbias0.clone();
+      gelu_backward(dx, xt, doutt, &dbias);
+      test::expect_bitwise_equal("dx", as_f32(dx).to_vector(), as_f32(want_dx).to_vector());
+      test::expect_bitwise_equal("dbias", dbias.to_vector(), want_dbias.to_vector());
+      Tensor in_place = doutt.clone();
+      Tensor dbias_in_place = dbias0.clone();
+      gelu_backward(in_place, xt, in_place, &dbias_in_place);
+      test::expect_bitwise_equal("dx in place", as_f32(in_place).to_vector(),
+                                 as_f32(want_dx).to_vector());
+      test::expect_bitwise_equal("dbias in place", dbias_in_place.to_vector(),
+                                 want_dbias.to_vector());
+    }
   }
-  Tensor wrong = Tensor::zeros({kCols + 1});
-  Tensor dx = Tensor::empty({kRows, kCols});
+  const Tensor x = Tensor::zeros({4, 11}), dout = Tensor::zeros({4, 11});
+  Tensor wrong = Tensor::zeros({12});
+  Tensor dx = Tensor::empty({4, 11});
   EXPECT_THROW(gelu_backward(dx, x, dout, &wrong), InternalError);
 }
 
