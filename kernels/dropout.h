@@ -4,12 +4,13 @@
 // x is [B, T_local, C], a piece of a global [B_global, T_global, C] tensor starting at sample
 // `position.sample_offset` and sequence position `position.seq_offset`. Element (b, t, c) has
 // global index i = ((sample_offset + b) * seq_total + seq_offset + t) * C + c and is kept when
-// the uniform of lane (i % 64) / 16 of philox_bits(stream, 16 (i / 64) + i % 16) is at least p
-// (kernels/dropout_math.h: one Philox call serves four elements), then scaled by 1 / (1 - p).
-// So the mask does not depend on how the global batch is split over micro-batches, data ranks
-// or sequence shards.
-//   forward   out = mask * x / (1 - p)       (out may alias x)
-//   backward  dx  = mask * dout / (1 - p)    (overwrites dx; dx may alias dout)
+// the 16-bit half (i % 128) / 16 of philox_bits(stream, 16 (i / 128) + i % 16) is at least
+// p * 65536 rounded (kernels/dropout_math.h: one Philox call serves eight elements; p has a
+// resolution of 1/65536), then scaled by the inverse of the probability of keeping it. So the
+// mask does not depend on how the global batch is split over micro-batches, data ranks or
+// sequence shards.
+//   forward   out = mask * x * scale      (out may alias x)
+//   backward  dx  = mask * dout * scale   (overwrites dx; dx may alias dout)
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Inverted dropout; the mask is regenerated from the counter-based RNG in both directions
 // (kernels/dropout_math.h), one (sample, position) row of channels per iteration; within a row
-// the loop over a block's Philox calls vectorises, rounds included, each call giving four
+// the loop over a block's Philox calls vectorises, rounds included, each call giving eight
 // elements.
 #include <algorithm>
 
@@ -22,7 +22,8 @@ void apply_dropout_mask(T* out, const T* in, float p, RngStream stream, i64 batc
     if (out != in) std::copy(in, in + n, out);
     return;
   }
-  const T scale = dropout_scale<T>(p);
+  const std::uint32_t threshold = dropout_threshold(p);
+  const T scale = dropout_scale<T>(threshold);
 #pragma omp parallel for collapse(2) schedule(static) if (n >= kMinParallelElements)
   for (i64 b = 0; b < batch; ++b) {
     for (i64 t = 0; t < seq; ++t) {
@@ -30,11 +31,12 @@ void apply_dropout_mask(T* out, const T* in, float p, RngStream stream, i64 batc
           dropout_global_index(sample_offset + b, seq_offset + t, seq_total, channels, 0);
       const T* x = in + (b * seq + t) * channels;
       T* y = out + (b * seq + t) * channels;
-      // Elements one by one up to the first whole block of 64 (kernels/dropout_math.h), then
+      // Elements one by one up to the first whole block of 128 (kernels/dropout_math.h), then
       // block by block, each a vector loop over its 16 Philox calls, then the rest one by one.
       const auto keep_one = [&](i64 c) {
-        y[c] = dropout_keep(stream, first + static_cast<std::uint64_t>(c), p) ? x[c] * scale
-                                                                              : static_cast<T>(0);
+        y[c] = dropout_keep(stream, first + static_cast<std::uint64_t>(c), threshold)
+                   ? x[c] * scale
+                   : static_cast<T>(0);
       };
       const i64 head = std::min<i64>(
           channels, static_cast<i64>((kDropoutBlock - first % kDropoutBlock) % kDropoutBlock));
@@ -50,11 +52,17 @@ void apply_dropout_mask(T* out, const T* in, float p, RngStream stream, i64 batc
         #pragma omp simd
         for (i64 j = 0; j < kCalls; ++j) {
           const Philox4 r = philox_bits(stream, call0 + static_cast<std::uint64_t>(j));
+          // Half h of the call (dropout_half_bits) for element h * kCalls + j, written out so
+          // that the loop vectorises.
           const T zero = static_cast<T>(0);
-          yb[j] = dropout_keep_bits(r.v[0], p) ? xb[j] * scale : zero;
-          yb[kCalls + j] = dropout_keep_bits(r.v[1], p) ? xb[kCalls + j] * scale : zero;
-          yb[2 * kCalls + j] = dropout_keep_bits(r.v[2], p) ? xb[2 * kCalls + j] * scale : zero;
-          yb[3 * kCalls + j] = dropout_keep_bits(r.v[3], p) ? xb[3 * kCalls + j] * scale : zero;
+          yb[j] = (r.v[0] & 0xFFFFu) >= threshold ? xb[j] * scale : zero;
+          yb[kCalls + j] = (r.v[0] >> 16) >= threshold ? xb[kCalls + j] * scale : zero;
+          yb[2 * kCalls + j] = (r.v[1] & 0xFFFFu) >= threshold ? xb[2 * kCalls + j] * scale : zero;
+          yb[3 * kCalls + j] = (r.v[1] >> 16) >= threshold ? xb[3 * kCalls + j] * scale : zero;
+          yb[4 * kCalls + j] = (r.v[2] & 0xFFFFu) >= threshold ? xb[4 * kCalls + j] * scale : zero;
+          yb[5 * kCalls + j] = (r.v[2] >> 16) >= threshold ? xb[5 * kCalls + j] * scale : zero;
+          yb[6 * kCalls + j] = (r.v[3] & 0xFFFFu) >= threshold ? xb[6 * kCalls + j] * scale : zero;
+          yb[7 * kCalls + j] = (r.v[3] >> 16) >= threshold ? xb[7 * kCalls + j] * scale : zero;
         }
       }
       for (i64 c = head + blocks * static_cast<i64>(kDropoutBlock); c < channels; ++c) keep_one(c);

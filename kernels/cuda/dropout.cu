@@ -1,11 +1,11 @@
 // Inverted dropout on CUDA (contract in kernels/dropout.h): the mask comes from the same
 // Philox stream and the same global element index as the CPU's (kernels/dropout_math.h's
-// dropout_keep: a thread per element calls Philox for its lane alone), so it is the CPU's
-// mask bit for bit, and so is every output: a kept element is x * (1 / (1 - p)),
-// one rounded F32 multiply (then one rounding to BF16 for BF16 tensors), on both devices.
+// dropout_keep: a thread per element calls Philox for its 16 bits alone), so it is the CPU's
+// mask bit for bit, and so is every output: a kept element is x * dropout_scale, one rounded
+// F32 multiply (then one rounding to BF16 for BF16 tensors), on both devices.
 //
-//   forward   out = mask * x / (1 - p)       (out may alias x)
-//   backward  dx  = mask * dout / (1 - p)    (dx may alias dout)
+//   forward   out = mask * x * scale      (out may alias x)
+//   backward  dx  = mask * dout * scale   (dx may alias dout)
 //
 // dtypes: in and out one dtype, F32 or BF16. p == 0 is an exact copy that spends no RNG.
 #include <cstdint>
@@ -37,7 +37,8 @@ struct Layout {
 
 // out may alias in: each element is read, then written, by one thread.
 template <class Elem>
-__global__ void dropout_kernel(Elem* out, const Elem* in, i64 n, float p, float scale,
+__global__ void dropout_kernel(Elem* out, const Elem* in, i64 n, std::uint32_t threshold,
+                               float scale,
                                RngStream stream, Layout layout) {
   const i64 grid_stride = static_cast<i64>(gridDim.x) * blockDim.x;
   for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -48,7 +49,7 @@ __global__ void dropout_kernel(Elem* out, const Elem* in, i64 n, float p, float 
     const std::uint64_t index =
         dropout_global_index(layout.sample_offset + b, layout.seq_offset + t, layout.seq_total,
                              layout.channels, c);
-    const bool keep = dropout_keep(stream, index, p);
+    const bool keep = dropout_keep(stream, index, threshold);
     out[i] = keep ? from_float<Elem>(to_float(in[i]) * scale) : Elem{};
   }
 }
@@ -62,13 +63,14 @@ void apply_dropout_mask(Tensor& out, const Tensor& in, float p, RngStream stream
     if (out.raw_data() != in.raw_data()) out.copy_from(in);
     return;
   }
-  const float scale = dropout_scale<float>(p);  // the CPU's expression, evaluated on the host
+  const std::uint32_t threshold = dropout_threshold(p);
+  const float scale = dropout_scale<float>(threshold);  // the CPU's, evaluated on the host
   const Layout layout{in.size(1), in.size(2), position.sample_offset, position.seq_offset,
                       position.seq_total};
   i64 blocks = (n + kThreadsPerBlock - 1) / kThreadsPerBlock;
   if (blocks > kMaxBlocks) blocks = kMaxBlocks;
   dropout_kernel<Elem><<<static_cast<unsigned>(blocks), kThreadsPerBlock, 0, compute_stream()>>>(
-      out.data<Elem>(), in.data<Elem>(), n, p, scale, stream, layout);
+      out.data<Elem>(), in.data<Elem>(), n, threshold, scale, stream, layout);
   TN_CUDA_CHECK_LAUNCH();
 }
 

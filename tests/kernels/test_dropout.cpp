@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/dropout.h"
+#include "kernels/dropout_math.h"
 #include "tests/test_util.h"
 
 namespace ternion {
@@ -20,7 +21,10 @@ TEST(Dropout, KeptFractionAndExactScale) {
   Tensor x = Tensor::from_vector(xs, {kB, kT, kC}), out = Tensor::empty({kB, kT, kC});
   dropout_forward(out, x, kP, kStream, {0, 0, kT});
   const auto o = out.to_vector();
-  const float scale = 1.0f / (1.0f - kP);
+  // p = 0.1 is dropped at 6554 / 65536 (its nearest multiple of 2^-16); kept elements are
+  // scaled by the inverse of 1 - that.
+  EXPECT_EQ(dropout_threshold(kP), 6554u);
+  const float scale = 65536.0f / (65536.0f - 6554.0f);
   std::size_t kept = 0, wrong = 0;
   for (std::size_t i = 0; i < o.size(); ++i) {
     if (o[i] != 0.0f) {
@@ -28,7 +32,7 @@ TEST(Dropout, KeptFractionAndExactScale) {
       wrong += o[i] != xs[i] * scale;
     }
   }
-  EXPECT_EQ(wrong, 0u) << "kept elements not exactly x / (1 - p)";
+  EXPECT_EQ(wrong, 0u) << "kept elements not exactly x * 65536 / (65536 - 6554)";
   const double fraction = static_cast<double>(kept) / static_cast<double>(o.size());
   const double sigma = std::sqrt(kP * (1 - kP) / static_cast<double>(o.size()));
   EXPECT_NEAR(fraction, 1 - kP, 5 * sigma) << "kept fraction over " << o.size() << " elements";
@@ -47,8 +51,8 @@ TEST(Dropout, BackwardUsesTheForwardMask) {
   const auto o = out.to_vector(), d = dx.to_vector();
   std::vector<float> want(d.size());
   for (std::size_t i = 0; i < d.size(); ++i)
-    want[i] = o[i] != 0.0f ? douts[i] * (1.0f / (1.0f - kP)) : 0.0f;
-  test::expect_bitwise_equal("dropout dx = mask * dout / (1 - p)", d, want);
+    want[i] = o[i] != 0.0f ? douts[i] * dropout_scale<float>(dropout_threshold(kP)) : 0.0f;
+  test::expect_bitwise_equal("dropout dx = mask * dout * scale", d, want);
   // ...and a different step draws a different mask.
   Tensor other = Tensor::empty({kB, kT, kC});
   dropout_forward(other, x, kP, dropout_stream(1234, 8, "block3.attn.dropout"), position);
@@ -83,12 +87,13 @@ TEST(Dropout, MaskDoesNotDependOnTheLayout) {
   }
 }
 
-// The mask is the documented function of the global index: element i kept when lane
-// (i % 64) / 16 of philox_bits(stream, 16 (i / 64) + i % 16), as a 24-bit uniform, is at least
-// p. Rows of 150 channels from an offset sample and position start at every offset within a
-// block of 64, so the kernel's scalar head, its blocks and its tail are all compared.
+// The mask is the documented function of the global index: element i kept when the 16-bit
+// half (i % 128) / 16 of philox_bits(stream, 16 (i / 128) + i % 16) (low half of word w first)
+// is at least p * 65536, rounded. Rows of 300 channels from an offset sample and position
+// start at many offsets within a block of 128, so the kernel's scalar head, its blocks and its
+// tail are all compared.
 TEST(Dropout, MaskIsTheDocumentedFunctionOfTheGlobalIndex) {
-  constexpr int kB = 3, kT = 5, kC = 150, kSampleOffset = 2, kSeqOffset = 3, kSeqTotal = 11;
+  constexpr int kB = 3, kT = 5, kC = 300, kSampleOffset = 2, kSeqOffset = 3, kSeqTotal = 11;
   constexpr float kP = 0.3f;
   Tensor ones = Tensor::full({kB, kT, kC}, 1.0f), out = Tensor::empty({kB, kT, kC});
   dropout_forward(out, ones, kP, kStream, {kSampleOffset, kSeqOffset, kSeqTotal});
@@ -99,8 +104,10 @@ TEST(Dropout, MaskIsTheDocumentedFunctionOfTheGlobalIndex) {
       for (int c = 0; c < kC; ++c) {
         const auto i = static_cast<std::uint64_t>(
             ((kSampleOffset + b) * kSeqTotal + kSeqOffset + t) * kC + c);
-        const std::uint32_t bits = philox_bits(kStream, i / 64 * 16 + i % 16).v[i % 64 / 16];
-        const bool keep = static_cast<float>(bits >> 8) / 16777216.0f >= kP;
+        const Philox4 r = philox_bits(kStream, i / 128 * 16 + i % 16);
+        const std::uint32_t half = i % 128 / 16;
+        const std::uint32_t bits = (r.v[half / 2] >> (half % 2 == 0 ? 0 : 16)) & 0xFFFFu;
+        const bool keep = bits >= static_cast<std::uint32_t>(std::lround(kP * 65536));
         if ((o[static_cast<std::size_t>((b * kT + t) * kC + c)] != 0.0f) != keep && wrong++ < 5)
           ADD_FAILURE() << "element (" << b << ", " << t << ", " << c << "), global index " << i;
       }
