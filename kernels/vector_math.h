@@ -57,7 +57,8 @@ TN_HOST_DEVICE inline float fast_exp(float x) {
   // n = round(clamped * log2 e): adding and subtracting 1.5 * 2^23 rounds to an integer in
   // the default rounding mode (std::nearbyint would do, but needs SSE4.1 to vectorise).
   constexpr float kRoundingShift = 12582912.0f;
-  const float n = (clamped * kLog2e + kRoundingShift) - kRoundingShift;
+  const float shifted = clamped * kLog2e + kRoundingShift;
+  const float n = shifted - kRoundingShift;
   const float r = clamped - n * kLn2Hi - n * kLn2Lo;
   // e^r = 1 + r + r^2 P(r), P of degree 4 fitted for the least relative error on |r| <= ln2/2
   // (6e-8 evaluated in float, as good as Cephes' degree 5, one multiply-add fewer).
@@ -67,8 +68,11 @@ TN_HOST_DEVICE inline float fast_exp(float x) {
   poly = poly * r + 1.6666521132e-1f;
   poly = poly * r + 4.9999994040e-1f;
   const float e_r = poly * (r * r) + r + 1.0f;
-  const auto exponent_bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127)
-                             << 23;
+  // 2^n's bits without a conversion: shifted's low bits hold n (its bits are 0x4B400000 + n),
+  // and the shift by 23 drops the rest.
+  std::uint32_t shifted_bits;
+  std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+  const std::uint32_t exponent_bits = (shifted_bits + 127u) << 23;
   float two_to_n;
   std::memcpy(&two_to_n, &exponent_bits, sizeof two_to_n);
   return e_r * two_to_n;
