@@ -1,7 +1,9 @@
 // GELU forward and backward, elementwise (the math is in kernels/gelu_math.h).
 #include <algorithm>
+#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/threads.h"
 #include "kernels/gelu_math.h"
 
 namespace ternion::cpu {
@@ -24,16 +26,20 @@ void gelu_backward(T* dx, const T* x, const T* dout, i64 n) {
 }
 
 // The backward with the bias gradient in the same pass, so dx is summed from registers rather
-// than read back: tasks own column blocks and add rows in order, as bias_add_backward does,
-// so dbias is bit for bit its sum of dx whatever the thread count. dx may alias dout.
+// than read back. Each thread takes one contiguous span of columns (long streams for the
+// prefetchers) and adds rows in order, as bias_add_backward does: so dbias is bit for bit its
+// sum of dx, whatever the spans and the thread count. dx may alias dout.
 template <class T>
 void gelu_backward_bias(T* dx, T* dbias, const T* x, const T* dout, i64 rows, i64 cols) {
-  constexpr i64 kBlock = 512;  // 2 KiB of f32 a row: contiguous reads, sums in L1
-  const i64 n_blocks = (cols + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (rows * cols >= kMinParallelElements)
-  for (i64 block = 0; block < n_blocks; ++block) {
-    const i64 c0 = block * kBlock, width = std::min(kBlock, cols - c0);
-    T sum[kBlock] = {};
+  const i64 threads = rows * cols >= kMinParallelElements ? num_threads() : 1;
+  const i64 spans = std::max<i64>(1, std::min(threads, cols / 64));
+  const i64 span = ((cols + spans - 1) / spans + 15) / 16 * 16;  // whole 64-byte lines
+#pragma omp parallel for schedule(static) if (spans > 1)
+  for (i64 s = 0; s < spans; ++s) {
+    const i64 c0 = s * span, width = std::min(span, cols - c0);
+    if (width <= 0) continue;
+    std::vector<T> sums(static_cast<std::size_t>(width), static_cast<T>(0));
+    T* sum = sums.data();
     for (i64 r = 0; r < rows; ++r) {
       const i64 offset = r * cols + c0;
 #pragma omp simd
