@@ -39,7 +39,8 @@ while read -r params heads hidden layers t p gpus batch published; do
         --set model.vocab_size=51200 --set model.seq_len=2048 --set model.n_head="$heads" \
         --set model.d_model="$hidden" --set model.n_layer="$layers" \
         --set training.global_batch_size="$batch" --set training.precision=bf16 \
-        --set training.recompute=full --set training.attention=cublas --set model.dropout=0.1 --layout "$t,$p,$d,$mb,$v" --json > "$out/row.json" 2> /dev/null || continue
+        --set training.recompute=full --set training.attention=cublas --set model.dropout=0.1 \
+        --layout "$t,$p,$d,$mb,$v" --json > "$out/row.json" 2> /dev/null || continue
       best=$(python3 - "$out/row.json" "$best" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))[0]

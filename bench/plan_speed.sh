@@ -23,5 +23,6 @@ while read -r name preset nodes heads hidden layers batch; do
     --set training.recompute=full --top 1 > "$out/plan.txt" 2>&1 || true
   end=$(date +%s.%N)
   printf '%-5s on %5d GPUs of %-9s %6.2f s  %s\n' "$name" $((nodes * 8)) "$preset" \
-    "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$(head -1 "$out/plan.txt" | sed 's/.*GPUs ([^)]*); //')"
+    "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" \
+    "$(head -1 "$out/plan.txt" | sed 's/.*GPUs ([^)]*); //')"
 done <<< "$rows"

@@ -45,7 +45,8 @@ class Simulator {
         state_(lists.size()) {
     // Flat tables rather than sets: the planner simulates hundreds of schedules per plan.
     for (const auto& actions : lists)
-      for (const PipelineAction& a : actions) micro_batches_ = std::max(micro_batches_, a.micro_batch + 1);
+      for (const PipelineAction& a : actions)
+        micro_batches_ = std::max(micro_batches_, a.micro_batch + 1);
     for (StageState& st : state_)
       st.done.assign(static_cast<std::size_t>(kKinds) * micro_batches_ * virtual_stages_, 0);
     sent_at_.assign(2 * static_cast<std::size_t>(micro_batches_) * stages_ * virtual_stages_, -1.0);

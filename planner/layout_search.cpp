@@ -124,7 +124,8 @@ PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
     if (!stages.back().memory.step_counted) {  // over the GPU's memory before its step
       planned.counted = false;
       planned.prediction.memory = stages.back().memory;
-      planned.prediction.memory_gb_per_gpu = static_cast<double>(planned.prediction.memory.peak()) / 1e9;
+      planned.prediction.memory_gb_per_gpu =
+          static_cast<double>(planned.prediction.memory.peak()) / 1e9;
       return planned;
     }
   }
