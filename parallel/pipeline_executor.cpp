@@ -66,7 +66,7 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
   connect_neighbours();
   PipelineStepResult result;
   std::map<Key, Tensor> received, outputs, grad_inputs;
-  std::vector<std::pair<WorkHandle, Tensor>> sends;  // kept alive until the step ends
+  std::vector<std::pair<WorkHandle, Tensor>> sends;  // each kept alive until it has finished
   int live = 0;  // (micro-batch, chunk) pairs forwarded, their parameter gradients not done
   const auto step_start = Clock::now();
   result.step_start = std::chrono::duration<double>(step_start.time_since_epoch()).count();
@@ -80,6 +80,14 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
     return tensor;
   };
   auto send = [&](std::map<Key, Tensor>& pending, const PipelineAction& a, int kind) {
+    // Finished sends give their buffers back at once: held to the step's end, a stage would
+    // keep an activation and a gradient of every micro-batch (most of a deep pipeline's
+    // memory at many micro-batches). wait() on a finished one raises its error, if any.
+    std::erase_if(sends, [](std::pair<WorkHandle, Tensor>& sent) {
+      if (!sent.first->is_completed()) return false;
+      sent.first->wait();
+      return true;
+    });
     Tensor tensor = take(pending, {a.micro_batch, a.chunk}).contiguous();
     const PipelinePeer to = peer(a);
     sends.emplace_back(pipeline_.send_async(tensor, to.stage, tag(kind, a.micro_batch, to.chunk)),

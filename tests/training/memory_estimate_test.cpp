@@ -116,6 +116,32 @@ TEST(MemoryEstimate, EstimatesEachRankOfALayout) {
   EXPECT_LT(first.parameters, one.parameters);
 }
 
+// A pipeline stage holds what its schedule keeps in flight, not what the step has sent: with
+// 1F1B's in-flight count fixed, more micro-batches raise a stage's peak by no more than their
+// token ids and losses, far less than the activation each sends (each send gives its buffer
+// back once it has finished, on the meta device at once; held to the step's end, they grew
+// the peak by an activation a micro-batch).
+TEST(MemoryEstimate, APipelineStagesPeakDoesNotGrowWithTheMicroBatches) {
+  ScratchDir dir("memory-micro-batches");
+  testing_support::prepare_builtin(dir);
+  TrainConfig c = small_run(dir);
+  c.model.n_layer = 4;
+  c.parallel.micro_batch_size = 1;
+  c.parallel.pipeline = 2;
+  const RankLayout pp2 = make_rank_layout(2, 1, 2, 1);
+  for (int stage : {0, 1}) {
+    c.training.global_batch_size = 4;
+    const MemoryEstimate few = estimate_memory(c, pp2, stage);
+    c.training.global_batch_size = 16;
+    const MemoryEstimate many = estimate_memory(c, pp2, stage);
+    EXPECT_EQ(few.contexts_in_flight, many.contexts_in_flight) << "stage " << stage;
+    const double activation = 4.0 * c.model.seq_len * c.model.d_model;  // [1, T, C] f32
+    const double growth = static_cast<double>(many.step) - static_cast<double>(few.step);
+    EXPECT_LT(growth / 12, activation / 8) << "stage " << stage << ": " << growth
+                                           << " bytes more for 12 more micro-batches";
+  }
+}
+
 // The CPU's bf16 kernels widen their inputs into f32 temporaries the meta step does not make
 // (a CUDA step makes none): on the CPU the bf16 estimate is below the measured peak.
 TEST(MemoryEstimate, MissesOnlyTheCpuKernelsWideningInBf16) {
