@@ -49,6 +49,7 @@ void gelu_backward(Tensor& dx, const Tensor& x, const Tensor& dout, Tensor* dbia
              "gelu_backward: dbias ", dbias->str(), " for x ", x.str(),
              " (f32, one value per column of x)");
   if (counted_on_meta({&x, &dout, &dx})) return;  // shapes only: nothing to compute
+  if (x.numel() == 0) return;
   if (x.device().is_cpu() && dbias != nullptr && dx.dtype() == DType::F32) {
     const std::int64_t cols = x.size(-1);
     cpu::gelu_backward_bias<float>(dx.data<float>(), dbias->data<float>(), x.data<float>(),

@@ -53,6 +53,9 @@ void ModelConfig::validate(const ConfigDocument& doc) const {
                 "n_head (" + std::to_string(n_head) + ") does not divide model.d_model (" +
                     std::to_string(d_model) + ")");
   if (!(dropout >= 0 && dropout < 1)) config_fail(doc, kSection, "dropout", "must be in [0, 1)");
+  // The keep test's resolution (kernels/dropout_math.h): a smaller p would drop nothing.
+  if (dropout > 0 && dropout < 1.0 / 65536)
+    config_fail(doc, kSection, "dropout", "must be 0 or at least 1/65536 (1.5e-5)");
   if (!(init_std > 0)) config_fail(doc, kSection, "init_std", "must be positive");
   model_family(family).validate(*this, doc);
   if (!LayerRegistry::instance().has(block))

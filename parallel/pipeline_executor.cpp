@@ -79,15 +79,19 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
     pending.erase(it);
     return tensor;
   };
-  auto send = [&](std::map<Key, Tensor>& pending, const PipelineAction& a, int kind) {
-    // Finished sends give their buffers back at once: held to the step's end, a stage would
-    // keep an activation and a gradient of every micro-batch (most of a deep pipeline's
-    // memory at many micro-batches). wait() on a finished one raises its error, if any.
+  // Finished sends give their buffers back: held to the step's end, a stage would keep an
+  // activation and a gradient of every micro-batch (most of a deep pipeline's memory at many
+  // micro-batches). Asked right after a receive, which posts the sends NCCL defers together
+  // with it: asking earlier would post a deferred send alone, without the receive it pairs
+  // with (parallel/comm/cuda/nccl_communicator.h). wait() on a finished one raises its error.
+  auto release_finished_sends = [&] {
     std::erase_if(sends, [](std::pair<WorkHandle, Tensor>& sent) {
       if (!sent.first->is_completed()) return false;
       sent.first->wait();
       return true;
     });
+  };
+  auto send = [&](std::map<Key, Tensor>& pending, const PipelineAction& a, int kind) {
     Tensor tensor = take(pending, {a.micro_batch, a.chunk}).contiguous();
     const PipelinePeer to = peer(a);
     sends.emplace_back(pipeline_.send_async(tensor, to.stage, tag(kind, a.micro_batch, to.chunk)),
@@ -103,6 +107,7 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
         // The two kinds never wait for the same key at once: a chunk's input arrives before
         // its forward, its output's gradient after it.
         received[key] = receive(a, stage.boundary_shape(a.micro_batch));
+        release_finished_sends();
         break;
       case Kind::Forward: {
         Tensor out = stage.forward(a.micro_batch, a.chunk, take(received, key));

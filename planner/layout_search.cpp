@@ -158,37 +158,40 @@ std::vector<LayoutChoice> candidate_layouts(const TrainConfig& config, const Clu
 
 PlanResult plan_layouts(const TrainConfig& config, const ClusterSpec& cluster) {
   PlanResult result;
-  std::vector<PlannedLayout> misfits, skipped;
-  for (const LayoutChoice& layout : candidate_layouts(config, cluster)) {
-    ++result.candidates;
+  // Misfits with their candidate's index, so that ties go to the first candidate, as they
+  // would if every layout were stepped.
+  std::vector<std::pair<int, PlannedLayout>> misfits, skipped;
+  const auto plan = [&](int index, const LayoutChoice& layout, bool skip_misfit) {
     try {
-      PlannedLayout planned = plan_layout(config, cluster, layout, /*skip_misfit=*/true);
-      (planned.fits ? result.ranked : planned.counted ? misfits : skipped)
-          .push_back(std::move(planned));
+      PlannedLayout planned = plan_layout(config, cluster, layout, skip_misfit);
+      if (planned.fits) result.ranked.push_back(std::move(planned));
+      else (planned.counted ? misfits : skipped).emplace_back(index, std::move(planned));
     } catch (const ConfigError& e) {
       if (result.invalid++ == 0) result.first_refusal = layout.str() + ": " + e.what();
     }
-  }
-  result.too_large = static_cast<int>(misfits.size() + skipped.size());
+  };
+  for (const LayoutChoice& layout : candidate_layouts(config, cluster))
+    plan(result.candidates++, layout, /*skip_misfit=*/true);
   // The least need among the misfits is reported exactly: the skipped ones whose lower bound
   // is below the least counted need are stepped after all, least first.
-  const auto by_memory = [](const PlannedLayout& a, const PlannedLayout& b) {
-    return a.prediction.memory_gb_per_gpu < b.prediction.memory_gb_per_gpu;
+  const auto by_memory = [](const auto& a, const auto& b) {
+    return std::pair(a.second.prediction.memory_gb_per_gpu, a.first) <
+           std::pair(b.second.prediction.memory_gb_per_gpu, b.first);
   };
   std::stable_sort(skipped.begin(), skipped.end(), by_memory);
-  for (const PlannedLayout& lower_bound : skipped) {
+  std::size_t stepped = 0;
+  for (; stepped < skipped.size(); ++stepped) {
     const auto least = std::min_element(misfits.begin(), misfits.end(), by_memory);
-    if (least != misfits.end() &&
-        least->prediction.memory_gb_per_gpu <= lower_bound.prediction.memory_gb_per_gpu)
-      break;
-    misfits.push_back(plan_layout(config, cluster, lower_bound.layout));
+    if (least != misfits.end() && !by_memory(skipped[stepped], *least)) break;
+    plan(skipped[stepped].first, skipped[stepped].second.layout, /*skip_misfit=*/false);
   }
+  result.too_large = static_cast<int>(misfits.size() + skipped.size() - stepped);
   std::stable_sort(result.ranked.begin(), result.ranked.end(),
                    [](const PlannedLayout& a, const PlannedLayout& b) {
                      return a.prediction.step_time_s < b.prediction.step_time_s;
                    });
   const auto least = std::min_element(misfits.begin(), misfits.end(), by_memory);
-  if (least != misfits.end()) result.smallest_misfit.push_back(*least);
+  if (least != misfits.end()) result.smallest_misfit.push_back(least->second);
   return result;
 }
 

@@ -166,8 +166,9 @@ void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const std
 
 // One exponential a logit, where forward then backward take two (the exponential, not
 // memory, bounds both on the CPU): the forward's chunked pass keeps each exponential in
-// dlogits, then each chunk is scaled once to the softmax times dloss. The losses and lse are
-// the forward's bit for bit; dlogits the backward's within rounding.
+// dlogits, then each chunk is scaled once to the softmax times dloss. The same chunked sums
+// as the forward's, so the losses and lse agree with it to rounding (to the bit where the
+// compiler vectorises both loops alike), dlogits with the backward's to rounding.
 template <class T>
 void cross_entropy_forward_backward(T* losses, T* lse, T* dlogits, const T* logits,
                                     const std::int32_t* targets, T dloss, i64 rows,
@@ -190,14 +191,18 @@ void cross_entropy_forward_backward(T* losses, T* lse, T* dlogits, const T* logi
       const T row_lse = logsumexp(max_logit, sum_exp);
       lse[r] = row_lse;
       losses[r] = loss_of_row(row_lse, target_logit, t, ignore_index);
-      const T weight = t == ignore_index ? static_cast<T>(0) : dloss / sum_exp;
+      if (t == ignore_index) {  // zeros, whatever the row holds (a non-finite logit too)
+        std::fill(drow, drow + padded_vocab, static_cast<T>(0));
+        continue;
+      }
+      const T weight = dloss / sum_exp;
       for (i64 c = 0; c < chunks; ++c) {
         const i64 start = c * kChunk, end = std::min(vocab_size, start + kChunk);
         const T scale = fast_exp(chunk_shift[static_cast<std::size_t>(c)] - max_logit) * weight;
 #pragma omp simd
         for (i64 v = start; v < end; ++v) drow[v] *= scale;
       }
-      if (t != ignore_index) drow[t] -= dloss;
+      drow[t] -= dloss;
       for (i64 v = vocab_size; v < padded_vocab; ++v) drow[v] = 0;
     }
   }

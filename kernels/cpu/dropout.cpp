@@ -13,7 +13,8 @@ namespace {
 
 constexpr i64 kMinParallelElements = 1 << 14;
 
-// out = mask * in / (1 - p); out may alias in. Forward and backward are the same map.
+// out = mask * in * scale (kernels/dropout_math.h); out may alias in. Forward and backward are
+// the same map.
 template <class T>
 void apply_dropout_mask(T* out, const T* in, float p, RngStream stream, i64 batch, i64 seq,
                         i64 channels, i64 sample_offset, i64 seq_offset, i64 seq_total) {

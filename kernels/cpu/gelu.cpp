@@ -34,12 +34,12 @@ void gelu_backward_bias(T* dx, T* dbias, const T* x, const T* dout, i64 rows, i6
   const i64 threads = rows * cols >= kMinParallelElements ? num_threads() : 1;
   const i64 spans = std::max<i64>(1, std::min(threads, cols / 64));
   const i64 span = ((cols + spans - 1) / spans + 15) / 16 * 16;  // whole 64-byte lines
+  std::vector<T> sums(static_cast<std::size_t>(cols), static_cast<T>(0));  // a span each
 #pragma omp parallel for schedule(static) if (spans > 1)
   for (i64 s = 0; s < spans; ++s) {
     const i64 c0 = s * span, width = std::min(span, cols - c0);
     if (width <= 0) continue;
-    std::vector<T> sums(static_cast<std::size_t>(width), static_cast<T>(0));
-    T* sum = sums.data();
+    T* sum = sums.data() + c0;
     for (i64 r = 0; r < rows; ++r) {
       const i64 offset = r * cols + c0;
 #pragma omp simd

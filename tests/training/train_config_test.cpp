@@ -56,6 +56,7 @@ TEST(TrainConfig, ImpossibleValuesAreRefusedByKey) {
       {"training.global_batch_size=5", "training.global_batch_size"},
       {"training.steps=0", "training.steps"},
       {"model.dropout=1.5", "model.dropout"},
+      {"model.dropout=0.000001", "at least 1/65536"},  // below the keep test's resolution
       {"model.vocab_size=0", "model.vocab_size"},
       {"optimizer.type=adam", "optimizer.type"},
       {"optimizer.lr=-1", "optimizer.lr"},
