@@ -16,7 +16,9 @@ run() {  # NAME ARGS...: one run in the layout, its metrics in $out/NAME.jsonl
     --set training.sample_tokens=0 --set "logging.metrics_file=$out/$name.jsonl" "$@" \
     > "$out/$name.log" 2>&1 || { cat "$out/$name.log"; fail "the $name run"; }
 }
-peak() { sed -n 's/^ternion: activations and temporaries peaked at \([0-9.]*\) MB.*/\1/p' "$out/$1.log"; }
+# Rank 0's activation peak over the steps, unrounded from the metrics (the log's 0.1 MB can
+# round two peaks 30 KB apart to the same figure).
+peak() { grep -oE '"activation_mb": ?[0-9.e+-]+' "$out/$1.jsonl" | sed -E 's/.*: ?//' | sort -g | tail -n 1; }
 field() { sed -E "s/.*\"$2\": ?([^,}]+).*/\\1/" "$1"; }
 run none "$@"
 for mode in selective full full_first; do
