@@ -25,18 +25,19 @@ struct Philox4 {
   std::uint32_t v[4];
 };
 
+inline constexpr std::uint32_t kPhiloxMul0 = 0xD2511F53u, kPhiloxMul1 = 0xCD9E8D57u;
+inline constexpr std::uint32_t kPhiloxWeyl0 = 0x9E3779B9u, kPhiloxWeyl1 = 0xBB67AE85u;
+
 TN_HOST_DEVICE inline Philox4 philox4x32_10(Philox4 counter, std::uint32_t key0,
                                             std::uint32_t key1) {
-  constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
-    std::uint64_t p0 = static_cast<std::uint64_t>(kMul0) * counter.v[0];
-    std::uint64_t p1 = static_cast<std::uint64_t>(kMul1) * counter.v[2];
+    std::uint64_t p0 = static_cast<std::uint64_t>(kPhiloxMul0) * counter.v[0];
+    std::uint64_t p1 = static_cast<std::uint64_t>(kPhiloxMul1) * counter.v[2];
     auto hi0 = static_cast<std::uint32_t>(p0 >> 32), lo0 = static_cast<std::uint32_t>(p0);
     auto hi1 = static_cast<std::uint32_t>(p1 >> 32), lo1 = static_cast<std::uint32_t>(p1);
     counter = {{hi1 ^ counter.v[1] ^ key0, lo1, hi0 ^ counter.v[3] ^ key1, lo0}};
-    key0 += kWeyl0;
-    key1 += kWeyl1;
+    key0 += kPhiloxWeyl0;
+    key1 += kPhiloxWeyl1;
   }
   return counter;
 }
@@ -53,6 +54,31 @@ TN_HOST_DEVICE inline Philox4 philox_bits(RngStream s, std::uint64_t index) {
                       static_cast<std::uint32_t>(s.stream >> 32)}};
   return philox4x32_10(counter, static_cast<std::uint32_t>(s.seed),
                        static_cast<std::uint32_t>(s.seed >> 32));
+}
+
+// philox_bits in the form a CPU vector loop over calls needs (kernels/cpu/dropout.cpp): each
+// 32-bit word held in a 64-bit integer, so that a word takes a 64-bit lane and each product is
+// one widening multiply with no lanes repacked, and the multipliers passed in (kPhiloxMul0,
+// kPhiloxMul1; the caller says why). The same numbers as philox_bits.
+TN_HOST_DEVICE inline Philox4 philox_bits_wide(RngStream s, std::uint64_t index,
+                                               std::uint32_t mul0, std::uint32_t mul1) {
+  constexpr std::uint64_t kLow = 0xFFFFFFFFu;
+  std::uint64_t c0 = index & kLow, c1 = index >> 32, c2 = s.stream & kLow, c3 = s.stream >> 32;
+  auto key0 = static_cast<std::uint32_t>(s.seed), key1 = static_cast<std::uint32_t>(s.seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const std::uint64_t p0 = static_cast<std::uint64_t>(static_cast<std::uint32_t>(c0)) * mul0;
+    const std::uint64_t p1 = static_cast<std::uint64_t>(static_cast<std::uint32_t>(c2)) * mul1;
+    const std::uint64_t next0 = ((p1 >> 32) ^ c1 ^ key0) & kLow;
+    const std::uint64_t next2 = ((p0 >> 32) ^ c3 ^ key1) & kLow;
+    c1 = p1 & kLow;
+    c3 = p0 & kLow;
+    c0 = next0;
+    c2 = next2;
+    key0 += kPhiloxWeyl0;
+    key1 += kPhiloxWeyl1;
+  }
+  return {{static_cast<std::uint32_t>(c0), static_cast<std::uint32_t>(c1),
+           static_cast<std::uint32_t>(c2), static_cast<std::uint32_t>(c3)}};
 }
 
 // Uniform in [0, 1) with 24 random bits (every value exactly representable in f32).

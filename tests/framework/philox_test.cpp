@@ -85,5 +85,16 @@ TEST(ParameterInit, NormalHasTheRequestedScaleAndConstantsAreExact) {
   EXPECT_NE(p.value.to_vector(), q.value.to_vector());
 }
 
+TEST(Philox, TheWideFormGivesTheSameNumbers) {
+  for (std::uint64_t seed : {0ull, 1234ull, 0xFFFFFFFFFFFFFFFFull})
+    for (std::uint64_t stream : {0ull, 7ull, 0x123456789ABCDEFull})
+      for (std::uint64_t index : {0ull, 1ull, 12345ull, 0xFFFFFFFFull, 0x100000000ull, ~0ull}) {
+        const Philox4 a = philox_bits({seed, stream}, index);
+        const Philox4 b = philox_bits_wide({seed, stream}, index, kPhiloxMul0, kPhiloxMul1);
+        for (int w = 0; w < 4; ++w)
+          EXPECT_EQ(a.v[w], b.v[w]) << seed << " " << stream << " " << index;
+      }
+}
+
 }  // namespace
 }  // namespace ternion
