@@ -126,7 +126,9 @@ void expect_forward_backward_is_forward_then_backward(const Tensor& logits,
   cross_entropy_forward_backward(losses, lse, dlogits, logits, targets, 0.125f, vocab);
   test::expect_close("losses", losses.to_vector(), want_losses.to_vector(), 1e-6, 1e-6);
   test::expect_close("lse", lse.to_vector(), want_lse.to_vector(), 1e-6, 1e-6);
-  test::expect_close("dlogits", dlogits.to_vector(), want.to_vector(), 1e-12, 1e-6);
+  // A few float roundings apart: exp(x - chunk max) * exp(chunk max - max) * dloss / sum
+  // against exp(x - lse) * dloss, lse itself rounded (1.2e-6 seen on a generic x86-64 build).
+  test::expect_close("dlogits", dlogits.to_vector(), want.to_vector(), 1e-12, 5e-6);
   Tensor in_place = logits.clone();
   Tensor losses_in_place = Tensor::empty({rows});
   cross_entropy_forward_backward(losses_in_place, lse, in_place, in_place, targets, 0.125f, vocab);
