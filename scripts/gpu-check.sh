@@ -236,11 +236,11 @@ configure() {
   return 0
 }
 
-export programs="ternion-train ternion-prepare tests/test_gpu bench/bench_gemm bench/bench_linear
-  bench/bench_kernels"
+export programs="ternion-train ternion-prepare tests/test_gpu tests/test_comm bench/bench_gemm
+  bench/bench_linear bench/bench_kernels"
 build_targets() {
-  cmake --build "$build" -j"$jobs" --target ternion-train ternion-prepare test_gpu bench_gemm \
-    bench_linear bench_kernels
+  cmake --build "$build" -j"$jobs" --target ternion-train ternion-prepare test_gpu test_comm \
+    bench_gemm bench_linear bench_kernels
 }
 
 # A hash of every source and build file: a prebuilt build is used only for the tree it was
@@ -327,6 +327,19 @@ gpu_tests() {
   note "$(grep -E 'tests passed' "$result"), $skipped skipped"
   [ "${total:-0}" -gt 0 ] || { note "no gpu tests found"; return 1; }
   [ "$skipped" -eq 0 ] || { note "gpu tests must run here, not skip"; return 1; }
+  return "$rc"
+}
+
+# NCCL's collectives across ranks, one GPU each (tests/comm/nccl_collectives_test.cpp), on up
+# to 8 of the machine's GPUs; none may skip. Called only where there are two or more.
+nccl_ranks() {
+  local ranks=$1 result=$work/nccl-ranks.txt
+  $mpirun_cmd -np "$ranks" "$build/tests/test_comm" --gtest_filter='NcclRanks.*' > "$result" 2>&1
+  local rc=$?
+  cat "$result"
+  if grep -q 'SKIPPED' "$result"; then note "NCCL tests must run here, not skip"; return 1; fi
+  grep -qE 'PASSED.*\] 6 tests' "$result" || { note "not every NCCL test ran and passed"; return 1; }
+  note "6 NCCL tests passed on $ranks ranks"
   return "$rc"
 }
 
@@ -525,7 +538,7 @@ EOF
 
 export -f configure build_targets cuda_extra_args gpu_tests write_small_config prepare_data \
   write_layout_config compare_losses gpu_vs_cpu layout_vs_one_rank gemm_bench linear_bench train_bench \
-  kernels_bench machine_facts source_stamp pack_prebuilt use_prebuilt pytorch_baseline
+  kernels_bench machine_facts source_stamp pack_prebuilt use_prebuilt pytorch_baseline nccl_ranks
 export repo lib budget
 
 # ---- the run -------------------------------------------------------------------------------
@@ -560,6 +573,14 @@ fi
 
 if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "ctest -L gpu (none skipped)" 150 gpu_tests
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if [ "$gpus" -ge 2 ]; then
+    step "NCCL across $((gpus >= 8 ? 8 : gpus >= 4 ? 4 : 2)) GPUs" 90 nccl_ranks \
+      $((gpus >= 8 ? 8 : gpus >= 4 ? 4 : 2))
+  else
+    echo "gpu-check: NCCL across ranks not checked: $gpus GPU here (NCCL needs one per rank)" |
+      tee -a "$log"
+  fi
   step "test data and configs" 30 bash -c 'write_small_config && write_layout_config && prepare_data'
   step "20 steps fp32: GPU = CPU" 90 gpu_vs_cpu
   # The aims next (the bf16 peak, then the models' MFU against it, then PyTorch at

@@ -3,8 +3,8 @@
 // With one rank every collective's result is known exactly (sum, average and max of one input
 // are the input; a gather is a copy), so these check the plumbing: streams, events, buffers,
 // dtypes, in-place forms, groups of sends and receives to itself, splits, the CPU-tensor
-// refusal, and the failure path that aborts the communicator. The multi-rank reductions
-// themselves are NCCL's, checked on several GPUs by the tensor- and data-parallel runs.
+// refusal, and the failure path that aborts the communicator. The reductions across ranks are
+// checked by tests/comm/nccl_collectives_test.cpp, on a GPU per rank.
 //
 // Work::wait() does not block the host. What one rank can still check deterministically: a
 // gate (a host function on the compute stream that waits for a flag) holds every NCCL
