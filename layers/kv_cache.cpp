@@ -65,7 +65,7 @@ Tensor KvCache::attend(const void* owner, const Tensor& packed, std::int64_t hea
       }
       float sum = 0.0f;
       for (std::int64_t j = 0; j <= last; ++j) {
-        probs[j] = fast_exp(probs[j] - max_score);
+        probs[j] = fast_exp_bounded(probs[j] - max_score);
         sum += probs[j];
       }
       const float inv_sum = 1.0f / sum;

@@ -69,7 +69,7 @@ void attention_forward(T* out, T* lse, const T* qkv, i64 batch, i64 seq, i64 n_h
           T sum = 0;
 #pragma omp simd reduction(+ : sum)
           for (i64 j = 0; j <= i; ++j) {
-            row[j] = fast_exp(row[j] - max_score);
+            row[j] = fast_exp_bounded(row[j] - max_score);
             sum += row[j];
           }
           lse[(b * n_head + h) * seq + i] = max_score + std::log(sum);
@@ -109,7 +109,7 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* out, cons
           T* row = p + i * seq;
           const T row_lse = lse[(b * n_head + h) * seq + i];
 #pragma omp simd
-          for (i64 j = 0; j <= i; ++j) row[j] = fast_exp(row[j] - row_lse);
+          for (i64 j = 0; j <= i; ++j) row[j] = fast_exp_bounded(row[j] - row_lse);
           for (i64 j = i + 1; j < seq; ++j) row[j] = 0;
         }
         // dV = P^T dO and dP = dO V^T (the overwrite of dqkv's dv columns: beta 0).

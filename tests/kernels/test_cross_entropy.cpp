@@ -1,7 +1,9 @@
 // Cross-entropy: losses and lse against a naive log-softmax, dlogits against finite
 // differences (padded columns and ignored rows get zero), padded logits have no effect,
-// in-place backward, the fused forward_backward against forward then backward, targets outside
-// the vocabulary, the f32 op against the f64 template.
+// in-place backward, the fused forward_backward against forward then backward, rows of several
+// chunks whose max rises, jumps and falls, targets outside the vocabulary, the f32 op against
+// the f64 template.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -163,6 +165,48 @@ TEST(CrossEntropy, ForwardBackwardIsForwardThenBackward) {
                                               test::i32_tensor(random_targets(13), {kRows}),
                                               0.125f, kV),
                InternalError);
+}
+
+// Rows of several of the CPU's chunks (2048 columns) whose max rises a little, rises by far
+// more than an exponential against the previous max could hold, falls, or starts far below
+// the rest: each chunk's exponentials are taken against the max before it, rescaled, or taken
+// again against its own max. The double template against a naive log-softmax, the float op
+// against the double one, the fused op against forward then backward.
+TEST(CrossEntropy, ChunksWhoseMaxRisesFallsOrJumps) {
+  constexpr int kChunkRows = 4, kWide = 5 * 2048 + 300;
+  std::vector<float> logits = test::random_floats(kChunkRows * kWide, 21, -4.0f, 4.0f);
+  const auto add = [&](int row, int first, int last, float delta) {
+    for (int v = first; v < last; ++v) logits[row * kWide + v] += delta;
+  };
+  // Kept within a few units of 0 where the max ends, so that forward then backward, whose
+  // exponent x - lse is rounded at lse's magnitude, is a fair reference for the fused op.
+  add(0, 0, kWide, -120.0f);
+  add(0, 2 * 2048, 3 * 2048, 30.0f);   // a rise the running sum is rescaled across
+  add(0, 3 * 2048, 4 * 2048, 120.0f);  // a jump of 90: e^90 overflows a float
+  add(1, 0, 2048, -200.0f);            // a first chunk far below the rest
+  for (int v = 0; v < kWide; ++v) logits[2 * kWide + v] -= 0.02f * v;  // falling
+  logits[3 * kWide + kWide - 1] = 40.0f;  // the max in the last, short chunk
+  const std::vector<std::int32_t> targets = {3 * 2048 + 7, 5, kWide - 1, kWide - 1};
+
+  const std::vector<double> logits_d = test::convert<double>(logits);
+  std::vector<double> losses(kChunkRows), lse(kChunkRows), want_lse(kChunkRows);
+  cpu::cross_entropy_forward<double>(losses.data(), lse.data(), logits_d.data(), targets.data(),
+                                     kChunkRows, kWide, kWide, kIgnoreIndex);
+  for (int r = 0; r < kChunkRows; ++r) {
+    double max = -INFINITY, sum = 0;
+    for (int v = 0; v < kWide; ++v) max = std::max(max, logits_d[r * kWide + v]);
+    for (int v = 0; v < kWide; ++v) sum += std::exp(logits_d[r * kWide + v] - max);
+    want_lse[r] = max + std::log(sum);
+  }
+  test::expect_close("double lse over chunks", lse, want_lse, 1e-12, 1e-13);
+
+  const Tensor logits_t = Tensor::from_vector(logits, {kChunkRows, kWide});
+  const Tensor targets_t = test::i32_tensor(targets, {kChunkRows});
+  Tensor losses_t = Tensor::empty({kChunkRows}), lse_t = Tensor::empty({kChunkRows});
+  cross_entropy_forward(losses_t, lse_t, logits_t, targets_t, kWide);
+  test::expect_close("f32 lse over chunks", lse_t.to_vector(), want_lse, 1e-5, 1e-6);
+  test::expect_close("f32 losses over chunks", losses_t.to_vector(), losses, 1e-5, 1e-5);
+  expect_forward_backward_is_forward_then_backward(logits_t, targets, kWide);
 }
 
 TEST(CrossEntropy, TargetOutsideVocabularyThrows) {
