@@ -1,11 +1,19 @@
 // Inverted dropout; the mask is regenerated from the counter-based RNG in both directions
 // (kernels/dropout_math.h), one (sample, position) row of channels per iteration; within a row
 // the loop over a block's Philox calls vectorises, rounds included, each call giving eight
-// elements.
+// elements (on AVX2 without AVX-512DQ, the calls by intrinsics first: philox_avx2.h).
 #include <algorithm>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/philox_avx2.h"
 #include "kernels/dropout_math.h"
+
+// AVX2 without AVX-512DQ's 64-bit multiply: Philox by intrinsics (philox_avx2.h).
+#if defined(__AVX2__) && !defined(__AVX512DQ__)
+#define TN_DROPOUT_PHILOX_X8 1
+#else
+#define TN_DROPOUT_PHILOX_X8 0
+#endif
 
 namespace ternion::cpu {
 
@@ -25,11 +33,13 @@ void apply_dropout_mask(T* out, const T* in, float p, RngStream stream, i64 batc
   }
   const std::uint32_t threshold = dropout_threshold(p);
   const T scale = dropout_scale<T>(threshold);
+#if !TN_DROPOUT_PHILOX_X8
   // Philox's multipliers, read through volatile so that they are not constants in the vector
   // loop: GCC would turn a vector multiply by a constant into shifts and adds on AVX2, which
   // has no 64-bit vector multiply (1.3x slower than the widening multiply it keeps here).
   const volatile std::uint32_t multipliers[2] = {kPhiloxMul0, kPhiloxMul1};
   const std::uint32_t mul0 = multipliers[0], mul1 = multipliers[1];
+#endif
 #pragma omp parallel for collapse(2) schedule(static) if (n >= kMinParallelElements)
   for (i64 b = 0; b < batch; ++b) {
     for (i64 t = 0; t < seq; ++t) {
@@ -55,13 +65,28 @@ void apply_dropout_mask(T* out, const T* in, float p, RngStream stream, i64 batc
         const T* xb = x + c0;
         T* yb = y + c0;
         constexpr i64 kCalls = static_cast<i64>(kDropoutCallsPerBlock);
-        #pragma omp simd
+        const T zero = static_cast<T>(0);
+#if TN_DROPOUT_PHILOX_X8
+        // The block's calls first (philox_avx2.h), then the elements from their words.
+        alignas(32) std::uint32_t words[4 * kCalls];
+        for (i64 j = 0; j < kCalls; j += 8)
+          philox_bits_x8(stream, call0 + static_cast<std::uint64_t>(j), words + j, kCalls);
+#pragma omp simd
+        for (i64 j = 0; j < kCalls; ++j) {
+          for (int w = 0; w < 4; ++w) {  // halves 2w and 2w + 1 (dropout_half_bits)
+            const std::uint32_t word = words[w * kCalls + j];
+            const i64 low = 2 * w * kCalls + j, high = low + kCalls;
+            yb[low] = (word & 0xFFFFu) >= threshold ? xb[low] * scale : zero;
+            yb[high] = (word >> 16) >= threshold ? xb[high] * scale : zero;
+          }
+        }
+#else
+#pragma omp simd
         for (i64 j = 0; j < kCalls; ++j) {
           const Philox4 r =
               philox_bits_wide(stream, call0 + static_cast<std::uint64_t>(j), mul0, mul1);
           // Half h of the call (dropout_half_bits) for element h * kCalls + j, written out so
           // that the loop vectorises.
-          const T zero = static_cast<T>(0);
           yb[j] = (r.v[0] & 0xFFFFu) >= threshold ? xb[j] * scale : zero;
           yb[kCalls + j] = (r.v[0] >> 16) >= threshold ? xb[kCalls + j] * scale : zero;
           yb[2 * kCalls + j] = (r.v[1] & 0xFFFFu) >= threshold ? xb[2 * kCalls + j] * scale : zero;
@@ -71,6 +96,7 @@ void apply_dropout_mask(T* out, const T* in, float p, RngStream stream, i64 batc
           yb[6 * kCalls + j] = (r.v[3] & 0xFFFFu) >= threshold ? xb[6 * kCalls + j] * scale : zero;
           yb[7 * kCalls + j] = (r.v[3] >> 16) >= threshold ? xb[7 * kCalls + j] * scale : zero;
         }
+#endif
       }
       for (i64 c = head + blocks * static_cast<i64>(kDropoutBlock); c < channels; ++c) keep_one(c);
     }

@@ -1,10 +1,11 @@
 // Dropout: the kept fraction, the exact scale, backward reusing the forward's mask, p = 0 as an
 // exact copy, masks independent of how the global batch is cut (samples and sequence),
-// finite differences, the f32 op against the f64 template.
+// finite differences, the f32 op against the f64 template, the AVX2 Philox against philox_bits.
 #include <cmath>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/philox_avx2.h"
 #include "kernels/dropout.h"
 #include "kernels/dropout_math.h"
 #include "tests/test_util.h"
@@ -112,6 +113,26 @@ TEST(Dropout, MaskIsTheDocumentedFunctionOfTheGlobalIndex) {
           ADD_FAILURE() << "element (" << b << ", " << t << ", " << c << "), global index " << i;
       }
   EXPECT_EQ(wrong, 0u);
+}
+
+// The AVX2 Philox that dropout's CPU loop runs on AVX2 without AVX-512DQ, against philox_bits,
+// over counters whose high word changes within the eight and keys and streams of every width.
+TEST(Dropout, AvxPhiloxIsPhiloxBits) {
+#if defined(__AVX2__)
+  for (std::uint64_t seed : {0ull, 1234ull, 0xFEDCBA9876543210ull})
+    for (std::uint64_t stream : {0ull, 7ull, 0x123456789ABCDEFull})
+      for (std::uint64_t first : {0ull, 12345ull, 0xFFFFFFFCull, ~0ull - 7}) {
+        std::uint32_t words[4 * 8];
+        cpu::philox_bits_x8({seed, stream}, first, words, 8);
+        for (int j = 0; j < 8; ++j) {
+          const Philox4 want = philox_bits({seed, stream}, first + static_cast<std::uint64_t>(j));
+          for (int w = 0; w < 4; ++w)
+            EXPECT_EQ(words[w * 8 + j], want.v[w]) << seed << " " << stream << " " << first + j;
+        }
+      }
+#else
+  GTEST_SKIP() << "built without AVX2";
+#endif
 }
 
 TEST(Dropout, BackwardMatchesFiniteDifferences) {
