@@ -20,7 +20,8 @@
 #      training.deterministic: false;
 #   6. the parallel layouts on the one GPU over the MPI backend (several ranks share it)
 #      against one GPU rank: tests/cli/compare_runs.sh on CI's layout config (pp_run.yaml),
-#      the same losses to 1e-5 and the same sample;
+#      the same losses to 1e-5 and the same sample; where there are two or more GPUs, NCCL's
+#      collectives across them (tests/comm/nccl_collectives_test.cpp, none skipped);
 #   7. bench_kernels (every op at GPT-2's micro-batch against a device copy's bandwidth), then
 #      bench_linear.
 # Every step has a timeout and the whole check a budget (TN_GPU_CHECK_BUDGET_S, default 450 s);
@@ -573,14 +574,6 @@ fi
 
 if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "ctest -L gpu (none skipped)" 150 gpu_tests
-  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-  if [ "$gpus" -ge 2 ]; then
-    step "NCCL across $((gpus >= 8 ? 8 : gpus >= 4 ? 4 : 2)) GPUs" 90 nccl_ranks \
-      $((gpus >= 8 ? 8 : gpus >= 4 ? 4 : 2))
-  else
-    echo "gpu-check: NCCL across ranks not checked: $gpus GPU here (NCCL needs one per rank)" |
-      tee -a "$log"
-  fi
   step "test data and configs" 30 bash -c 'write_small_config && write_layout_config && prepare_data'
   step "20 steps fp32: GPU = CPU" 90 gpu_vs_cpu
   # The aims next (the bf16 peak, then the models' MFU against it, then PyTorch at
@@ -602,6 +595,19 @@ if [ $built -eq 0 ] && [ -z "$until_step" ]; then
   step "layout tp2 x pp2 x dp2 zero1 (8 ranks)" 90 layout_vs_one_rank tp2pp2dp2 8 \
     --set parallel.tensor=2 --set parallel.pipeline=2 --set parallel.data=2 \
     --set parallel.zero_stage=1
+  # The GPUs this process may use: CUDA_VISIBLE_DEVICES's list where it is set.
+  if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then
+    gpus=$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c '[0-9]')
+  else
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  fi
+  if [ "$gpus" -ge 2 ]; then
+    nccl_n=$((gpus >= 8 ? 8 : gpus >= 4 ? 4 : 2))
+    step "NCCL across $nccl_n GPUs" 90 nccl_ranks "$nccl_n"
+  else
+    echo "gpu-check: NCCL across ranks not checked: $gpus GPU here (NCCL needs one per rank)" |
+      tee -a "$log"
+  fi
   step "bench_kernels (bf16, 16 x 1024)" 60 kernels_bench
   step "bench_linear" 45 linear_bench
   # Where the GELU check kept cuBLASLt's GELU epilogues out, GPT-2 again with them on (last,

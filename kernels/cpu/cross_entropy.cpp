@@ -122,10 +122,15 @@ void max_and_sum_exp_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp) 
     T chunk_max = kNoMax, chunk_sum = 0;
     if (running_max != kNoMax)
       chunk_sum = sum_exp_and_max_of_chunk(chunk, length, running_max, chunk_max);
-    if (running_max == kNoMax || chunk_max > running_max + static_cast<T>(kMaxRise)) {
-      if (running_max == kNoMax) chunk_max = max_of_row(chunk, length);
+    else
+      chunk_max = max_of_row(chunk, length);
+    // The rise as the exponentials see it (running_max + kMaxRise could round down past a
+    // rise of one ulp at large magnitudes).
+    if (running_max == kNoMax || chunk_max - running_max > static_cast<T>(kMaxRise)) {
       rescale_sum(sum, running_max, chunk_max);
-      chunk_sum = sum_exp_of_row(chunk, length, chunk_max);
+      // Before any finite max (chunks of -inf, or NaN), against 0: their exponentials are 0
+      // (or NaN, which the sum keeps), as the vocab-parallel pieces have them.
+      chunk_sum = sum_exp_of_row(chunk, length, running_max == kNoMax ? T{0} : running_max);
     }
     sum += chunk_sum;  // against running_max
     rescale_sum(sum, running_max, chunk_max);
@@ -141,11 +146,15 @@ void max_and_sum_exp_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp) 
 template <class T>
 void max_and_exps_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp, T* exps,
                          T* chunk_shift) {
-  T running_max = -std::numeric_limits<T>::infinity(), sum = 0;
+  constexpr T kNoMax = -std::numeric_limits<T>::infinity();
+  T running_max = kNoMax, sum = 0;
   for (i64 start = 0; start < n_real; start += kChunk) {
     const i64 length = std::min(kChunk, n_real - start);
     rescale_sum(sum, running_max, max_of_row(row + start, length));
-    sum += sum_exp_into_row(exps + start, row + start, length, running_max);
+    // Before any finite max, against 0 (as in max_and_sum_exp_of_row); the shift stays
+    // kNoMax, which tells the caller these exponentials (0 or NaN) are scaled by 0.
+    sum += sum_exp_into_row(exps + start, row + start, length,
+                            running_max == kNoMax ? T{0} : running_max);
     chunk_shift[start / kChunk] = running_max;
   }
   max_logit = running_max;
@@ -209,10 +218,10 @@ void cross_entropy_backward(T* dlogits, const T* logits, const T* lse, const std
 }
 
 // One exponential a logit, where forward then backward take two (the exponential, not
-// memory, bounds both on the CPU): the forward's chunked pass keeps each exponential in
-// dlogits, then each chunk is scaled once to the softmax times dloss. The same chunked sums
-// as the forward's, so the losses and lse agree with it to rounding (to the bit where the
-// compiler vectorises both loops alike), dlogits with the backward's to rounding.
+// memory, bounds both on the CPU): a chunked pass keeps each exponential in dlogits, then
+// each chunk is scaled once to the softmax times dloss. Its sums are taken against other
+// shifts than the forward's one-pass sums, so the losses and lse agree with the forward's to
+// rounding, dlogits with the backward's to rounding.
 template <class T>
 void cross_entropy_forward_backward(T* losses, T* lse, T* dlogits, const T* logits,
                                     const std::int32_t* targets, T dloss, i64 rows,
@@ -243,7 +252,9 @@ void cross_entropy_forward_backward(T* losses, T* lse, T* dlogits, const T* logi
       for (i64 c = 0; c < chunks; ++c) {
         const i64 start = c * kChunk, end = std::min(vocab_size, start + kChunk);
         const T shift = chunk_shift[static_cast<std::size_t>(c)];
-        const T scale = fast_exp_bounded(shift - max_logit) * weight;
+        const T scale = shift == -std::numeric_limits<T>::infinity()
+                            ? T{0}
+                            : fast_exp_bounded(shift - max_logit) * weight;
 #pragma omp simd
         for (i64 v = start; v < end; ++v) drow[v] *= scale;
       }

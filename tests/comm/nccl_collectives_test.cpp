@@ -39,12 +39,19 @@ namespace {
 using test::close_to;
 using test::test_sizes;
 
-// Why this process cannot run the multi-rank NCCL tests ("" when it can). Collective over the
-// MPI world, so that every rank skips or none does.
-std::string why_not_multi_rank_nccl() {
+// Whether this process can run the multi-rank NCCL tests: why not ("" when it can), and
+// the GPU it is then bound to (its node-local rank's). Collective over the MPI world, so that
+// every rank skips or none does.
+struct NcclSetup {
+  std::string why_not;
+  Device device = Device::cpu();
+};
+
+NcclSetup multi_rank_nccl_setup() {
   auto world = mpi_world_communicator();
   auto node = world->split_node_local("node");
-  std::string reason;
+  NcclSetup setup;
+  std::string& reason = setup.why_not;
   if (!TN_HAVE_CUDA) {
     reason = "built without CUDA";
   } else if (world->size() < 2) {
@@ -57,10 +64,9 @@ std::string why_not_multi_rank_nccl() {
   Tensor any = test::tensor_of<std::int32_t>({reason.empty() ? 0 : 1});
   world->all_reduce(any, ReduceOp::Max);
   if (any.data<std::int32_t>()[0] != 0 && reason.empty()) reason = "another rank cannot";
-  if (reason.empty()) init_cuda_device(node->rank());
-  return reason;
+  if (reason.empty()) setup.device = init_cuda_device(node->rank());
+  return setup;
 }
-
 
 // An f16 whose value is exactly `v` (the small integers and halves used here).
 std::uint16_t exact_f16(float v) {
@@ -260,17 +266,32 @@ void check_split(const Backend& b) {
                        std::vector<double>(3, want), 0, 0));
 }
 
-// The MPI backend, CPU tensors: f16 is not among its reductions.
-#define TN_MPI_BACKEND(b)                                                  \
-  std::unique_ptr<Communicator> world_ = mpi_world_communicator();         \
-  const Backend b { *world_, Device::cpu(), {DType::F32, DType::BF16, DType::I32} }
+// Runs `check` on this rank. A rank that stops early (a fatal failure, an exception) would
+// leave the others waiting in its next collective, so it ends the job instead, saying why.
+void run_check(const Backend& b, void (*check)(const Backend&)) {
+  std::string stopped;
+  try {
+    check(b);
+  } catch (const std::exception& e) {
+    stopped = std::string("threw: ") + e.what();
+  }
+  if (stopped.empty() && ::testing::Test::HasFatalFailure()) stopped = "a fatal failure (above)";
+  if (!stopped.empty())
+    abort_job(std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+              " stopped early on rank " + std::to_string(b.comm.rank()) + ": " + stopped);
+}
 
-TEST(CollectiveChecksOnMpi, AllReduce) { TN_MPI_BACKEND(b); check_all_reduce(b); }
-TEST(CollectiveChecksOnMpi, ReduceScatter) { TN_MPI_BACKEND(b); check_reduce_scatter(b); }
-TEST(CollectiveChecksOnMpi, AllGather) { TN_MPI_BACKEND(b); check_all_gather(b); }
-TEST(CollectiveChecksOnMpi, Broadcast) { TN_MPI_BACKEND(b); check_broadcast(b); }
-TEST(CollectiveChecksOnMpi, Ring) { TN_MPI_BACKEND(b); check_ring(b); }
-TEST(CollectiveChecksOnMpi, Split) { TN_MPI_BACKEND(b); check_split(b); }
+// The MPI backend, CPU tensors: f16 is not among its reductions.
+#define TN_ON_MPI(check)                                                             \
+  std::unique_ptr<Communicator> world_ = mpi_world_communicator();                   \
+  run_check(Backend{*world_, Device::cpu(), {DType::F32, DType::BF16, DType::I32}}, check)
+
+TEST(CollectiveChecksOnMpi, AllReduce) { TN_ON_MPI(check_all_reduce); }
+TEST(CollectiveChecksOnMpi, ReduceScatter) { TN_ON_MPI(check_reduce_scatter); }
+TEST(CollectiveChecksOnMpi, AllGather) { TN_ON_MPI(check_all_gather); }
+TEST(CollectiveChecksOnMpi, Broadcast) { TN_ON_MPI(check_broadcast); }
+TEST(CollectiveChecksOnMpi, Ring) { TN_ON_MPI(check_ring); }
+TEST(CollectiveChecksOnMpi, Split) { TN_ON_MPI(check_split); }
 // The f16 inputs NCCL is given, which MPI cannot check: every value used, and its halves.
 TEST(CollectiveChecksOnMpi, F16InputsAreExact) {
   for (float v = -128.0f; v <= 128.0f; v += 0.125f)
@@ -279,31 +300,27 @@ TEST(CollectiveChecksOnMpi, F16InputsAreExact) {
 
 #if TN_HAVE_CUDA
 
-// NCCL over the MPI world, this rank's GPU; skipped (on every rank) where it cannot run.
-#define TN_NCCL_BACKEND_OR_SKIP(b)                                                       \
-  std::unique_ptr<Communicator> world_ = mpi_world_communicator();                       \
-  const std::string why_not_ = why_not_multi_rank_nccl();                                \
-  if (!why_not_.empty()) GTEST_SKIP() << why_not_;                                       \
+// NCCL over the MPI world, on this rank's GPU; skipped (on every rank) where it cannot run.
+#define TN_ON_NCCL_OR_SKIP(check)                                                      \
+  std::unique_ptr<Communicator> world_ = mpi_world_communicator();                     \
+  const NcclSetup setup_ = multi_rank_nccl_setup();                                    \
+  if (!setup_.why_not.empty()) GTEST_SKIP() << setup_.why_not;                         \
   const std::unique_ptr<Communicator> nccl_ = NcclCommunicator::create(*world_, "nccl-test"); \
-  const Backend b {                                                                      \
-    *nccl_, Device::cuda(0), { DType::F32, DType::BF16, DType::F16, DType::I32 }         \
-  }
+  run_check(Backend{*nccl_, setup_.device, {DType::F32, DType::BF16, DType::F16, DType::I32}}, \
+            check)
 
-TEST(NcclRanks, AllReduceEveryOpAndDtype) { TN_NCCL_BACKEND_OR_SKIP(b); check_all_reduce(b); }
-TEST(NcclRanks, ReduceScatterEvenAndUnevenChunks) {
-  TN_NCCL_BACKEND_OR_SKIP(b);
-  check_reduce_scatter(b);
-}
-TEST(NcclRanks, AllGatherInRankOrder) { TN_NCCL_BACKEND_OR_SKIP(b); check_all_gather(b); }
-TEST(NcclRanks, BroadcastFromEveryRoot) { TN_NCCL_BACKEND_OR_SKIP(b); check_broadcast(b); }
-TEST(NcclRanks, ARingOfSendsAndReceives) { TN_NCCL_BACKEND_OR_SKIP(b); check_ring(b); }
-TEST(NcclRanks, SplitReducesWithinEachColor) { TN_NCCL_BACKEND_OR_SKIP(b); check_split(b); }
+TEST(NcclRanks, AllReduceEveryOpAndDtype) { TN_ON_NCCL_OR_SKIP(check_all_reduce); }
+TEST(NcclRanks, ReduceScatterEvenAndUnevenChunks) { TN_ON_NCCL_OR_SKIP(check_reduce_scatter); }
+TEST(NcclRanks, AllGatherInRankOrder) { TN_ON_NCCL_OR_SKIP(check_all_gather); }
+TEST(NcclRanks, BroadcastFromEveryRoot) { TN_ON_NCCL_OR_SKIP(check_broadcast); }
+TEST(NcclRanks, ARingOfSendsAndReceives) { TN_ON_NCCL_OR_SKIP(check_ring); }
+TEST(NcclRanks, SplitReducesWithinEachColor) { TN_ON_NCCL_OR_SKIP(check_split); }
 
 #else
 
 TEST(NcclRanks, NeedsACudaBuild) {
-  const std::string why_not = why_not_multi_rank_nccl();  // collective: every rank calls it
-  GTEST_SKIP() << why_not;
+  const NcclSetup setup = multi_rank_nccl_setup();  // collective: every rank calls it
+  GTEST_SKIP() << setup.why_not;
 }
 
 #endif

@@ -12,7 +12,8 @@ compile_commands.json), for each ARCH in place of the build's -march, asks GCC w
 vectorised (-fopt-info-vec-optimized) and names every pragma'd loop it did not. GCC names a loop
 by its `for` line or its body's; the float instantiation is the one that must vectorise
 (double's std::exp never does, and shares the lines). A loop the preprocessor leaves out for
-an ARCH (an #if for one instruction set) is checked only for the others.
+an ARCH (an #if for one instruction set) is checked only for the others; one it leaves out
+for every ARCH is a failure.
 Exit status: 0 all vectorised, 1 some not (listed), 2 the check could not run.
 """
 import json
@@ -117,16 +118,25 @@ def main():
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         reports = list(pool.map(report, jobs))
-    failures, checked = [], 0
+    failures, checked, compiled_somewhere = [], 0, set()
     for (entry, arch), (vectorised, compiled) in zip(jobs, reports):
+        if not compiled:
+            failures.append(f"{os.path.relpath(entry['file'])}: no lines after preprocessing "
+                            f"for {arch} (the line markers were not read)")
         for first, last in pragma_loops(entry["file"]):
             if first not in compiled:
                 continue
+            compiled_somewhere.add((entry["file"], first))
             checked += 1
             # GCC names the loop by its `for` line or by its body's first statement.
             if not any(first <= line <= last for line in vectorised):
                 failures.append(f"{os.path.relpath(entry['file'])}:{first}: not vectorised "
                                 f"for {arch}")
+    for entry in kernels:
+        for first, _ in pragma_loops(entry["file"]):
+            if (entry["file"], first) not in compiled_somewhere:
+                failures.append(f"{os.path.relpath(entry['file'])}:{first}: compiled for none of "
+                                f"{', '.join(arches)}")
     for failure in failures:
         print(failure)
     print(f"check_vectorization: {checked - len(failures)} of {checked} simd loops vectorised "

@@ -110,9 +110,9 @@ TEST(CrossEntropy, InPlaceBackwardMatchesSeparate) {
 }
 
 // The fused op against forward then backward, to rounding (the CPU takes each exponential
-// once; an ignored row's gradient is zero whatever its logits). Also over a vocabulary of several of the
-// CPU's chunks whose max grows from chunk to chunk, so each chunk's kept exponentials are
-// rescaled.
+// once; an ignored row's gradient is zero whatever its logits). Also over a vocabulary of
+// several of the CPU's chunks whose max grows from chunk to chunk, so each chunk's kept
+// exponentials are rescaled.
 void expect_forward_backward_is_forward_then_backward(const Tensor& logits,
                                                       const std::vector<std::int32_t>& targets_v,
                                                       std::int64_t vocab) {
@@ -207,6 +207,45 @@ TEST(CrossEntropy, ChunksWhoseMaxRisesFallsOrJumps) {
   test::expect_close("f32 lse over chunks", lse_t.to_vector(), want_lse, 1e-5, 1e-6);
   test::expect_close("f32 losses over chunks", losses_t.to_vector(), losses, 1e-5, 1e-5);
   expect_forward_backward_is_forward_then_backward(logits_t, targets, kWide);
+}
+
+// Rows that take the forward's rarer paths, against a naive log-softmax in double: a rise of
+// about 84 (between the re-take's threshold, 64, and 85; 2048 e^84 overflow a float), a
+// first chunk of -inf, and a rise of one ulp at 1.5e9 (128, where max + 64 rounds up to it).
+// The fused op's lse too.
+TEST(CrossEntropy, ForwardRowsOfRareRisesAndNoMax) {
+  constexpr int kEdgeRows = 3, kWide = 3 * 2048 + 5;
+  std::vector<float> logits = test::random_floats(kEdgeRows * kWide, 22, -4.0f, 4.0f);
+  for (int v = 0; v < kWide; ++v) logits[v] = v >= 2048 && v < 4096 ? -12.0f : logits[v] - 100.0f;
+  for (int v = 0; v < 2048; ++v) logits[kWide + v] = -INFINITY;
+  constexpr float kHuge = 1500000128.0f;  // an odd multiple of its ulp, 128
+  for (int v = 0; v < kWide; ++v)
+    logits[2 * kWide + v] = v >= 2048 && v < 4096 ? kHuge + 128 : kHuge;
+  const std::vector<std::int32_t> targets = {2100, 3000, 5};
+
+  std::vector<double> want_lse(kEdgeRows);
+  for (int r = 0; r < kEdgeRows; ++r) {
+    double max = -INFINITY, sum = 0;
+    for (int v = 0; v < kWide; ++v) max = std::max(max, double{logits[r * kWide + v]});
+    for (int v = 0; v < kWide; ++v) sum += std::exp(logits[r * kWide + v] - max);
+    want_lse[r] = max + std::log(sum);
+  }
+  const Tensor logits_t = Tensor::from_vector(logits, {kEdgeRows, kWide});
+  const Tensor targets_t = test::i32_tensor(targets, {kEdgeRows});
+  Tensor losses = Tensor::empty({kEdgeRows}), lse = Tensor::empty({kEdgeRows});
+  cross_entropy_forward(losses, lse, logits_t, targets_t, kWide);
+  test::expect_close("forward lse", lse.to_vector(), want_lse, 1e-5, 1e-6);
+  Tensor dlogits = Tensor::empty(logits_t.shape());
+  cross_entropy_forward_backward(losses, lse, dlogits, logits_t, targets_t, 0.5f, kWide);
+  test::expect_close("fused lse", lse.to_vector(), want_lse, 1e-5, 1e-6);
+  // The first two rows' softmax, which the fused op computes, sums to 1 (dlogits minus the
+  // target's -dloss, over dloss).
+  const std::vector<float> d = dlogits.to_vector();
+  for (int r = 0; r < 2; ++r) {
+    double total = 0;
+    for (int v = 0; v < kWide; ++v) total += d[r * kWide + v];
+    EXPECT_NEAR((total + 0.5) / 0.5, 1.0, 1e-5) << "row " << r;
+  }
 }
 
 TEST(CrossEntropy, TargetOutsideVocabularyThrows) {
