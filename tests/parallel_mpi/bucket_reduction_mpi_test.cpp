@@ -129,7 +129,9 @@ void check(const Case& c) {
     }
   }
   const std::int64_t total = std::accumulate(kNumels.begin(), kNumels.end(), std::int64_t{0});
-  if (c.zero_stage == 0) EXPECT_EQ(compared, total);
+  if (c.zero_stage == 0) {
+    EXPECT_EQ(compared, total);
+  }
   Tensor count = Tensor::full({1}, static_cast<float>(compared));
   world.all_reduce(count, ReduceOp::Sum);
   EXPECT_EQ(count.to_vector()[0], static_cast<float>(c.zero_stage == 0 ? total * size : total));
