@@ -20,6 +20,10 @@ namespace {
 
 constexpr i64 kMinParallelElements = 1 << 14;
 
+// The max before any element, or of only -inf ones.
+template <class T>
+constexpr T kNoMax = -std::numeric_limits<T>::infinity();
+
 // A target outside the vocabulary is a broken data file, not a kernel bug; say so before the
 // parallel loop, where an exception could not escape.
 void check_targets(const std::int32_t* targets, i64 rows, i64 vocab_size,
@@ -44,7 +48,7 @@ bool target_in_shard(std::int32_t target, std::int32_t ignore_index, i64 local_v
 
 template <class T>
 T max_of_row(const T* row, i64 n_real) {
-  T max_logit = -std::numeric_limits<T>::infinity();
+  T max_logit = kNoMax<T>;
 #pragma omp simd reduction(max : max_logit)
   for (i64 v = 0; v < n_real; ++v) max_logit = row[v] > max_logit ? row[v] : max_logit;
   return max_logit;
@@ -69,7 +73,7 @@ T target_logit_of_row(const T* row, std::int32_t target, std::int32_t ignore_ind
 // only where row[v] - shift stays at most 89 (the caller checks the max, else discards it).
 template <class T>
 T sum_exp_and_max_of_chunk(const T* row, i64 n, T shift, T& chunk_max) {
-  T sum = 0, max_logit = -std::numeric_limits<T>::infinity();
+  T sum = 0, max_logit = kNoMax<T>;
 #pragma omp simd reduction(+ : sum) reduction(max : max_logit)
   for (i64 v = 0; v < n; ++v) {
     max_logit = row[v] > max_logit ? row[v] : max_logit;
@@ -114,23 +118,22 @@ void rescale_sum(T& sum, T& from, T to) {
 // and the arithmetic idle while the max streamed in (the forward took 1.5x as long on AVX2).
 template <class T>
 void max_and_sum_exp_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp) {
-  constexpr T kNoMax = -std::numeric_limits<T>::infinity();
-  T running_max = kNoMax, sum = 0;
+  T running_max = kNoMax<T>, sum = 0;
   for (i64 start = 0; start < n_real; start += kChunk) {
     const i64 length = std::min(kChunk, n_real - start);
     const T* chunk = row + start;
-    T chunk_max = kNoMax, chunk_sum = 0;
-    if (running_max != kNoMax)
+    T chunk_max = kNoMax<T>, chunk_sum = 0;
+    if (running_max != kNoMax<T>)
       chunk_sum = sum_exp_and_max_of_chunk(chunk, length, running_max, chunk_max);
     else
       chunk_max = max_of_row(chunk, length);
     // The rise as the exponentials see it (running_max + kMaxRise could round down past a
     // rise of one ulp at large magnitudes).
-    if (running_max == kNoMax || chunk_max - running_max > static_cast<T>(kMaxRise)) {
+    if (running_max == kNoMax<T> || chunk_max - running_max > static_cast<T>(kMaxRise)) {
       rescale_sum(sum, running_max, chunk_max);
       // Before any finite max (chunks of -inf, or NaN), against 0: their exponentials are 0
       // (or NaN, which the sum keeps), as the vocab-parallel pieces have them.
-      chunk_sum = sum_exp_of_row(chunk, length, running_max == kNoMax ? T{0} : running_max);
+      chunk_sum = sum_exp_of_row(chunk, length, running_max == kNoMax<T> ? T{0} : running_max);
     }
     sum += chunk_sum;  // against running_max
     rescale_sum(sum, running_max, chunk_max);
@@ -146,15 +149,14 @@ void max_and_sum_exp_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp) 
 template <class T>
 void max_and_exps_of_row(const T* row, i64 n_real, T& max_logit, T& sum_exp, T* exps,
                          T* chunk_shift) {
-  constexpr T kNoMax = -std::numeric_limits<T>::infinity();
-  T running_max = kNoMax, sum = 0;
+  T running_max = kNoMax<T>, sum = 0;
   for (i64 start = 0; start < n_real; start += kChunk) {
     const i64 length = std::min(kChunk, n_real - start);
     rescale_sum(sum, running_max, max_of_row(row + start, length));
     // Before any finite max, against 0 (as in max_and_sum_exp_of_row); the shift stays
     // kNoMax, which tells the caller these exponentials (0 or NaN) are scaled by 0.
     sum += sum_exp_into_row(exps + start, row + start, length,
-                            running_max == kNoMax ? T{0} : running_max);
+                            running_max == kNoMax<T> ? T{0} : running_max);
     chunk_shift[start / kChunk] = running_max;
   }
   max_logit = running_max;
@@ -252,9 +254,8 @@ void cross_entropy_forward_backward(T* losses, T* lse, T* dlogits, const T* logi
       for (i64 c = 0; c < chunks; ++c) {
         const i64 start = c * kChunk, end = std::min(vocab_size, start + kChunk);
         const T shift = chunk_shift[static_cast<std::size_t>(c)];
-        const T scale = shift == -std::numeric_limits<T>::infinity()
-                            ? T{0}
-                            : fast_exp_bounded(shift - max_logit) * weight;
+        const T scale =
+            shift == kNoMax<T> ? T{0} : fast_exp_bounded(shift - max_logit) * weight;
 #pragma omp simd
         for (i64 v = start; v < end; ++v) drow[v] *= scale;
       }
