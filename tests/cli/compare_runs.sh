@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # compare_runs.sh MPIRUN TERNION_TRAIN CONFIG TRAIN_BIN OUT_DIR RANKS [ternion-train args...]
 # Trains CONFIG on one rank, then on RANKS ranks with the extra arguments (a parallel layout:
-# tensor, pipeline, both; a `--set training.steps=N` among them sets both runs' length),
-# and passes when both log the same loss and gradient norm at every step to 1e-5 relative and
-# print the same generated sample.
+# tensor, pipeline, both). The one-rank run is the same run in another layout: it takes every
+# `--set` among them but those of parallel.* and logging.* (model, training, optimizer and data
+# settings apply to both). Passes when both log the same loss and gradient norm at every step
+# to 1e-5 relative and print the same generated sample.
 set -u
 mpirun=$1 train=$2 config=$3 data=$4 out=$5 ranks=$6
 shift 6
@@ -11,8 +12,8 @@ mkdir -p "$out"
 common=(--config "$config" --set "data.train=$data")
 args=("$@")
 for ((i = 0; i + 1 < ${#args[@]}; ++i)); do
-  [ "${args[i]}" = --set ] && [[ "${args[i + 1]}" == training.steps=* ]] &&
-    common+=(--set "${args[i + 1]}")
+  [ "${args[i]}" = --set ] && [[ "${args[i + 1]}" != parallel.* ]] &&
+    [[ "${args[i + 1]}" != logging.* ]] && common+=(--set "${args[i + 1]}")
 done
 "$train" "${common[@]}" --set "logging.metrics_file=$out/one.jsonl" > "$out/one.log" 2>&1 ||
   { cat "$out/one.log"; echo "FAILED: the one-rank run"; exit 1; }
