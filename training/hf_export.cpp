@@ -1,5 +1,6 @@
 #include "training/hf_export.h"
 
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -174,7 +175,16 @@ std::map<std::string, Tensor> from_hf_gpt2(
   }
   ours["ln_f.weight"] = take("transformer.ln_f.weight", {c}).clone();
   ours["ln_f.bias"] = take("transformer.ln_f.bias", {c}).clone();
-  theirs.erase("lm_head.weight");  // tied to wte in GPT-2 files that store it
+  // GPT-2's head is tied to wte; some files store it anyway. One that differs is an untied
+  // model's, which this one cannot compute.
+  if (theirs.count("lm_head.weight")) {
+    const Tensor head = take("lm_head.weight", {config.vocab_size, c});
+    const Tensor embedding = wte.slice(0, 0, config.vocab_size).contiguous();
+    TN_CHECK_AS(CheckpointError,
+                std::memcmp(head.raw_data(), embedding.raw_data(), head.nbytes()) == 0,
+                "GPT-2 weights have an 'lm_head.weight' that differs from "
+                "'transformer.wte.weight': an untied head, but this model ties its head to wte");
+  }
   for (const auto& [name, tensor] : theirs)
     if (name.find(".attn.bias") == std::string::npos && name.find(".attn.masked_bias") == std::string::npos)
       TN_THROW(CheckpointError, "GPT-2 weights have '", name, "', which this model has no place for");
@@ -209,6 +219,29 @@ void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
     TN_CHECK_AS(CheckpointError, hf_text(*activation) == "gelu_new", "'", path,
                 "' gives activation_function '", hf_text(*activation),
                 "', but this model computes GPT-2's tanh GELU ('gelu_new')");
+  }
+
+  // The math the model computes and transformers' GPT-2 makes configurable: each must be ours.
+  auto check_flag = [&](const char* key, bool ours, const char* what) {
+    const Json* node = given(key);
+    if (node == nullptr) return;
+    TN_CHECK_AS(CheckpointError, node->is_boolean(), "'", path, "': ", key,
+                " is not true or false");
+    TN_CHECK_AS(CheckpointError, node->get<bool>() == ours, "'", path, "' gives ", key, " ",
+                node->get<bool>() ? "true" : "false", ", but this model ", what);
+  };
+  check_flag("tie_word_embeddings", true, "ties its output head to wte");
+  check_flag("scale_attn_weights", true, "scales attention scores by 1/sqrt(head size)");
+  check_flag("scale_attn_by_inverse_layer_idx", false,
+             "does not scale attention scores by the layer's index");
+  if (const Json* eps = given("layer_norm_epsilon")) {
+    TN_CHECK_AS(CheckpointError, eps->is_number(), "'", path,
+                "': layer_norm_epsilon is not a number");
+    // A float32 round trip of either value is not a mismatch.
+    TN_CHECK_AS(CheckpointError,
+                std::abs(eps->get<double>() - double{kLayerNormEps}) <= 1e-6 * kLayerNormEps,
+                "'", path, "' gives layer_norm_epsilon ", eps->get<double>(),
+                ", but this model's LayerNorm epsilon is 1e-05");
   }
 }
 

@@ -173,5 +173,59 @@ TEST(HfImport, ConfigJsonKeysAreCheckedOnlyWhereGiven) {
   EXPECT_THROW(check_hf_gpt2_config(m, "[1, 2]", "c.json"), CheckpointError);
 }
 
+// transformers' GPT-2 makes some of its math configurable; a model that computes other math
+// than ours is refused, naming the key, rather than imported as a different model.
+TEST(HfImport, ConfigJsonOfOtherMathIsRefusedNamingTheKey) {
+  const ModelConfig m;
+  for (const char* ours : {R"({"tie_word_embeddings": true})", R"({"scale_attn_weights": true})",
+                           R"({"scale_attn_by_inverse_layer_idx": false})",
+                           R"({"layer_norm_epsilon": 1e-05})",
+                           R"({"layer_norm_epsilon": 9.999999747378752e-06})"})
+    EXPECT_NO_THROW(check_hf_gpt2_config(m, ours, "c.json")) << ours;
+  for (const auto& [theirs, key] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"tie_word_embeddings": false})", "tie_word_embeddings false"},
+           {R"({"scale_attn_weights": false})", "scale_attn_weights false"},
+           {R"({"scale_attn_by_inverse_layer_idx": true})", "scale_attn_by_inverse_layer_idx true"},
+           {R"({"scale_attn_by_inverse_layer_idx": 1})", "scale_attn_by_inverse_layer_idx is not"},
+           {R"({"layer_norm_epsilon": 0.1})", "layer_norm_epsilon 0.1"},
+           {R"({"layer_norm_epsilon": "1e-5"})", "layer_norm_epsilon is not a number"}}) {
+    try {
+      check_hf_gpt2_config(m, theirs, "c.json");
+      ADD_FAILURE() << "accepted " << theirs;
+    } catch (const CheckpointError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("'c.json'"), std::string::npos) << what;
+      EXPECT_NE(what.find(key), std::string::npos) << what;
+    }
+  }
+}
+
+// A stored lm_head.weight equal to wte is GPT-2's tied head written out; one that differs is
+// an untied model's, which this one cannot compute.
+TEST(HfImport, AnUntiedHeadIsRefusedAndATiedOneLoads) {
+  ScratchDir dir("hf-import-head");
+  prepare_text(builtin_corpus_text(20000), dir.path().string(), {.val_fraction = 0.1});
+  TrainConfig c = small(dir);
+  Trainer trained(c);
+  const std::map<std::string, Tensor> params = parameters_of(trained);
+  std::vector<std::pair<std::string, Tensor>> hf = to_hf_gpt2(c.model, params);
+  Tensor head;
+  for (const auto& [name, tensor] : hf)
+    if (name == "transformer.wte.weight") head = tensor.clone();
+  ASSERT_TRUE(head.defined());
+  hf.emplace_back("lm_head.weight", head);
+  const std::map<std::string, Tensor> ours = from_hf_gpt2(c.model, hf);
+  EXPECT_EQ(ours.at("wte").to_vector(), params.at("wte").to_vector());
+
+  head.data<float>()[5] += 1.0f;
+  try {
+    from_hf_gpt2(c.model, hf);
+    FAIL() << "an untied head was imported";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("'lm_head.weight' that differs from"),
+              std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ternion
