@@ -282,6 +282,8 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                                     [&](const auto& size) { return size.first == key; });
     // n_kv_head was recorded later; checkpoints without it are of plain multi-head models.
     if (saved == meta.model.end() && key == "n_kv_head" && value == model.n_head) continue;
+    // tie_embeddings (1 where the LM head is the embedding) too; older ones are not checked.
+    if (saved == meta.model.end() && key == "tie_embeddings") continue;
     TN_CHECK_AS(CheckpointError, saved != meta.model.end(), "checkpoint file '", meta_path,
                 "': field 'model.", key, "' is missing");
     TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,

@@ -7,6 +7,7 @@
 
 #include "framework/error.h"
 #include "framework/strict_json.h"
+#include "layers/model_family.h"
 
 namespace ternion {
 
@@ -150,10 +151,13 @@ CheckpointPiece read_piece(const std::string& path, const Json& node, std::size_
 }  // namespace
 
 std::vector<std::pair<std::string, std::int64_t>> checkpoint_model_sizes(const ModelConfig& m) {
+  // Whether the LM head is the embedding decides whether there is an lm_head tensor at all.
+  const std::int64_t tied = model_family(m.family).ties_embeddings(m) ? 1 : 0;
   return {{"vocab_size", m.vocab_size}, {"vocab_pad_multiple", m.vocab_pad_multiple},
           {"seq_len", m.seq_len},       {"n_layer", m.n_layer},
           {"n_head", m.n_head},         {"d_model", m.d_model},
-          {"d_ff", m.ff_width()},       {"n_kv_head", m.kv_heads()}};
+          {"d_ff", m.ff_width()},       {"n_kv_head", m.kv_heads()},
+          {"tie_embeddings", tied}};
 }
 
 std::string checkpoint_meta_json(const CheckpointMeta& meta) {

@@ -352,6 +352,35 @@ TEST_F(CheckpointFiles, AnotherBlockTypeIsRefusedNamingBothTypes) {
   EXPECT_EQ(load_error(old, twin), "");
 }
 
+// A Llama head tied to the embedding has no lm_head tensor; an untied one has its own. Either
+// way round the message names the key, rather than ignoring the checkpoint's trained head or
+// naming the tensor the other model lacks.
+TEST_F(CheckpointFiles, AnotherHeadTyingIsRefusedNamingTheKey) {
+  TrainConfig untied = run_config(Layout{}, dir_ + "/llama");
+  untied.model.family = "llama";
+  Trainer(untied).save_checkpoint(1);
+  TrainConfig tied = untied;
+  tied.model.tie_embeddings = true;
+  const std::string untied_step = dir_ + "/llama/step_0000001";
+  std::string msg = load_error(untied_step, tied);
+  EXPECT_NE(msg.find("was saved with model.tie_embeddings = 0; this run has 1"),
+            std::string::npos) << msg;
+  Trainer(tied).save_checkpoint(2);
+  msg = load_error(dir_ + "/llama/step_0000002", untied);
+  EXPECT_NE(msg.find("was saved with model.tie_embeddings = 1; this run has 0"),
+            std::string::npos) << msg;
+  // Checkpoints written before tying was recorded still load into the model they hold.
+  const std::string old = dir_ + "/llama/before_tie_embeddings";
+  fs::copy(untied_step, old);
+  const std::string meta = old + "/checkpoint.json";
+  std::stringstream text;
+  text << std::ifstream(meta).rdbuf();
+  const std::string edited = std::regex_replace(text.str(), std::regex(R"(,"tie_embeddings":0)"), "");
+  ASSERT_NE(edited, text.str());
+  std::ofstream(meta, std::ios::trunc) << edited;
+  EXPECT_EQ(load_error(old, untied), "");
+}
+
 // Another run left checkpoints of later steps (5, 10) in the save_dir. A fresh run with keep 2
 // keeps its own two saves, `latest` names the newest, and the later steps stay.
 TEST_F(CheckpointFiles, AFreshRunKeepsItsOwnSavesAndLeavesLaterSteps) {
