@@ -4,16 +4,17 @@
 // emulated cluster, the bytes that crossed the inter-node links, read from the nodes' network
 // interfaces, against what a ring all-reduce sends.
 //
-//   tools/emulated-cluster --nodes 2 --ranks-per-node 4 --link-gbit 1 -- \
-//     build/bench/bench_grad_reduce [--mb 25,100] [--bucket-mb 25] [--iters 3]
+//   tools/emulated-cluster --nodes 2 --ranks-per-node 4 --link-gbit 1 --
+//     build/bench/bench_grad_reduce [--mb 25,100] [--bucket-mb 25] [--iters 3]   (one line)
 //
 // Per size and strategy: the time of one all-reduce (the slowest rank's mean over --iters,
 // after one checked warm-up), issued as the reducer issues it: in buckets of --bucket-mb
 // (default: one bucket), all started before any is waited for, so that a hierarchical
-// reduction's stages of one bucket overlap those of the next; and the bytes sent over all nodes' links per all-reduce. The
-// formulas, for N nodes of L ranks (D = N L) and S bytes: a flat ring over D ranks crosses
-// nodes at N of its edges, each carrying 2 (D-1)/D S; hierarchically, L rings of N ranks
-// (one per place in the node) each all-reduce S/L: 2 (N-1) S in all. Measured bytes include
+// reduction's stages of one bucket overlap those of the next; and the bytes sent over all
+// nodes' links per all-reduce. The formulas, for N nodes of L ranks (D = N L) and S bytes: a
+// flat ring over D ranks crosses nodes at N of its edges, each carrying 2 (D-1)/D S;
+// hierarchically, L rings of N ranks (one per place in the node) each all-reduce S/L:
+// 2 (N-1) S in all. Measured bytes include
 // the TCP/IP headers and acknowledgements (a few percent). Where every rank is on one node,
 // no link is read.
 #include <algorithm>

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "parallel/collective_chain.h"
@@ -66,6 +67,13 @@ class BucketReduction {
   virtual void progress() {}
   // One line for the log: "flat over dp[0,1,2,3], f32 on the wire".
   virtual std::string describe() const = 0;
+
+  // What a checkpoint must keep for a resumed run to reduce as the uninterrupted one would, by
+  // name (PowerSGD's residuals and Q): views a load may copy into, made on `device` if not yet
+  // made. Empty where the reduction keeps nothing from step to step.
+  virtual std::vector<std::pair<std::string, Tensor>> state(Device /*device*/) { return {}; }
+  // A resumed run: `steps` steps have reduced (PowerSGD's warm-up counts them).
+  virtual void resume_after(std::int64_t /*steps*/) {}
 };
 
 enum class GradReduceMode { Flat, Hierarchical, Auto };

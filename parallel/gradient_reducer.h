@@ -97,6 +97,7 @@ class GradientReducer {
   const std::vector<ParameterSegment>& owned_segments() const { return owned_; }
   const std::vector<GradientBucket>& buckets() const { return buckets_; }
   const ReducerStats& stats() const { return stats_; }
+  BucketReduction& reduction() { return *reduction_; }
   // The gradients' lasting buffers: whole, or under ZeRO-2 this rank's shard (and the late
   // bucket).
   std::size_t lasting_gradient_bytes() const;

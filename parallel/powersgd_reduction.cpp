@@ -80,6 +80,27 @@ void PowerSgdReduction::plan(const std::vector<std::vector<BucketMember>>& bucke
   }
 }
 
+void PowerSgdReduction::make_state(Bucket& bucket, Device device) const {
+  const std::int64_t r = rank_;
+  std::int64_t q_elements = 0;
+  for (const Matrix& m : bucket.matrices) q_elements += m.cols * r;
+  std::vector<float> q(static_cast<std::size_t>(q_elements));
+  std::int64_t at = 0;
+  for (const Matrix& m : bucket.matrices) {
+    const RngStream stream{seed_, mix_stream(hash_name("powersgd"), hash_name(m.name))};
+    for (std::int64_t i = 0; i < m.cols * r; ++i)
+      q[static_cast<std::size_t>(at + i)] = philox_normal(stream, static_cast<std::uint64_t>(i));
+    at += m.cols * r;
+  }
+  bucket.qs = Tensor::from_vector(q, {q_elements}).to(device);
+  at = 0;
+  for (Matrix& m : bucket.matrices) {
+    m.residual = Tensor::zeros({m.rows, m.cols}, DType::F32, device);
+    m.q = bucket.qs.slice(0, at, m.cols * r).view({m.cols, r});
+    at += m.cols * r;
+  }
+}
+
 WorkHandle PowerSgdReduction::all_reduce(std::size_t b, Tensor& whole_bucket) {
   TN_CHECK(b < buckets_.size(), "PowerSGD: bucket ", b, " of ", buckets_.size(), " planned");
   Bucket& bucket = buckets_[b];
@@ -91,25 +112,7 @@ WorkHandle PowerSgdReduction::all_reduce(std::size_t b, Tensor& whole_bucket) {
                               return comm->all_reduce_async(all, ReduceOp::Sum);
                             }, {}}});
   }
-  if (!bucket.qs.defined()) {  // first use: residuals zero, Q random and the same on every rank
-    std::int64_t q_elements = 0;
-    for (const Matrix& m : bucket.matrices) q_elements += m.cols * r;
-    std::vector<float> q(static_cast<std::size_t>(q_elements));
-    std::int64_t at = 0;
-    for (const Matrix& m : bucket.matrices) {
-      const RngStream stream{seed_, mix_stream(hash_name("powersgd"), hash_name(m.name))};
-      for (std::int64_t i = 0; i < m.cols * r; ++i)
-        q[static_cast<std::size_t>(at + i)] = philox_normal(stream, static_cast<std::uint64_t>(i));
-      at += m.cols * r;
-    }
-    bucket.qs = Tensor::from_vector(q, {q_elements}).to(device);
-    at = 0;
-    for (Matrix& m : bucket.matrices) {
-      m.residual = Tensor::zeros({m.rows, m.cols}, DType::F32, device);
-      m.q = bucket.qs.slice(0, at, m.cols * r).view({m.cols, r});
-      at += m.cols * r;
-    }
-  }
+  if (!bucket.qs.defined()) make_state(bucket, device);
   Tensor whole = whole_bucket.view({-1});
   Bucket* k = &bucket;  // buckets_ is not resized after plan()
   const float inverse_ranks = 1.0f / static_cast<float>(comm_->size());
@@ -191,6 +194,22 @@ std::vector<Tensor> PowerSgdReduction::residuals() const {
     for (const Matrix& m : b.matrices)
       if (m.residual.defined()) out.push_back(m.residual);
   return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> PowerSgdReduction::state(Device device) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (Bucket& b : buckets_) {
+    if (!b.qs.defined()) make_state(b, device);
+    for (const Matrix& m : b.matrices) {
+      out.emplace_back("residual/" + m.name, m.residual);
+      out.emplace_back("q/" + m.name, m.q);
+    }
+  }
+  return out;
+}
+
+void PowerSgdReduction::resume_after(std::int64_t steps) {
+  for (Bucket& b : buckets_) b.reductions = steps;
 }
 
 std::string PowerSgdReduction::describe() const {

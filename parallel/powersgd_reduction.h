@@ -50,6 +50,10 @@ class PowerSgdReduction final : public BucketReduction {
   std::int64_t bucket_elements() const { return bucket_elements_; }
   // This rank's residuals, one per compressed matrix (what it has not sent yet).
   std::vector<Tensor> residuals() const;
+  // "residual/NAME" and "q/NAME" of every compressed matrix: this rank's own, and valid only
+  // in the layout and PowerSGD rank that made them.
+  std::vector<std::pair<std::string, Tensor>> state(Device device) override;
+  void resume_after(std::int64_t steps) override;
 
  private:
   struct Matrix {
@@ -63,8 +67,10 @@ class PowerSgdReduction final : public BucketReduction {
     std::vector<std::pair<std::int64_t, std::int64_t>> whole;  // (offset, numel) sent uncompressed
     std::int64_t p_elements = 0, whole_elements = 0;
     Tensor qs;  // every matrix's Q back to back: what the second all-reduce sums
-    std::int64_t reductions = 0;  // all_reduce calls so far
+    std::int64_t reductions = 0;  // all_reduce calls so far: one a step
   };
+  // First use: residuals zero, Q random and the same on every rank.
+  void make_state(Bucket& bucket, Device device) const;
 
   // A communicator of its own (a split of the data group, collective at construction): its
   // second all-reduce starts when the first completes, which differs between ranks, so it

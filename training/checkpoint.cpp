@@ -95,6 +95,30 @@ struct LocatedPiece {
   std::string file;
 };
 
+// checkpoint.json of `dir`, which only a complete checkpoint has.
+std::string meta_path_of(const std::string& dir) {
+  const std::string meta_path = (fs::path(dir) / "checkpoint.json").string();
+  TN_CHECK_AS(CheckpointError, fs::exists(meta_path), "'", dir,
+              "' is not a complete checkpoint (no checkpoint.json)");
+  return meta_path;
+}
+
+// Every piece of every tensor, from the indexes of the `ranks` ranks that saved `dir`.
+std::map<std::string, std::vector<LocatedPiece>> read_pieces(const std::string& dir, int ranks) {
+  std::map<std::string, std::vector<LocatedPiece>> pieces;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string index_path = (fs::path(dir) / rank_name(r, ".json")).string();
+    TN_CHECK_AS(CheckpointError, fs::exists(index_path), "checkpoint '", dir, "' is missing '",
+                rank_name(r, ".json"), "'");
+    const std::string file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
+    for (CheckpointPiece& piece : read_rank_index(index_path)) {
+      const std::string tensor = piece.tensor;
+      pieces[tensor].push_back({std::move(piece), file});
+    }
+  }
+  return pieces;
+}
+
 // The steps of the complete checkpoints in `save_dir`.
 std::vector<std::int64_t> checkpoint_steps(const std::string& save_dir) {
   std::vector<std::int64_t> steps;
@@ -268,9 +292,7 @@ std::string resolve_checkpoint(const std::string& load, const std::string& save_
 std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                              const std::string& optimizer_type,
                              std::vector<ShardedTensor>& targets) {
-  const std::string meta_path = (fs::path(dir) / "checkpoint.json").string();
-  TN_CHECK_AS(CheckpointError, fs::exists(meta_path), "'", dir,
-              "' is not a complete checkpoint (no checkpoint.json)");
+  const std::string meta_path = meta_path_of(dir);
   const CheckpointMeta meta = read_checkpoint_meta(meta_path);
   // Another family's parameters: say so, rather than name the first tensor it lacks.
   TN_CHECK_AS(CheckpointError, meta.family == model.family, "checkpoint '", dir,
@@ -299,21 +321,11 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
               "checkpoint '", dir, "' was saved with optimizer.type = ", meta.optimizer,
               "; this run has ", optimizer_type, ", whose state it does not hold");
 
-  // Every piece of every tensor, from every rank's index.
-  std::map<std::string, std::vector<LocatedPiece>> pieces;
+  const std::map<std::string, std::vector<LocatedPiece>> pieces = read_pieces(dir, meta.ranks);
   std::set<std::string> optimizer_kinds;  // "m", "v" of "optim/m/<name>", ...
-  for (int r = 0; r < meta.ranks; ++r) {
-    const std::string index_path = (fs::path(dir) / rank_name(r, ".json")).string();
-    TN_CHECK_AS(CheckpointError, fs::exists(index_path), "checkpoint '", dir, "' is missing '",
-                rank_name(r, ".json"), "'");
-    const std::string file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
-    for (CheckpointPiece& piece : read_rank_index(index_path)) {
-      if (piece.tensor.rfind("optim/", 0) == 0)
-        optimizer_kinds.insert(piece.tensor.substr(6, piece.tensor.find('/', 6) - 6));
-      const std::string tensor = piece.tensor;
-      pieces[tensor].push_back({std::move(piece), file});
-    }
-  }
+  for (const auto& [tensor, located] : pieces)
+    if (tensor.rfind("optim/", 0) == 0)
+      optimizer_kinds.insert(tensor.substr(6, tensor.find('/', 6) - 6));
 
   std::map<std::string, SafetensorsFile> files;
   for (ShardedTensor& target : targets) {
@@ -372,6 +384,10 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
     }
   }
   return meta.step;
+}
+
+bool checkpoint_holds(const std::string& dir, const std::string& tensor) {
+  return read_pieces(dir, read_checkpoint_meta(meta_path_of(dir)).ranks).count(tensor) > 0;
 }
 
 namespace {

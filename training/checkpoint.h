@@ -70,6 +70,10 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                              const std::string& optimizer_type,
                              std::vector<ShardedTensor>& targets);
 
+// Whether the checkpoint in `dir` holds a tensor named `tensor` (its indexes as load_checkpoint
+// checks them).
+bool checkpoint_holds(const std::string& dir, const std::string& tensor);
+
 // A model key of a checkpoint's config (`path` as below; `fallback` where it is absent), read
 // before the config is: model.block before its block type must be registered (a program that
 // handles some block types names the others as such), model.family.

@@ -1,13 +1,41 @@
 // The trainer's state as checkpoint tensors (training/checkpoint.h does the files): each
 // parameter under "model/NAME", each optimizer state under "optim/KIND/NAME", every element
-// saved once however the ranks replicate it, and loaded into any layout.
+// saved once however the ranks replicate it, and loaded into any layout. The gradient
+// reduction's state (PowerSGD's residuals and Q) is each rank's own, under a name that says
+// which rank of which layout saved it: a resume in that layout restores it, another layout
+// starts it afresh.
 #include <algorithm>
+#include <deque>
+#include <sstream>
 
+#include "framework/logging.h"
 #include "parallel/comm/comm_backend.h"
 #include "training/checkpoint.h"
 #include "training/trainer.h"
 
 namespace ternion {
+
+namespace {
+
+std::string reduction_state_prefix(const TrainConfig& c, int world_rank) {
+  const ParallelConfig& p = c.parallel;
+  std::ostringstream prefix;
+  prefix << "reduction/" << p.grad_compression << "_rank" << p.powersgd_rank << "/data" << p.data
+         << ".tensor" << p.tensor << ".pipeline" << p.pipeline << ".virtual" << p.virtual_stages
+         << "/rank_" << world_rank << "/";
+  return prefix.str();
+}
+
+// A tensor of one rank, unsharded, as the checkpoint files describe tensors.
+Parameter whole_tensor(const std::string& name, const Tensor& value) {
+  Parameter p;
+  p.name = name;
+  p.value = value;
+  p.global_shape = value.shape();
+  return p;
+}
+
+}  // namespace
 
 void Trainer::save_checkpoint(std::int64_t step) {
   check_communication_health();  // never save what a failed collective left behind
@@ -32,6 +60,14 @@ void Trainer::save_checkpoint(std::int64_t step) {
     for (std::size_t j = 0; j < kinds.size(); ++j)
       mine.push_back({"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
   }
+  std::deque<Parameter> whole;  // the reduction state's descriptions, kept through the save
+  if (reducer_) {
+    const std::string prefix = reduction_state_prefix(config_, groups_.world().rank());
+    for (const auto& [name, tensor] : reducer_->reduction().state(device_)) {
+      whole.push_back(whole_tensor(prefix + name, tensor));
+      mine.push_back({prefix + name, &whole.back(), tensor.view({-1}), 0, tensor.numel()});
+    }
+  }
   ::ternion::save_checkpoint(config_, tokenizer_, step, checkpoint_retention_, mine,
                              &groups_.world());
 }
@@ -44,6 +80,18 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
     for (const std::string& kind : kinds)
       targets.push_back({"optim/" + kind + "/" + segments_[i].param->name, segments_[i].param,
                          Tensor(), segments_[i].begin, segments_[i].end});
+  std::vector<std::pair<std::string, Tensor>> reduction_state;
+  if (reducer_) reduction_state = reducer_->reduction().state(device_);
+  const std::string prefix = reduction_state_prefix(config_, groups_.world().rank());
+  const bool restores_reduction =
+      !reduction_state.empty() && checkpoint_holds(dir, prefix + reduction_state.front().first);
+  std::deque<Parameter> whole;
+  if (restores_reduction) {
+    for (const auto& [name, tensor] : reduction_state) {
+      whole.push_back(whole_tensor(prefix + name, tensor));
+      targets.push_back({prefix + name, &whole.back(), Tensor(), 0, tensor.numel()});
+    }
+  }
   const std::int64_t step =
       ::ternion::load_checkpoint(dir, config_.model, config_.optimizer.type, targets);
   std::size_t t = 0;
@@ -52,6 +100,17 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
     std::vector<Tensor> state = optimizer_->state_of(i);
     for (Tensor& s : state) s.copy_from(targets[t++].data);
   }
+  if (restores_reduction) {
+    for (auto& [name, tensor] : reduction_state)
+      tensor.copy_from(targets[t++].data.view(tensor.shape()));
+  } else if (!reduction_state.empty() && step > config_.parallel.powersgd_start_step) {
+    log_info("ternion: PowerSGD's error feedback and Q start afresh: checkpoint '", dir,
+             "' holds none of this layout's (data ", config_.parallel.data, " x tensor ",
+             config_.parallel.tensor, " x pipeline ", config_.parallel.pipeline,
+             ", PowerSGD rank ", config_.parallel.powersgd_rank,
+             "), so this run's losses part from those the saved run would have logged");
+  }
+  if (reducer_) reducer_->reduction().resume_after(step);
   return step;
 }
 

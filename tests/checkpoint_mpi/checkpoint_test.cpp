@@ -4,8 +4,10 @@
 // last good checkpoint loadable.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <unistd.h>
@@ -78,16 +80,19 @@ struct Job {
 
 // The layout on all ranks, or (a 1-rank layout) on rank 0 alone, which returns an empty job
 // elsewhere.
-Job make_job(const Layout& l, const std::string& save_dir) {
+// `config` is run_config(l, save_dir) unless given.
+Job make_job(const Layout& l, const std::string& save_dir,
+             std::optional<TrainConfig> config = std::nullopt) {
+  if (!config) config = run_config(l, save_dir);
   Communicator& world = testing_mpi::world();
   Job job;
   const std::int64_t ranks = l.data * l.tensor * l.pipeline;
   if (ranks == 1) {
-    if (world.rank() == 0) job.trainer = std::make_unique<Trainer>(run_config(l, save_dir));
+    if (world.rank() == 0) job.trainer = std::make_unique<Trainer>(*config);
     return job;
   }
   job.groups = std::make_unique<ProcessGroups>(world, make_rank_layout(world.size(), l.tensor, l.pipeline, l.data));
-  job.trainer = std::make_unique<Trainer>(run_config(l, save_dir), job.groups.get());
+  job.trainer = std::make_unique<Trainer>(*config, job.groups.get());
   return job;
 }
 
@@ -146,6 +151,49 @@ TEST(Checkpoint, InterleavedSequenceParallelToOneRank) {
 TEST(Checkpoint, OneRankToInterleavedSequenceParallel) {
   if (!four_ranks()) GTEST_SKIP();
   save_then_resume(Layout{}, Layout{1, 2, 2, 0, 2, true}, "one_to_tp2pp2v2sp");
+}
+
+// PowerSGD's error feedback and Q are part of the state: a run resumed in its own layout logs
+// the uninterrupted run's losses and gradient norms, whether it was saved before compression
+// started (its warm-up counts the steps already run) or after. Another PowerSGD rank starts
+// them afresh (and says so) rather than misreading them.
+TEST(Checkpoint, PowerSgdResumesExactlyInItsOwnLayout) {
+  if (!four_ranks()) GTEST_SKIP();
+  const Layout layout{2, 1, 2};
+  for (const std::int64_t start_step : {0, 7}) {
+    const std::string dir = scratch() + "/powersgd_from_" + std::to_string(start_step);
+    TrainConfig c = run_config(layout, dir);
+    c.parallel.grad_compression = "powersgd";
+    c.parallel.powersgd_rank = 1;
+    c.parallel.powersgd_start_step = start_step;
+    std::vector<StepMetrics> want;
+    {
+      Job job = make_job(layout, dir, c);
+      for (int s = 1; s <= 10; ++s) {
+        want.push_back(job.trainer->train_step(s));
+        if (s == 5) job.trainer->save_checkpoint(5);
+      }
+    }
+    testing_mpi::world().barrier();
+    const std::string saved = dir + "/step_0000005";
+    {
+      Job job = make_job(layout, dir, c);
+      EXPECT_EQ(job.trainer->load_checkpoint(saved), 5);
+      for (int s = 6; s <= 10; ++s) {
+        const StepMetrics got = job.trainer->train_step(s);
+        EXPECT_EQ(got.loss, want[s - 1].loss) << "from step " << start_step << ", step " << s;
+        EXPECT_EQ(got.grad_norm, want[s - 1].grad_norm)
+            << "from step " << start_step << ", step " << s;
+      }
+    }
+    testing_mpi::world().barrier();
+    TrainConfig rank2 = c;
+    rank2.parallel.powersgd_rank = 2;
+    Job job = make_job(layout, dir, rank2);
+    EXPECT_EQ(job.trainer->load_checkpoint(saved), 5);
+    EXPECT_TRUE(std::isfinite(job.trainer->train_step(6).loss));
+    testing_mpi::world().barrier();
+  }
 }
 
 // The rest on rank 0 alone.
