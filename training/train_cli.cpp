@@ -25,6 +25,7 @@
 #include "parallel/process_groups.h"
 #include "training/checkpoint.h"
 #include "training/memory_estimate.h"
+#include "training/run_outputs.h"
 #include "training/trainer.h"
 
 // Several ranks run this same program on the same arguments and config (under mpirun, see
@@ -474,7 +475,7 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
     const Tokenizer tokenizer = open_tokenizer(config);
     open_dataset("data.train", config.data.train, config.model, tokenizer);
     if (!config.data.val.empty()) open_dataset("data.val", config.data.val, config.model, tokenizer);
-    check_save_dir_writable(config, world.rank());
+    check_outputs_writable(config, world.rank());
     layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);
     for (int r = 0; r < world.size(); ++r)

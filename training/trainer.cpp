@@ -25,6 +25,7 @@
 #include "parallel/pipeline_simulator.h"
 #include "parallel/powersgd_reduction.h"
 #include "training/checkpoint.h"
+#include "training/run_outputs.h"
 #include "training/hf_import.h"
 #include "training/pipeline_trace.h"
 
@@ -167,7 +168,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
       checkpoint_retention_(config.checkpoint.keep) {
   const bool meta = build == Build::meta;
   // Every rank writes its part of each checkpoint: each checks now, not after training.
-  if (!meta) check_save_dir_writable(config, groups_.world().rank());
+  if (!meta) check_outputs_writable(config, groups_.world().rank());
   AttentionKernel attention = AttentionKernel::automatic;
   TN_CHECK_AS(ConfigError, parse_attention_kernel(config.training.attention, attention),
               "training.attention: must be auto, cudnn or cublas, got '",
