@@ -260,13 +260,19 @@ void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std:
       // is moved aside, not deleted, until the new one and `latest` are in place.
       const std::string old_dir = final_dir + ".old";
       fs::remove_all(old_dir);
-      if (fs::exists(final_dir)) fs::rename(final_dir, old_dir);
+      const bool replaces = fs::exists(final_dir);
+      if (replaces) fs::rename(final_dir, old_dir);
       fs::rename(tmp_dir, final_dir);
       const std::string latest = (fs::path(save_dir) / "latest").string();
       write_text_file(latest + ".tmp", step_name(step) + "\n");
       fs::rename(latest + ".tmp", latest);
       fsync_directory(save_dir);
       fs::remove_all(old_dir);
+      // This run saves each step once: the one it replaced was another run's.
+      if (replaces)
+        log_info("ternion: checkpoint.save_dir '", save_dir, "': ", step_name(step),
+                 " held a checkpoint of another run (or of this one before it resumed from an "
+                 "older step); replaced by this run's");
       prune_checkpoints(save_dir, step, retention);
     } catch (const std::exception& e) {
       error = e.what();

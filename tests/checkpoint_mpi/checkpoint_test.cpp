@@ -465,6 +465,22 @@ TEST_F(CheckpointFiles, AResumedRunKeepsItsSaveOverAnAbandonedLaterStep) {
   EXPECT_EQ(load_error(resolve_checkpoint("latest", dir_)), "");
 }
 
+// Resumed from step 2, a run saves step 5 again: the abandoned run's step 5 is replaced (this
+// run's own trajectory is the one `latest` must name), and the log says so.
+TEST_F(CheckpointFiles, ReplacingAnotherRunsStepIsLogged) {
+  trainer_->save_checkpoint(5);
+  Trainer resumed(run_config(Layout{}, dir_));
+  EXPECT_EQ(resumed.load_checkpoint(step_), 2);
+  testing::internal::CaptureStdout();
+  resumed.save_checkpoint(5);
+  const std::string log = testing::internal::GetCapturedStdout();
+  EXPECT_NE(log.find("step_0000005 held a checkpoint of another run"), std::string::npos) << log;
+  testing::internal::CaptureStdout();
+  resumed.save_checkpoint(6);
+  const std::string quiet = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(quiet.find("held a checkpoint"), std::string::npos) << quiet;
+}
+
 // Directory names are compared by their steps: step_10000000 (eight digits) is newer than
 // step_9999999, though it sorts before it as text.
 TEST_F(CheckpointFiles, PruningComparesStepsAsNumbers) {
