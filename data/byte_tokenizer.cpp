@@ -25,6 +25,8 @@ std::string decode_bytes(std::span<const std::int32_t> tokens) {
 }
 
 std::string prompt_problem(std::string_view prompt, std::int64_t vocab_size) {
+  // A sample continues its prompt: with no token to continue, any first token would be a guess.
+  if (prompt.empty()) return "the prompt is empty: a sample continues at least one token";
   for (std::size_t i = 0; i < prompt.size(); ++i) {
     const auto byte = static_cast<unsigned char>(prompt[i]);
     if (byte < vocab_size) continue;

@@ -18,8 +18,9 @@ inline constexpr std::int64_t kByteVocabSize = 256;
 
 std::vector<std::uint16_t> encode_bytes(std::string_view text);
 std::string decode_bytes(std::span<const std::int32_t> tokens);
-// Why `prompt` cannot be a model's input as bytes: "" when every byte is below vocab_size,
-// else the first byte that is not (a model of fewer than 256 tokens has no token for it).
+// Why `prompt` cannot be a model's input as bytes: "" when it has bytes and every one is below
+// vocab_size, else that it is empty or the first byte that is not (a model of fewer than 256
+// tokens has no token for it).
 std::string prompt_problem(std::string_view prompt, std::int64_t vocab_size);
 
 }  // namespace ternion

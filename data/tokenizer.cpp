@@ -51,7 +51,7 @@ std::string Tokenizer::decode(std::span<const std::int32_t> ids) const {
 }
 
 std::string Tokenizer::prompt_problem(std::string_view prompt, std::int64_t vocab_size) const {
-  if (bpe_ == nullptr) return ternion::prompt_problem(prompt, vocab_size);
+  if (bpe_ == nullptr || prompt.empty()) return ternion::prompt_problem(prompt, vocab_size);
   const std::int64_t bad_byte = first_invalid_utf8(prompt);
   if (bad_byte >= 0)
     return "the prompt is not UTF-8 (byte " + std::to_string(bad_byte) +

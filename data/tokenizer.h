@@ -36,8 +36,8 @@ class Tokenizer {
   std::vector<std::int32_t> encode(std::string_view text, int threads = 1) const;
   std::string decode(std::span<const std::int32_t> ids) const;
 
-  // Why `prompt` cannot be the input of a model of `vocab_size` tokens ("" when it can): a
-  // token at or above vocab_size, or (BPE) text that is not UTF-8.
+  // Why `prompt` cannot be the input of a model of `vocab_size` tokens ("" when it can): it is
+  // empty, a token is at or above vocab_size, or (BPE) the text is not UTF-8.
   std::string prompt_problem(std::string_view prompt, std::int64_t vocab_size) const;
 
  private:

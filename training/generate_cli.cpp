@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -81,8 +82,15 @@ Options parse(int argc, char** argv) {
     else if (arg == "--max-tokens") o.sample.max_tokens = integer(value());
     else if (arg == "--temperature") o.temperature = number(value());
     else if (arg == "--top-k") o.top_k = integer(value());
-    else if (arg == "--seed") o.seed = static_cast<std::uint64_t>(integer(value()));
-    else if (arg == "--logits") o.logits_path = value();
+    else if (arg == "--seed") {
+      const std::int64_t seed = integer(value());
+      TN_CHECK_AS(UsageError, seed >= 0, "--seed must not be negative, got ", seed);
+      o.seed = static_cast<std::uint64_t>(seed);
+    }
+    else if (arg == "--logits") {
+      o.logits_path = value();
+      TN_CHECK_AS(UsageError, !o.logits_path.empty(), "--logits needs a file name");
+    }
     else if (arg == "--help" || arg == "-h") o.help = true;
     else TN_THROW(UsageError, "unknown argument '", arg, "'");
   }
@@ -90,7 +98,8 @@ Options parse(int argc, char** argv) {
   TN_CHECK_AS(UsageError, !o.checkpoint.empty(), "--checkpoint DIR is required");
   TN_CHECK_AS(UsageError, have_prompt, "--prompt TEXT is required");
   TN_CHECK_AS(UsageError, o.sample.max_tokens >= 0, "--max-tokens must not be negative");
-  TN_CHECK_AS(UsageError, !o.temperature || *o.temperature > 0, "--temperature must be positive");
+  TN_CHECK_AS(UsageError, !o.temperature || (*o.temperature > 0 && std::isfinite(*o.temperature)),
+              "--temperature must be a positive finite number");
   TN_CHECK_AS(UsageError, !o.top_k || *o.top_k >= 0, "--top-k must not be negative");
   return o;
 }
@@ -129,8 +138,11 @@ void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  TN_CHECK_AS(DataError, !ec, "--logits: cannot rename '", tmp, "' to '", path, "': ",
-              ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    TN_THROW(DataError, "--logits: cannot rename '", tmp, "' to '", path, "': ", ec.message());
+  }
 }
 
 int run(Options o) {

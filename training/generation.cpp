@@ -12,13 +12,12 @@ namespace ternion {
 
 namespace {
 
-// The prompt's tokens (token 0 for an empty prompt). A prompt the vocabulary has no tokens for
-// is refused: dropping a token would sample from a prompt other than the one printed.
+// The prompt's tokens. A prompt the vocabulary has no tokens for is refused: dropping a token
+// would sample from a prompt other than the one printed.
 std::vector<std::int32_t> prompt_tokens(const ModelConfig& mc, const SampleOptions& options) {
   const std::string problem = options.tokenizer.prompt_problem(options.prompt, mc.vocab_size);
   TN_CHECK_AS(UsageError, problem.empty(), problem);
   std::vector<std::int32_t> tokens = options.tokenizer.encode(options.prompt);
-  if (tokens.empty()) tokens.push_back(0);
   return tokens;
 }
 
