@@ -145,12 +145,12 @@ class ConfigReader {
 // Writes one section's fields, their values and their documentation as YAML.
 class ConfigPrinter {
  public:
-  // `omit`: keys left out (a model family's unused keys, in the config a checkpoint keeps).
-  explicit ConfigPrinter(std::ostream& out, std::set<std::string> omit = {})
-      : out_(out), omit_(std::move(omit)) {}
+  // `unused`: keys the rest of the config leaves unused (another model family's, say), printed
+  // commented out: the config refuses them where given.
+  explicit ConfigPrinter(std::ostream& out, std::set<std::string> unused = {})
+      : out_(out), unused_(std::move(unused)) {}
   template <class T>
   void operator()(const char* key, const T& field, const char* doc) {
-    if (omit_.count(key) > 0) return;
     std::ostringstream value;
     if constexpr (std::is_same_v<T, bool>) {
       value << (field ? "true" : "false");
@@ -164,14 +164,14 @@ class ConfigPrinter {
     } else {
       value << field;
     }
-    out_ << "  " << key << ": " << value.str();
+    out_ << (unused_.count(key) > 0 ? "  # " : "  ") << key << ": " << value.str();
     for (std::size_t pad = std::string(key).size() + value.str().size(); pad < 30; ++pad) out_ << ' ';
     out_ << "  # " << doc << '\n';
   }
 
  private:
   std::ostream& out_;
-  std::set<std::string> omit_;
+  std::set<std::string> unused_;
 };
 
 // Reads section `name` of `doc` into `config` through its visit().
@@ -181,11 +181,41 @@ void read_config_section(ConfigDocument& doc, const std::string& name, Config& c
   config.visit(reader);
 }
 
+namespace detail {
+// Each key's value as text, to compare a section with its defaults.
+struct ConfigValueRecorder {
+  std::map<std::string, std::string>& values;
+  template <class T>
+  void operator()(const char* key, const T& field, const char* /*doc*/) {
+    std::ostringstream text;
+    text.precision(17);
+    text << field;
+    values[key] = text.str();
+  }
+};
+}  // namespace detail
+
+// Refuses the first of `keys` whose value in `config` (section `section` of `doc`) is not its
+// default, with `message`: keys the rest of the config leaves unused, whose values would
+// otherwise be ignored without a word. A default value changes nothing, so it passes (a saved
+// config writes every key).
+template <class Config>
+void refuse_unused_keys(const ConfigDocument& doc, const std::string& section, Config config,
+                        const std::vector<std::string>& keys, const std::string& message) {
+  std::map<std::string, std::string> ours, defaults;
+  detail::ConfigValueRecorder ours_recorder{ours}, defaults_recorder{defaults};
+  config.visit(ours_recorder);
+  Config fresh{};
+  fresh.visit(defaults_recorder);
+  for (const std::string& key : keys)
+    if (ours.at(key) != defaults.at(key)) config_fail(doc, section, key, message);
+}
+
 template <class Config>
 void print_config_section(std::ostream& out, const std::string& name, Config config,
-                          std::set<std::string> omit = {}) {
+                          std::set<std::string> unused = {}) {
   out << name << ":\n";
-  ConfigPrinter printer(out, std::move(omit));
+  ConfigPrinter printer(out, std::move(unused));
   config.visit(printer);
 }
 

@@ -11,12 +11,10 @@ namespace {
 
 class Gpt2Family : public ModelFamily {
  public:
-  void validate(const ModelConfig&, const ConfigDocument& doc) const override {
-    for (const std::string& key : unused_keys())
-      if (!doc.location("model", key).empty())
-        config_fail(doc, "model", key,
-                    "is a llama key: model.family gpt2 has learned positions, LayerNorm with "
-                    "eps 1e-5, multi-head attention and a head tied to the embedding");
+  void validate(const ModelConfig& config, const ConfigDocument& doc) const override {
+    refuse_unused_keys(doc, "model", config, unused_keys(),
+                       "is a llama key: model.family gpt2 has learned positions, LayerNorm with "
+                       "eps 1e-5, multi-head attention and a head tied to the embedding");
   }
 
   std::vector<std::string> unused_keys() const override {

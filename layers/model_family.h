@@ -25,8 +25,8 @@ class ModelFamily {
  public:
   virtual ~ModelFamily() = default;
 
-  // Checks the `model:` keys only this family reads, and refuses its unused_keys() where `doc`
-  // sets them (config_fail names the key).
+  // Checks the `model:` keys only this family reads, and refuses its unused_keys() where
+  // `config` has them off their defaults (config_fail names the key).
   virtual void validate(const ModelConfig& config, const ConfigDocument& doc) const = 0;
   // The `model:` keys of other families that this one has no use for.
   virtual std::vector<std::string> unused_keys() const = 0;

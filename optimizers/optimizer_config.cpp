@@ -18,6 +18,14 @@ void OptimizerConfig::validate(const ConfigDocument& doc) const {
   if (!(beta2 >= 0 && beta2 < 1)) config_fail(doc, kSection, "beta2", "must be in [0, 1)");
   if (!(eps > 0)) config_fail(doc, kSection, "eps", "must be positive");
   if (!(momentum >= 0 && momentum < 1)) config_fail(doc, kSection, "momentum", "must be in [0, 1)");
+  refuse_unused_keys(doc, kSection, *this, unused_keys(),
+                     type == "sgd" ? "is an AdamW key: optimizer.type sgd keeps no moments"
+                                   : "is an SGD key: optimizer.type adamw has no momentum");
+}
+
+std::vector<std::string> OptimizerConfig::unused_keys() const {
+  if (type == "sgd") return {"beta1", "beta2", "eps"};
+  return {"momentum"};
 }
 
 }  // namespace ternion

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "framework/config_reader.h"
 
@@ -38,6 +39,8 @@ struct OptimizerConfig {
   }
 
   void validate(const ConfigDocument& doc) const;
+  // The keys `type` does not read (refused where given).
+  std::vector<std::string> unused_keys() const;
 };
 
 }  // namespace ternion

@@ -47,6 +47,8 @@ void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size
   if (powersgd_rank < 1) config_fail(doc, kSection, "powersgd_rank", "must be at least 1");
   if (powersgd_start_step < 0)
     config_fail(doc, kSection, "powersgd_start_step", "must be 0 or more");
+  refuse_unused_keys(doc, kSection, *this, unused_keys(),
+                     "is a PowerSGD key: it needs parallel.grad_compression: powersgd");
   if (grad_compression == "powersgd") {
     if (zero_stage != 0)
       config_fail(doc, kSection, "grad_compression",
@@ -73,6 +75,11 @@ void ParallelConfig::validate(const ConfigDocument& doc, std::int64_t world_size
                  " (or 0 to derive it from the world size)";
     config_fail(doc, kSection, key, message);
   }
+}
+
+std::vector<std::string> ParallelConfig::unused_keys() const {
+  if (grad_compression == "powersgd") return {};
+  return {"powersgd_rank", "powersgd_start_step"};
 }
 
 void ParallelConfig::validate_model_fit(const ConfigDocument& doc,

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include <string>
+#include <vector>
 
 #include "framework/config_reader.h"
 #include "parallel/comm/comm_backend.h"
@@ -98,6 +99,9 @@ struct ParallelConfig {
   // Checks the values and that tensor x pipeline x data is the job's `world_size` ranks (see
   // parallel/rank_layout.h), naming the key that is wrong.
   void validate(const ConfigDocument& doc, std::int64_t world_size) const;
+  // The keys the rest of the section leaves unused (refused where given): PowerSGD's without
+  // grad_compression: powersgd.
+  std::vector<std::string> unused_keys() const;
   // Checks that the model shards over the layout: model.n_head and the MLP width are
   // multiples of parallel.tensor, so is the padded vocabulary (else it suggests a
   // model.vocab_pad_multiple), and there is at least one block per pipeline stage.

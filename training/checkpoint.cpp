@@ -432,7 +432,8 @@ std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, Tr
   *config = TrainConfig::load(
       config_path, {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=1",
                     "parallel.virtual_stages=1", "parallel.sequence_parallel=false",
-                    "parallel.zero_stage=0", "checkpoint.load=", "logging.trace_file="});
+                    "parallel.zero_stage=0", "checkpoint.load=", "logging.trace_file=",
+                    "logging.trace_step=0"});
   auto model = std::make_unique<GptModel>(config->model);
   std::vector<ShardedTensor> targets;
   for (Parameter* p : model->parameters())

@@ -51,7 +51,7 @@ std::string g_program = "ternion-train";
 
 constexpr const char* kUsage =
     "usage: ternion-train --config FILE [--set section.key=value ...] [--dry-run]\n"
-    "       ternion-train --print-config\n"
+    "       ternion-train [--config FILE] [--set section.key=value ...] --print-config\n"
     "  --config FILE     YAML config (sections model, parallel, training, optimizer, data, "
     "logging, checkpoint)\n"
     "  --set S.K=V       override one key, e.g. --set training.steps=10 (repeatable); a\n"
@@ -59,7 +59,8 @@ constexpr const char* kUsage =
     "  --dry-run         validate the config and data, build the model, print its size, exit;\n"
     "                    under mpirun: check the parallel layout on the job's ranks and print\n"
     "                    each rank's groups and parameter count\n"
-    "  --print-config    print every key with its default and meaning\n"
+    "  --print-config    print every key with its default and meaning; with --config or\n"
+    "                    --set, the resolved config (checked, as a config file), and exit\n"
     "  --print-layout    print 'tensor T pipeline P data D' from the config's parallel section\n"
     "                    and exit (launch/ternion-run reads it to size the job)\n";
 
@@ -112,6 +113,8 @@ CliOptions parse_args(int argc, char** argv) {
       TN_THROW(UsageError, "unknown argument '", arg, "'");
     }
   }
+  TN_CHECK_AS(UsageError, int{options.dry_run} + options.print_config + options.print_layout <= 1,
+              "--dry-run, --print-config and --print-layout each say what to do: give one");
   if (!options.help && !options.print_config)
     TN_CHECK_AS(UsageError, !options.config_path.empty(), "--config FILE is required");
   return options;
@@ -250,7 +253,8 @@ void check_host_memory(const ConfigDocument& doc, const TrainConfig& config, int
 // Phase 1. Identical on every rank; rank 0 prints what is to be printed.
 void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size) {
   s.options = parse_args(argc, argv);
-  if (s.options.help || s.options.print_config) {
+  const bool resolves_config = !s.options.config_path.empty() || !s.options.overrides.empty();
+  if (s.options.help || (s.options.print_config && !resolves_config)) {
     if (world_rank == 0) {
       if (s.options.help) std::cout << usage_text();
       else print_config_schema(std::cout);
@@ -258,9 +262,10 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
     s.finished = true;
     return;
   }
-  s.doc = ConfigDocument::load_file(s.options.config_path);
+  s.doc = s.options.config_path.empty() ? ConfigDocument::parse("", "(defaults)")
+                                        : ConfigDocument::load_file(s.options.config_path);
   for (const std::string& assignment : s.options.overrides) s.doc.apply_override(assignment);
-  if (s.options.print_layout) {
+  if (s.options.print_layout || s.options.print_config) {
     ParallelConfig parallel;
     read_config_section(s.doc, "parallel", parallel);
     // Launchers start this many ranks: the whole config is checked first, for the world the
@@ -280,8 +285,9 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
                       std::to_string(parallel.pipeline) + ") x data (" +
                       std::to_string(parallel.data) + ") is more than 2^24 ranks");
     }
-    TrainConfig::from_document(s.doc, {}, world);
-    if (world_rank == 0)
+    const TrainConfig config = TrainConfig::from_document(s.doc, {}, world);
+    if (world_rank == 0 && s.options.print_config) std::cout << config_yaml(config);
+    if (world_rank == 0 && s.options.print_layout)
       std::cout << "tensor " << parallel.tensor << " pipeline " << parallel.pipeline << " data "
                 << parallel.data << '\n';
     s.finished = true;

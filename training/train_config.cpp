@@ -81,6 +81,14 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
     config_fail(doc, kSection, "recompute_layers",
                 "counts the blocks that recompute under training.recompute: full, not '" +
                     t.recompute + "'");
+  // The first pipeline chunk is the largest (layers/model_facts.h).
+  const std::int64_t chunks = std::max<std::int64_t>(
+      1, c.parallel.pipeline * std::max<std::int64_t>(1, c.parallel.virtual_stages));
+  const StageBlocks largest = pipeline_stage_blocks(c.model.n_layer, chunks, 0);
+  if (c.model.n_layer >= chunks && t.recompute_layers > largest.end - largest.begin)
+    config_fail(doc, kSection, "recompute_layers",
+                "is more than the " + std::to_string(largest.end - largest.begin) +
+                    " blocks of the largest pipeline chunk (0 recomputes them all)");
   if (t.eval_interval > 0 && c.data.val.empty())
     config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
   if (c.data.train.empty())
@@ -101,6 +109,8 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
                 "records a pipeline schedule's timeline: it needs parallel.pipeline > 1");
   if (c.logging.trace_step < 0 || c.logging.trace_step > t.steps)
     config_fail(doc, "logging", "trace_step", "must be between 0 (the last step) and training.steps");
+  refuse_unused_keys(doc, "logging", c.logging, c.logging.unused_keys(),
+                     "picks the step logging.trace_file records: it needs logging.trace_file");
   if (p.schedule != "1f1b" && p.schedule != "gpipe" && p.schedule != "zb-h1")
     config_fail(doc, "parallel", "schedule",
                 "must be 1f1b, gpipe or zb-h1, got '" + p.schedule + "'");
@@ -172,31 +182,36 @@ std::int64_t TrainConfig::micro_batches_per_step(std::int64_t world_size) const 
 }
 
 namespace {
-// `model_keys_omitted`: the model keys the config's family does not use.
-void print_sections(std::ostream& out, const TrainConfig& c,
-                    std::set<std::string> model_keys_omitted) {
-  print_config_section(out, "model", c.model, std::move(model_keys_omitted));
-  print_config_section(out, "parallel", c.parallel);
+// The keys `c` leaves unused are printed commented out: where given, they are refused.
+void print_sections(std::ostream& out, const TrainConfig& c) {
+  auto set_of = [](const std::vector<std::string>& keys) {
+    return std::set<std::string>(keys.begin(), keys.end());
+  };
+  print_config_section(out, "model", c.model, set_of(model_family(c.model.family).unused_keys()));
+  print_config_section(out, "parallel", c.parallel, set_of(c.parallel.unused_keys()));
   print_config_section(out, "training", c.training);
-  print_config_section(out, "optimizer", c.optimizer);
+  print_config_section(out, "optimizer", c.optimizer, set_of(c.optimizer.unused_keys()));
   print_config_section(out, "data", c.data);
-  print_config_section(out, "logging", c.logging);
+  print_config_section(out, "logging", c.logging, set_of(c.logging.unused_keys()));
   print_config_section(out, "checkpoint", c.checkpoint);
 }
 }  // namespace
 
 std::string config_yaml(const TrainConfig& config) {
   std::ostringstream out;
-  // Only the keys the family reads: a GPT-2 checkpoint's config refuses Llama's keys on load.
-  const std::vector<std::string> unused = model_family(config.model.family).unused_keys();
-  print_sections(out, config, {unused.begin(), unused.end()});
+  print_sections(out, config);
   return out.str();
 }
 
 void print_config_schema(std::ostream& out) {
-  print_sections(out, TrainConfig{}, {});
+  print_sections(out, TrainConfig{});
 }
 
+
+std::vector<std::string> LoggingConfig::unused_keys() const {
+  if (trace_file.empty()) return {"trace_step"};
+  return {};
+}
 
 std::string LoggingConfig::flight_directory() const {
   if (!flight_dir.empty()) return flight_dir;

@@ -97,6 +97,9 @@ struct LoggingConfig {
   }
   // flight_dir, or its default.
   std::string flight_directory() const;
+  // The keys the rest of the section leaves unused (refused where given): trace_step without
+  // a trace_file.
+  std::vector<std::string> unused_keys() const;
 };
 
 struct CheckpointConfig {

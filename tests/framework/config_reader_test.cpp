@@ -193,5 +193,25 @@ TEST(ConfigPrinter, PrintsEveryKeyWithItsDocumentation) {
   EXPECT_EQ(s.name, "x");
 }
 
+// Keys the rest of a config leaves unused print commented out, and are refused where they are
+// off their defaults: a value given there would be ignored.
+TEST(ConfigPrinter, UnusedKeysAreCommentedOutAndRefusedOffTheirDefaults) {
+  std::ostringstream out;
+  print_config_section(out, "sec", Section{}, {"flag", "rate"});
+  const std::string text = out.str();
+  EXPECT_NE(text.find("\n  # flag: false"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  count: 3"), std::string::npos) << text;
+
+  auto refusal = [](const std::string& yaml) {
+    ConfigDocument doc = ConfigDocument::parse(yaml, "test.yaml");
+    Section s;
+    read_config_section(doc, "sec", s);
+    return config_error([&] { refuse_unused_keys(doc, "sec", s, {"flag", "rate"}, "unused"); });
+  };
+  EXPECT_EQ(refusal("sec:\n  count: 7\n  flag: false\n  rate: 0.5\n"), "");
+  EXPECT_EQ(refusal("sec:\n  count: 7\n  flag: true\n"), "test.yaml:3: sec.flag: unused");
+  EXPECT_EQ(refusal("sec:\n  rate: 0.50000001\n"), "test.yaml:2: sec.rate: unused");
+}
+
 }  // namespace
 }  // namespace ternion

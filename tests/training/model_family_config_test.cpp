@@ -79,13 +79,15 @@ TEST(ModelFamilyConfig, KeyValueHeadsMustSplitOverTheTensorRanks) {
   EXPECT_EQ(error_of(kLlama, {"parallel.tensor=2"}, 2), "");
 }
 
-// A checkpoint keeps its config without the keys its family does not use, so it loads again.
+// A checkpoint keeps its config with the keys its family does not use commented out, so it
+// loads again.
 TEST(ModelFamilyConfig, SavedConfigsKeepTheirFamilysKeysOnly) {
   std::string gpt2 = kLlama;
   gpt2.replace(gpt2.find("  family: llama\n"), 16, "");
   gpt2.replace(gpt2.find("  n_kv_head: 2\n"), 15, "");
   const std::string saved_gpt2 = config_yaml(TrainConfig::parse(gpt2, "run.yaml", {}));
-  EXPECT_EQ(saved_gpt2.find("n_kv_head"), std::string::npos) << saved_gpt2;
+  EXPECT_EQ(saved_gpt2.find("\n  n_kv_head"), std::string::npos) << saved_gpt2;
+  EXPECT_NE(saved_gpt2.find("\n  # n_kv_head: 0"), std::string::npos) << saved_gpt2;
   EXPECT_EQ(error_of(saved_gpt2, {}), "");
   const std::string saved_llama = config_yaml(TrainConfig::parse(kLlama, "run.yaml", {}));
   EXPECT_NE(saved_llama.find("n_kv_head: 2"), std::string::npos) << saved_llama;
