@@ -2,13 +2,17 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "framework/crc32.h"
@@ -250,6 +254,24 @@ void check_host_memory(const ConfigDocument& doc, const TrainConfig& config, int
                     ": lower parallel.micro_batch_size or the model's size");
 }
 
+// With training.threads 0, OpenMP takes OMP_NUM_THREADS: checked as the key would be, before
+// the first parallel region (libgomp warns and goes on where it cannot read it, and crashes
+// where it cannot start that many threads).
+void check_omp_num_threads(const TrainConfig& config) {
+  const char* text = std::getenv("OMP_NUM_THREADS");
+  if (config.training.threads > 0 || text == nullptr) return;
+  const std::string value = text;
+  const std::string first = value.substr(0, value.find(','));  // a nested list: the outer level
+  std::int64_t threads = 0;
+  const auto [end, error] = std::from_chars(first.data(), first.data() + first.size(), threads);
+  const bool whole = error == std::errc() && end == first.data() + first.size();
+  TN_CHECK_AS(ConfigError, whole && threads >= 1, "OMP_NUM_THREADS '", value, "' is not a positive whole number (training.threads 0 "
+              "takes it)");
+  const auto cores = static_cast<std::int64_t>(std::thread::hardware_concurrency());
+  TN_CHECK_AS(ConfigError, cores == 0 || threads <= cores, "OMP_NUM_THREADS ", threads,
+              " is more than this machine's ", cores, " cores (training.threads 0 takes it)");
+}
+
 // Phase 1. Identical on every rank; rank 0 prints what is to be printed.
 void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size) {
   s.options = parse_args(argc, argv);
@@ -294,6 +316,7 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
     return;
   }
   s.config = TrainConfig::from_document(s.doc, {}, world_size);
+  check_omp_num_threads(*s.config);
   check_host_memory(s.doc, *s.config, world_size);
 }
 
