@@ -60,16 +60,21 @@ void plan_split(const fs::path& dir, const std::string& split, std::span<const s
   }
 }
 
-// What earlier preparations may have left in `dir` that this one did not write.
-std::vector<fs::path> stale_files(const fs::path& dir, const std::vector<std::string>& written) {
-  // Leftovers of a preparation that died half-way too: its .new and temporary files.
+// A name a preparation writes, or leaves behind when it dies half-way (.new and temporary
+// files).
+bool is_preparation_name(const std::string& name) {
   static const std::regex ours(
       R"(((train|val)(_[0-9]{6})?\.bin|tokenizer\.json)(\.new)?(\.tmp\.[0-9]+)?)");
+  return std::regex_match(name, ours);
+}
+
+// What earlier preparations may have left in `dir` that this one did not write.
+std::vector<fs::path> stale_files(const fs::path& dir, const std::vector<std::string>& written) {
   std::vector<fs::path> stale;
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     const std::string name = it->path().filename().string();
-    if (!std::regex_match(name, ours)) continue;
+    if (!is_preparation_name(name)) continue;
     if (std::find(written.begin(), written.end(), it->path().string()) == written.end())
       stale.push_back(it->path());
   }
@@ -181,9 +186,19 @@ PrepareResult prepare_text(std::string_view text, const std::string& output_dir,
   return split_and_write(text, source, output_dir, options);
 }
 
+bool is_replaced_by_preparation(const std::string& path, const std::string& output_dir) {
+  std::error_code error;
+  const fs::path file = fs::weakly_canonical(path, error);
+  if (error) return false;
+  const fs::path dir = fs::weakly_canonical(output_dir, error);
+  return !error && file.parent_path() == dir && is_preparation_name(file.filename().string());
+}
+
 PrepareResult prepare_text_file(const std::string& input_path, const std::string& output_dir,
                                 const PrepareOptions& options) {
   check_options(options);  // before reading a possibly large file
+  TN_CHECK_AS(DataError, !is_replaced_by_preparation(input_path, output_dir), "text file '",
+              input_path, "' is one that preparing into '", output_dir, "' replaces or removes");
   const std::string text = read_text_file(input_path);
   return split_and_write(text, "text file '" + input_path + "'", output_dir, options);
 }

@@ -53,6 +53,9 @@ PrepareResult prepare_text(std::string_view text, const std::string& output_dir,
                            const PrepareOptions& options, const std::string& source = "the text");
 PrepareResult prepare_text_file(const std::string& input_path, const std::string& output_dir,
                                 const PrepareOptions& options);
+// Whether preparing into `output_dir` writes over or removes `path` (a text to prepare there
+// must not be one of its token files).
+bool is_replaced_by_preparation(const std::string& path, const std::string& output_dir);
 // The whole file as bytes (DataError naming it when it cannot be read).
 std::string read_text_file(const std::string& path);
 

@@ -243,6 +243,10 @@ int run(const Options& options) {
   prepare.shard_tokens = options.shard_tokens.value_or(0);
   prepare.threads = static_cast<int>(
       options.threads.value_or(available_cores()));
+  TN_CHECK_AS(UsageError,
+              options.builtin || !ternion::is_replaced_by_preparation(*options.input, dir),
+              "--input '", *options.input, "' is a file that preparing into '", *options.output,
+              "' replaces or removes: give another --output");
   const std::string text = options.builtin
                                ? ternion::builtin_corpus_text(options.bytes.value_or(1 << 20))
                                : ternion::read_text_file(*options.input);

@@ -100,6 +100,16 @@ TEST(PrepareText, BadInputs) {
   expect_error<DataError>("directory as input",
                           [&] { prepare_text_file(dir.path(), dir.file("out"), {}); },
                           {dir.path(), "cannot read"});
+  // A text among the files the preparation writes or removes is refused, and kept.
+  for (const char* name : {"train.bin", "val_000003.bin", "tokenizer.json"}) {
+    const std::string text = dir.file(std::string("out/") + name);
+    std::filesystem::create_directories(dir.file("out"));
+    test::write_raw_file(text, "some text to prepare");
+    expect_error<DataError>(name, [&] { prepare_text_file(text, dir.file("out/."), {}); },
+                            {text, "replaces or removes"});
+    EXPECT_EQ(read_text_file(text), "some text to prepare") << name;
+  }
+  EXPECT_FALSE(is_replaced_by_preparation(dir.file("out/notes.txt"), dir.file("out")));
   expect_error<DataError>("empty text",
                           [&] { prepare_text("", dir.file("out"), {.val_fraction = 0.1}); },
                           {"empty"});
