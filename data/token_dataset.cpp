@@ -19,26 +19,34 @@ bool is_pattern(const std::string& spec) {
   return spec.find_first_of("*?[") != std::string::npos;
 }
 
+// ternion-prepare writes both splits into one directory `dir`: taking all of its files would
+// train on the validation text. `spec` (a directory, "holds"; a glob, "matches") names them.
+void refuse_mixed_splits(const std::string& key, const std::string& spec, const char* verb,
+                         const fs::path& dir, const std::vector<std::string>& paths) {
+  bool train = false, val = false;
+  for (const std::string& path : paths) {
+    const std::string name = fs::path(path).filename().string();
+    train = train || name.rfind("train", 0) == 0;
+    val = val || name.rfind("val", 0) == 0;
+  }
+  const char* split = key == "data.val" ? "val_*.bin" : "train_*.bin";
+  TN_CHECK_AS(DataError, !(train && val), key, " '", spec, "' ", verb,
+              " both training (train*.bin) and validation (val*.bin) files: name one split "
+              "with a glob, e.g. ", (dir / split).string());
+}
+
 std::vector<std::string> directory_shards(const std::string& key, const std::string& dir) {
   std::vector<std::string> paths;
-  bool train = false, val = false;
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     std::error_code not_a_file;  // a dangling link is not a shard; TokenShard::open would say so
     if (it->path().extension() != ".bin" || !it->is_regular_file(not_a_file)) continue;
     paths.push_back(it->path().string());
-    const std::string name = it->path().filename().string();
-    train = train || name.rfind("train", 0) == 0;
-    val = val || name.rfind("val", 0) == 0;
   }
   if (error) TN_THROW(DataError, key, " '", dir, "': cannot list the directory: ", error.message());
   TN_CHECK_AS(DataError, !paths.empty(), key, " '", dir,
               "' is a directory without token files (*.bin)");
-  // ternion-prepare writes both splits into one directory: taking all would mix them.
-  const char* split = key == "data.val" ? "val_*.bin" : "train_*.bin";
-  TN_CHECK_AS(DataError, !(train && val), key, " '", dir,
-              "' holds both training (train*.bin) and validation (val*.bin) files: name one "
-              "split with a glob, e.g. ", (fs::path(dir) / split).string());
+  refuse_mixed_splits(key, dir, "holds", dir, paths);
   std::sort(paths.begin(), paths.end());
   return paths;
 }
@@ -51,6 +59,7 @@ std::vector<std::string> glob_shards(const std::string& key, const std::string& 
   TN_CHECK_AS(DataError, status != GLOB_NOMATCH, key, " '", pattern, "' matches no file");
   TN_CHECK_AS(DataError, status == 0, key, " '", pattern,
               "': cannot read a directory the pattern names");
+  refuse_mixed_splits(key, pattern, "matches", fs::path(pattern).parent_path(), paths);
   std::sort(paths.begin(), paths.end());  // glob sorts by the locale's collation; we by bytes
   return paths;
 }

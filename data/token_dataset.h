@@ -6,7 +6,8 @@
 //   a directory                      every regular file in it named *.bin, in name order (not
 //                                    one holding both train*.bin and val*.bin files, as
 //                                    ternion-prepare writes: the splits would mix);
-//   a glob pattern (* ? [...])       the files it matches, in name order (glob(3));
+//   a glob pattern (* ? [...])       the files it matches, in name order (glob(3)) (not both
+//                                    splits, either);
 // and opens every shard at once, so a bad header anywhere stops the run before the first step.
 // Refused with one DataError line naming `key` and the file: a path that does not exist, a
 // directory without .bin files, a pattern matching nothing, a shard the reader refuses, and

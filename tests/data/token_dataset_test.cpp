@@ -56,6 +56,11 @@ TEST(TokenDataset, FileDirectoryAndGlob) {
                                                     dir.file("val/b.bin")}));
   test::expect_error<DataError>("both splits", [&] { TokenDataset::open("data.val", dir.path()); },
                                 {"data.val", "holds both training", dir.file("val_*.bin")});
+  // So is a glob that matches both.
+  write_counting(dir, "val_000000.bin", 30, 0);
+  test::expect_error<DataError>(
+      "a glob of both splits", [&] { TokenDataset::open("data.train", dir.file("*.bin")); },
+      {"data.train", "matches both training", dir.file("train_*.bin")});
 }
 
 TEST(TokenDataset, Refusals) {
