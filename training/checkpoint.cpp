@@ -111,7 +111,7 @@ std::map<std::string, std::vector<LocatedPiece>> read_pieces(const std::string& 
     TN_CHECK_AS(CheckpointError, fs::exists(index_path), "checkpoint '", dir, "' is missing '",
                 rank_name(r, ".json"), "'");
     const std::string file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
-    for (CheckpointPiece& piece : read_rank_index(index_path)) {
+    for (CheckpointPiece& piece : read_rank_index(index_path, r)) {
       const std::string tensor = piece.tensor;
       pieces[tensor].push_back({std::move(piece), file});
     }

@@ -60,6 +60,7 @@ std::string rank_index_json(int rank, const std::vector<CheckpointPiece>& pieces
 // field, a value of the wrong type or out of range, or a piece that does not lie within its
 // tensor.
 CheckpointMeta read_checkpoint_meta(const std::string& path);
-std::vector<CheckpointPiece> read_rank_index(const std::string& path);
+// The index of rank `rank`'s pieces (its "rank" field must say so).
+std::vector<CheckpointPiece> read_rank_index(const std::string& path, int rank);
 
 }  // namespace ternion
