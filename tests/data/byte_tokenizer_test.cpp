@@ -33,7 +33,7 @@ TEST(ByteTokenizer, IdsOutsideTheBytesDecodeAsTheirNumber) {
 TEST(ByteTokenizer, PromptBytesOutsideTheVocabularyAreNamed) {
   EXPECT_EQ(prompt_problem("The cat", 256), "");
   EXPECT_EQ(prompt_problem("The cat", 123), "");  // 'T'..'t' are below 123
-  EXPECT_EQ(prompt_problem("", 1), "");
+  EXPECT_EQ(prompt_problem("", 256), "the prompt is empty: a sample continues at least one token");
   const std::string problem = prompt_problem("ab\xC3\xBF", 123);
   EXPECT_NE(problem.find("0xC3"), std::string::npos) << problem;
   EXPECT_NE(problem.find("offset 2"), std::string::npos) << problem;
