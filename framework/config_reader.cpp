@@ -68,18 +68,6 @@ std::string line_of(const std::string& source, const YAML::Node& node) {
   return source + ":" + std::to_string(mark.line + 1);
 }
 
-// yaml-cpp keeps every entry of a map, a repeated key too, and lookups find the first: a
-// repeated section or key would silently lose one of its values.
-void check_unique_keys(const std::string& source, const YAML::Node& map, const char* what) {
-  std::map<std::string, YAML::Mark> seen;
-  for (const auto& entry : map) {
-    const std::string key = entry.first.Scalar();
-    const auto [first, inserted] = seen.emplace(key, entry.first.Mark());
-    TN_CHECK_AS(ConfigError, inserted, line_of(source, entry.first), ": ", what, " '", key,
-                "' appears twice (first at line ", first->second.line + 1, ")");
-  }
-}
-
 // The first line up to `last` (1-based) whose indentation holds a tab, or 0: YAML forbids tabs
 // there, and yaml-cpp reports it as an unrelated error ("illegal map value").
 int first_tab_indented_line(const std::string& text, int last) {
@@ -93,6 +81,18 @@ int first_tab_indented_line(const std::string& text, int last) {
 }
 
 }  // namespace
+
+// yaml-cpp keeps every entry of a map, a repeated key too, and lookups find the first: a
+// repeated section or key would silently lose one of its values.
+void check_unique_keys(const std::string& source, const YAML::Node& map, const char* what) {
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    const auto [first, inserted] = seen.emplace(key, entry.first.Mark());
+    TN_CHECK_AS(ConfigError, inserted, line_of(source, entry.first), ": ", what, " '", key,
+                "' appears twice (first at line ", first->second.line + 1, ")");
+  }
+}
 
 ConfigDocument ConfigDocument::parse(const std::string& text, const std::string& source_name) {
   ConfigDocument doc;

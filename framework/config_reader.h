@@ -62,6 +62,11 @@ class ConfigDocument {
   std::map<std::string, std::set<std::string>> declared_;
 };
 
+// ConfigError "SOURCE:LINE: <what> 'KEY' appears twice (first at line N)" where `map` holds a
+// key twice: yaml-cpp keeps both and lookups find the first. ConfigDocument checks its
+// sections and keys with it; other YAML readers (planner/cluster_spec.cpp) their maps.
+void check_unique_keys(const std::string& source, const YAML::Node& map, const char* what);
+
 // Thrown for a value that is present but wrong; names the key and where it came from.
 [[noreturn]] void config_fail(const ConfigDocument& doc, const std::string& section,
                               const std::string& key, const std::string& message);

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "framework/config_reader.h"
 #include "framework/error.h"
 
 namespace ternion {
@@ -21,6 +22,8 @@ class MapReader {
       : node_(node), path_(std::move(path)), source_(source) {
     if (!node_ || !node_.IsMap())
       fail(node_, (path_.empty() ? "the cluster description" : path_) + ": must be a map of keys");
+    // As a training config is read: a key given twice is refused, not the first one used.
+    check_unique_keys(source_, node_, "key");
   }
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& message) const {
@@ -52,10 +55,14 @@ class MapReader {
     return parsed;
   }
 
-  std::int64_t whole(const char* key) {
+  std::int64_t whole(const char* key, std::int64_t most) {
     const double value = number(key, true, 0);
-    if (value != std::floor(value) || value > 1e9)
-      fail(child(key, true), name(key) + ": must be a whole number, got " + node_[key].Scalar());
+    if (value > static_cast<double>(most))
+      fail(child(key, true), name(key) + ": must be at most " + std::to_string(most) + ", got " +
+                                 child(key, true).Scalar());
+    if (value != std::floor(value))
+      fail(child(key, true),
+           name(key) + ": must be a whole number, got " + child(key, true).Scalar());
     return static_cast<std::int64_t>(value);
   }
 
@@ -107,8 +114,14 @@ ClusterSpec ClusterSpec::parse(const std::string& yaml, const std::string& sourc
   MapReader top(root, "", source_name);
   MapReader cluster(top.child("cluster", true), "cluster", source_name);
   top.finish();
-  spec.nodes = cluster.whole("nodes");
-  spec.gpus_per_node = cluster.whole("gpus_per_node");
+  spec.nodes = cluster.whole("nodes", kMaxClusterGpus);
+  spec.gpus_per_node = cluster.whole("gpus_per_node", kMaxClusterGpus);
+  // Each within the cap, so the product fits; the search is linear in it.
+  if (spec.nodes * spec.gpus_per_node > kMaxClusterGpus)
+    cluster.fail(cluster.child("gpus_per_node", true),
+                 "cluster.nodes x cluster.gpus_per_node: " + std::to_string(spec.nodes) + " x " +
+                     std::to_string(spec.gpus_per_node) + " GPUs, more than the " +
+                     std::to_string(kMaxClusterGpus) + " a job may have");
 
   MapReader gpu(cluster.child("gpu", true), "cluster.gpu", source_name);
   spec.gpu.name = gpu.text("name");

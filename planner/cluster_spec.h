@@ -37,6 +37,10 @@ struct GpuSpec {
   double overlap_cost = 0;
 };
 
+// The most GPUs a cluster may have (nodes x gpus_per_node): a job has fewer ranks
+// (parallel/process_groups.cpp numbers them in floats, exact to 2^24).
+inline constexpr std::int64_t kMaxClusterGpus = std::int64_t{1} << 24;
+
 struct ClusterSpec {
   std::string source;  // the file it came from, for messages
   std::int64_t nodes = 0;

@@ -1,8 +1,6 @@
 #include "planner/plan_cli.h"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <utility>
@@ -10,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data/atomic_file.h"
 #include "framework/error.h"
 #include "framework/logging.h"
 #include "planner/layout_search.h"
@@ -118,17 +117,12 @@ std::string largest_term(const MemoryEstimate& m) {
   return std::string(largest.second) + " (" + human_bytes(static_cast<double>(largest.first)) + ")";
 }
 
+// Through data/atomic_file.h: its temporary name is the process's own, so concurrent runs
+// writing one path do not collide, and it is removed when the write or the rename fails.
 void write_config(const std::string& path, const TrainConfig& config) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary);
-    out << "# Written by ternion-plan.\n" << config_yaml(config);
-    out.close();
-    TN_CHECK_AS(ConfigError, !out.fail(), "cannot write '", temporary, "'");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  TN_CHECK_AS(ConfigError, !ec, "cannot rename '", temporary, "' to '", path, "': ", ec.message());
+  const std::string text = "# Written by ternion-plan.\n" + config_yaml(config);
+  write_file_atomically(path, "config",
+                        [&](int fd) { return write_all(fd, text.data(), text.size()); });
 }
 
 int run(int argc, char** argv) {

@@ -1,9 +1,11 @@
 #include "parallel/comm/flight_recorder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -138,6 +140,49 @@ std::string flight_record_json(const FlightRecord& r) {
   return doc.dump(1) + "\n";
 }
 
+namespace {
+// An integer read wide and refused past int, where get<int>() would wrap it into range.
+int int_field(const json& value, const std::string& path, const char* field) {
+  const auto wide = value.get<std::int64_t>();
+  TN_CHECK_AS(CommError, wide >= std::numeric_limits<int>::min() &&
+                             wide <= std::numeric_limits<int>::max(),
+              "'", path, "': ", field, " ", wide, " is out of range");
+  return static_cast<int>(wide);
+}
+
+std::vector<int> int_list(const json& value, const std::string& path, const char* field) {
+  std::vector<int> list;
+  for (const json& item : value.get<std::vector<json>>())
+    list.push_back(int_field(item, path, field));
+  return list;
+}
+}  // namespace
+
+void check_flight_record(const FlightRecord& r, const std::string& where) {
+  TN_CHECK_AS(CommError, r.world_size >= 1 && r.world_size <= kMaxFlightRanks, where,
+              ": world_size ", r.world_size, " is not from 1 to ", kMaxFlightRanks, " ranks");
+  TN_CHECK_AS(CommError, r.rank >= 0 && r.rank < r.world_size, where, ": rank ", r.rank, " of ",
+              r.world_size);
+  for (const FlightGroup& g : r.groups) {
+    TN_CHECK_AS(CommError, !g.members.empty(), where, ": group '", g.name, "' has no members");
+    for (int m : g.members)
+      TN_CHECK_AS(CommError, m >= 0 && m < r.world_size, where, ": group '", g.name,
+                  "' names rank ", m, " of ", r.world_size);
+    std::vector<int> sorted = g.members;
+    std::sort(sorted.begin(), sorted.end());
+    const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+    TN_CHECK_AS(CommError, twice == sorted.end(), where, ": group '", g.name, "' names rank ",
+                twice == sorted.end() ? 0 : *twice, " twice");
+  }
+  for (const FlightEntry& e : r.entries) {
+    TN_CHECK_AS(CommError, e.group >= 0 && e.group < static_cast<int>(r.groups.size()), where,
+                ": operation ", e.id, " names group ", e.group, " of ", r.groups.size());
+    for (int p : e.peers)
+      TN_CHECK_AS(CommError, p >= 0 && p < r.world_size, where, ": operation ", e.id,
+                  " names peer rank ", p, " of ", r.world_size);
+  }
+}
+
 FlightRecord parse_flight_record(const std::string& text, const std::string& path) {
   try {
     const json doc = json::parse(text);
@@ -145,37 +190,35 @@ FlightRecord parse_flight_record(const std::string& text, const std::string& pat
                 "'", path, "' is not a ternion flight record (format ", kFormat, " version ",
                 kVersion, ")");
     FlightRecord r;
-    r.rank = doc.at("rank").get<int>();
-    r.world_size = doc.at("world_size").get<int>();
+    r.rank = int_field(doc.at("rank"), path, "rank");
+    r.world_size = int_field(doc.at("world_size"), path, "world_size");
     r.reason = doc.at("reason").get<std::string>();
     r.written_s = doc.at("written_s").get<double>();
     r.timeout_s = doc.at("timeout_s").get<double>();
     for (const json& g : doc.at("groups"))
-      r.groups.push_back({g.at("name").get<std::string>(), g.at("members").get<std::vector<int>>()});
+      r.groups.push_back(
+          {g.at("name").get<std::string>(), int_list(g.at("members"), path, "member")});
     for (const json& o : doc.at("operations")) {
       FlightEntry e;
       e.id = o.at("id").get<std::uint64_t>();
-      e.group = o.at("group").get<int>();
+      e.group = int_field(o.at("group"), path, "group");
       e.seq = o.at("seq").get<std::uint64_t>();
       e.kind = o.at("kind").get<std::string>();
       e.bytes = o.at("bytes").get<std::int64_t>();
-      e.peers = o.at("peers").get<std::vector<int>>();
+      e.peers = int_list(o.at("peers"), path, "peer");
       const std::string state = o.at("state").get<std::string>();
       bool known = false;
       for (FlightState s : {FlightState::issued, FlightState::started, FlightState::completed,
                             FlightState::failed})
         if (state == flight_state_name(s)) e.state = s, known = true;
       TN_CHECK_AS(CommError, known, "'", path, "': operation ", e.id, " has state '", state, "'");
-      TN_CHECK_AS(CommError, e.group >= 0 && e.group < static_cast<int>(r.groups.size()), "'",
-                  path, "': operation ", e.id, " names group ", e.group, " of ", r.groups.size());
       e.issued_s = o.at("issued_s").get<double>();
       e.started_s = o.at("started_s").get<double>();
       e.ended_s = o.at("ended_s").get<double>();
       e.error = o.value("error", "");
       r.entries.push_back(std::move(e));
     }
-    TN_CHECK_AS(CommError, r.world_size >= 1 && r.rank >= 0 && r.rank < r.world_size, "'", path,
-                "': rank ", r.rank, " of ", r.world_size);
+    check_flight_record(r, "'" + path + "'");
     return r;
   } catch (const json::exception& e) {
     TN_THROW(CommError, "'", path, "' is not a readable flight record: ", e.what());

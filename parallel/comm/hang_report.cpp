@@ -32,10 +32,25 @@ std::string group_key(const FlightGroup& g) {
   return key;
 }
 
-std::string rank_list(const std::set<int>& ranks) {
+// Ascending ranks as text, a run of three or more as "first-last": a job of millions of ranks
+// may be missing all but a few.
+std::string rank_runs(const std::vector<std::pair<int, int>>& runs) {
   std::string text;
-  for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+  for (const auto& [first, last] : runs) {
+    text += (text.empty() ? "" : ", ") + std::to_string(first);
+    if (last == first + 1) text += ", " + std::to_string(last);
+    else if (last > first) text += "-" + std::to_string(last);
+  }
   return text;
+}
+
+std::string rank_list(const std::set<int>& ranks) {
+  std::vector<std::pair<int, int>> runs;
+  for (int r : ranks) {
+    if (!runs.empty() && runs.back().second + 1 == r) runs.back().second = r;
+    else runs.emplace_back(r, r);
+  }
+  return rank_runs(runs);
 }
 
 // One rank's view: its record, its operations per group, and what it waits in.
@@ -67,12 +82,15 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
   HangReport report;
   TN_CHECK_AS(CommError, !records.empty(), "no flight records to read");
   const int world = records.front().world_size;
-  std::vector<RankView> views(static_cast<std::size_t>(world));
+  // Only the ranks that wrote a record have a view: the world may be millions of ranks.
+  std::map<int, RankView> views;
   for (const FlightRecord& r : records) {
+    // Records made by hand as well as read: every rank below indexes the world.
+    check_flight_record(r, detail::concat("the record of rank ", r.rank));
     TN_CHECK_AS(CommError, r.world_size == world, "the records are of different jobs: rank ",
                 r.rank, "'s says ", r.world_size, " ranks, rank ", records.front().rank, "'s ",
                 world);
-    RankView& v = views[static_cast<std::size_t>(r.rank)];
+    RankView& v = views[r.rank];
     TN_CHECK_AS(CommError, v.record == nullptr, "two records of rank ", r.rank);
     v.record = &r;
     for (const FlightEntry& e : r.entries) {
@@ -84,17 +102,26 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
       if (!oldest || e.id < oldest->id) oldest = &e;
     }
   }
-  std::set<int> missing;
-  for (int r = 0; r < world; ++r)
-    if (!views[static_cast<std::size_t>(r)].record) missing.insert(r);
+  const auto view_of = [&](int rank) -> const RankView* {
+    const auto found = views.find(rank);
+    return found == views.end() ? nullptr : &found->second;
+  };
+  // The ranks without a record, as the runs between those with one.
+  std::vector<std::pair<int, int>> missing;
+  int next = 0;
+  for (const auto& [rank, v] : views) {
+    if (rank > next) missing.emplace_back(next, rank - 1);
+    next = rank + 1;
+  }
+  if (next < world) missing.emplace_back(next, world - 1);
+  const std::size_t missing_count = static_cast<std::size_t>(world) - views.size();
   report.lines.push_back(detail::concat(
       world, " ranks, ", records.size(), " flight records",
-      missing.empty() ? std::string() : " (none from rank" + std::string(missing.size() > 1 ? "s " : " ") +
-                                            rank_list(missing) + ")"));
+      missing.empty() ? std::string()
+                      : " (none from rank" + std::string(missing_count > 1 ? "s " : " ") +
+                            rank_runs(missing) + ")"));
 
-  for (int r = 0; r < world; ++r) {
-    const RankView& v = views[static_cast<std::size_t>(r)];
-    if (!v.record) continue;
+  for (const auto& [r, v] : views) {
     const auto failed_entry =
         std::find_if(v.record->entries.rbegin(), v.record->entries.rend(),
                      [](const FlightEntry& e) { return e.state == FlightState::failed; });
@@ -115,43 +142,56 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
   std::map<int, std::string> stalled;
   // Ranks whose operation has every peer in it too, and still did not complete.
   std::map<int, std::string> in_it_together;
-  for (int r = 0; r < world; ++r) {
-    const RankView& v = views[static_cast<std::size_t>(r)];
-    if (!v.record || !v.waits_in) continue;
+  for (const auto& [r, v] : views) {
+    if (!v.waits_in) continue;
     const FlightEntry& e = *v.waits_in;
     const FlightGroup& g = v.record->groups[static_cast<std::size_t>(e.group)];
     const std::string key = group_key(g);
     std::vector<std::string> why;
+    // The peers without a record make one reason, in the place of the first of them.
+    std::set<int> silent;
+    std::size_t silent_at = 0;
     bool all_passed = true;
     const std::vector<int>& others = is_point_to_point(e.kind) ? e.peers : g.members;
     for (int m : others) {
       if (m == r) continue;
-      const RankView& peer = views[static_cast<std::size_t>(m)];
-      std::string blame;
-      if (!peer.record) {
-        blame = detail::concat("rank ", m, " wrote no record");
-      } else {
-        const auto seq = peer.last_seq.find(key);
-        const std::uint64_t last = seq == peer.last_seq.end() ? 0 : seq->second;
-        const std::string peer_wait =
-            peer.waits_in ? ", it waits in " + describe(peer, *peer.waits_in) : std::string();
-        if (is_point_to_point(e.kind)) {
-          if (!peer.unfinished.count(key))
-            blame = detail::concat("rank ", m, " has nothing unfinished on that group", peer_wait);
-        } else if (last < e.seq) {
-          blame = detail::concat("rank ", m, " has issued only ", last,
-                                 " operations on that group", peer_wait);
+      const RankView* found = view_of(m);
+      if (!found) {
+        if (silent.empty()) {
+          silent_at = why.size();
+          why.emplace_back();
         }
-        const auto mine = peer.unfinished.find(key);
-        if (last < e.seq || (mine != peer.unfinished.end() && mine->second->seq <= e.seq))
-          all_passed = false;
+        silent.insert(m);
+        all_passed = false;
+        waited_by[m].insert(r);
+        waits_for_someone.insert(r);
+        continue;
       }
+      const RankView& peer = *found;
+      std::string blame;
+      const auto seq = peer.last_seq.find(key);
+      const std::uint64_t last = seq == peer.last_seq.end() ? 0 : seq->second;
+      const std::string peer_wait =
+          peer.waits_in ? ", it waits in " + describe(peer, *peer.waits_in) : std::string();
+      if (is_point_to_point(e.kind)) {
+        if (!peer.unfinished.count(key))
+          blame = detail::concat("rank ", m, " has nothing unfinished on that group", peer_wait);
+      } else if (last < e.seq) {
+        blame = detail::concat("rank ", m, " has issued only ", last, " operations on that group",
+                               peer_wait);
+      }
+      const auto mine = peer.unfinished.find(key);
+      if (last < e.seq || (mine != peer.unfinished.end() && mine->second->seq <= e.seq))
+        all_passed = false;
       if (blame.empty()) continue;
       all_passed = false;
       why.push_back(blame);
       waited_by[m].insert(r);
       waits_for_someone.insert(r);
     }
+    if (!silent.empty())
+      why[silent_at] = detail::concat("rank", silent.size() > 1 ? "s " : " ", rank_list(silent),
+                                      " wrote no record");
     std::string line = detail::concat("rank ", r, " waits in ", describe(v, e));
     // A running process's watchdog writes its record within a second of the timeout: a wait
     // well past it in the record means the process was not running (stopped, then woken by
@@ -187,8 +227,8 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
   if (behind.empty())
     for (const auto& [rank, why] : stalled) behind.insert(rank);
   for (const auto& [rank, waiters] : waited_by)
-    if (report.failed.empty() && !waits_for_someone.count(rank) && (!views[static_cast<std::size_t>(rank)].record ||
-                                           !views[static_cast<std::size_t>(rank)].waits_in))
+    if (report.failed.empty() && !waits_for_someone.count(rank) &&
+        (!view_of(rank) || !view_of(rank)->waits_in))
       behind.insert(rank);
   if (behind.empty())
     for (const auto& [rank, waiters] : waited_by) behind.insert(rank);
@@ -205,23 +245,38 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     report.lines.push_back("no rank waits for another: the records show no hang");
     return report;
   }
-  for (int rank : behind) {
-    const RankView& v = views[static_cast<std::size_t>(rank)];
+  const std::vector<int> ordered(behind.begin(), behind.end());
+  for (std::size_t i = 0; i < ordered.size();) {
+    const int rank = ordered[i];
+    const RankView* v = view_of(rank);
+    const std::set<int>& waiters = waited_by[rank];
+    // A run of ranks without a record that the same ranks wait for is one line: in a large
+    // job most ranks may have written none.
+    std::size_t end = i + 1;
+    while (!v && end < ordered.size() && ordered[end] == ordered[end - 1] + 1 &&
+           !view_of(ordered[end]) && waited_by[ordered[end]] == waiters)
+      ++end;
     std::string state;
     if (std::count(report.failed.begin(), report.failed.end(), rank))
       state = "it failed, above: the job ends on its error";
-    else if (!v.record) state = "it wrote no record: stopped, killed, or stuck outside communication";
+    else if (!v)
+      state = std::string(end - i > 1 ? "they" : "it") +
+              " wrote no record: stopped, killed, or stuck outside communication";
     else if (stalled.count(rank)) state = stalled[rank];
-    else if (!v.waits_in) state = "it waits in no communication: stuck computing, or it took another branch";
+    else if (!v->waits_in)
+      state = "it waits in no communication: stuck computing, or it took another branch";
     else if (in_it_together.count(rank)) state = in_it_together[rank];
     else state = "it waits in turn: a cycle";
-    std::string line = detail::concat("behind: rank ", rank, " (", state, ")");
-    const std::set<int>& waiters = waited_by[rank];
+    std::string line =
+        end - i > 1 ? detail::concat("behind: ranks ", rank_runs({{rank, ordered[end - 1]}}))
+                    : detail::concat("behind: rank ", rank);
+    line += " (" + state + ")";
     if (!waiters.empty())
       line += detail::concat("; rank", waiters.size() > 1 ? "s " : " ", rank_list(waiters),
-                             " wait", waiters.size() > 1 ? "" : "s", " for it");
+                             " wait", waiters.size() > 1 ? "" : "s", " for ",
+                             end - i > 1 ? "them" : "it");
     report.lines.push_back(line);
-    report.behind.push_back(rank);
+    for (; i < end; ++i) report.behind.push_back(ordered[i]);
   }
   return report;
 }

@@ -71,6 +71,65 @@ TEST(FlightRecorder, RecordsReadBackFromTheirJson) {
   EXPECT_THROW(parse_flight_record("not json", "x.json"), CommError);
 }
 
+// The message of the CommError `read` throws, or "" where it throws none.
+template <class Read>
+std::string refusal(Read read) {
+  try {
+    read();
+  } catch (const CommError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A record no job writes is refused, naming the file and the field: its ranks index the
+// world in the report.
+TEST(FlightRecorder, RefusesRecordsThatNameRanksOutsideTheWorld) {
+  FlightRecord r;
+  r.rank = 0;
+  r.world_size = 2;
+  r.groups = {{"world", {0, 1}}};
+  FlightEntry e;
+  e.id = 4;
+  e.group = 0;
+  e.kind = "send";
+  e.peers = {1};
+  r.entries = {e};
+  auto refused = [&](FlightRecord bad) {
+    return refusal([&] { parse_flight_record(flight_record_json(bad), "fl/rank_0.json"); });
+  };
+  EXPECT_EQ(refused(r), "");
+  FlightRecord bad = r;
+  bad.groups[0].members = {0, 9};
+  EXPECT_EQ(refused(bad), "'fl/rank_0.json': group 'world' names rank 9 of 2");
+  bad.groups[0].members = {0, -1};
+  EXPECT_EQ(refused(bad), "'fl/rank_0.json': group 'world' names rank -1 of 2");
+  bad.groups[0].members = {0, 0};
+  EXPECT_EQ(refused(bad), "'fl/rank_0.json': group 'world' names rank 0 twice");
+  bad.groups[0].members = {};
+  EXPECT_EQ(refused(bad), "'fl/rank_0.json': group 'world' has no members");
+  bad = r;
+  bad.entries[0].peers = {2};
+  EXPECT_EQ(refused(bad), "'fl/rank_0.json': operation 4 names peer rank 2 of 2");
+  bad = r;
+  bad.world_size = 300000000;
+  EXPECT_EQ(refused(bad), "'fl/rank_0.json': world_size 300000000 is not from 1 to 16777216 ranks");
+  // Past int: read wide, not wrapped into range (2^32 + 2 would read as 2).
+  std::string text = flight_record_json(r);
+  const std::string field = "\"world_size\": 2";
+  ASSERT_NE(text.find(field), std::string::npos) << text;
+  text.replace(text.find(field), field.size(), "\"world_size\": 4294967298");
+  EXPECT_EQ(refusal([&] { parse_flight_record(text, "fl/rank_0.json"); }),
+            "'fl/rank_0.json': world_size 4294967298 is out of range");
+  // Records made by hand are checked too, before the report indexes the world with them.
+  bad = r;
+  bad.groups[0].members = {0, 9};
+  FlightRecord other = r;
+  other.rank = 1;
+  EXPECT_EQ(refusal([&] { analyse_flight_records({bad, other}); }),
+            "the record of rank 0: group 'world' names rank 9 of 2");
+}
+
 // A record of `rank` of `world` whose last operations on group `name` are the given ones.
 struct Op {
   std::uint64_t seq;
@@ -125,6 +184,40 @@ TEST(HangReport, NamesTheRankWithoutARecord) {
   const HangReport report = analyse_flight_records(records);
   EXPECT_EQ(report.behind, std::vector<int>{3});
   EXPECT_NE(report.lines.front().find("none from rank 3"), std::string::npos);
+}
+
+TEST(HangReport, NamesRunsOfRanksWithoutARecordAsRanges) {
+  const std::vector<FlightGroup> world = {{"world", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, 10, world, {{9, "barrier", S::started}}),
+      record_of(4, 10, world, {{9, "barrier", S::started}}),
+      record_of(7, 10, world, {{9, "barrier", S::started}}),
+  });
+  EXPECT_EQ(report.lines.front(), "10 ranks, 3 flight records (none from ranks 1-3, 5, 6, 8, 9)");
+  EXPECT_EQ(report.behind, (std::vector<int>{1, 2, 3, 5, 6, 8, 9}));
+  EXPECT_EQ(report.lines[1].rfind("rank 0 waits in barrier #9", 0), 0u) << report.lines[1];
+  EXPECT_NE(report.lines[1].find(": ranks 1-3, 5, 6, 8, 9 wrote no record"), std::string::npos)
+      << report.lines[1];
+  // One line for each run the same ranks wait for.
+  const std::string waiting = "; ranks 0, 4, 7 wait for them";
+  EXPECT_EQ(report.lines[report.lines.size() - 3],
+            "behind: ranks 1-3 (they wrote no record: stopped, killed, or stuck outside "
+            "communication)" + waiting);
+  EXPECT_EQ(report.lines.back(),
+            "behind: ranks 8, 9 (they wrote no record: stopped, killed, or stuck outside "
+            "communication)" + waiting);
+}
+
+TEST(HangReport, ReadsTheRecordsOfTheLargestWorldAtTheirOwnSize) {
+  // 2^24 ranks, two records: the report's memory and lines follow the records, not the world.
+  const std::vector<FlightGroup> pair = {{"dp[0,1]", {0, 1}}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, kMaxFlightRanks, pair, {{3, "all_reduce", S::completed}}),
+      record_of(1, kMaxFlightRanks, pair, {{3, "all_reduce", S::completed}}),
+  });
+  ASSERT_LT(report.lines.front().size(), 100u);  // not the ranks one by one (150 MB)
+  EXPECT_EQ(report.lines.front(), "16777216 ranks, 2 flight records (none from ranks 2-16777215)");
+  EXPECT_TRUE(report.behind.empty());
 }
 
 TEST(HangReport, NamesAStoppedRankFromItsLateRecord) {

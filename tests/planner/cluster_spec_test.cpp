@@ -72,5 +72,40 @@ TEST(ClusterSpec, RefusesBadDescriptionsNamingTheKeyAndLine) {
   expect_refused("cluster: {nodes: 2\n", "bad.yaml:");
 }
 
+TEST(ClusterSpec, RefusesAKeyGivenTwiceAsATrainingConfigDoes) {
+  const std::string good = kTwoNodes;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  // yaml-cpp keeps both; read alone, the first would count and the second vanish.
+  expect_refused(with("  nodes: 2\n", "  nodes: 1\n  nodes: 2\n"),
+                 "bad.yaml:3: key 'nodes' appears twice (first at line 2)");
+  expect_refused(with("name: X,", "name: X, name: Y,"),
+                 "bad.yaml:4: key 'name' appears twice (first at line 4)");
+  expect_refused(good + "cluster: {nodes: 1}\n", "bad.yaml:7: key 'cluster' appears twice");
+}
+
+TEST(ClusterSpec, RefusesMoreGpusThanAJobMayHave) {
+  const std::string good = kTwoNodes;
+  auto sized = [&](const std::string& nodes, const std::string& gpus) {
+    std::string text = good;
+    text.replace(text.find("nodes: 2"), 8, "nodes: " + nodes);
+    text.replace(text.find("gpus_per_node: 4"), 16, "gpus_per_node: " + gpus);
+    return text;
+  };
+  // Whole but too large is said so, not "must be a whole number".
+  expect_refused(sized("2147483647", "4"),
+                 "bad.yaml:2: cluster.nodes: must be at most 16777216, got 2147483647");
+  expect_refused(sized("2", "1e12"), "cluster.gpus_per_node: must be at most 16777216, got 1e12");
+  // Each within the cap, the product past it: the search is linear in the GPUs.
+  expect_refused(sized("100000", "100000"),
+                 "cluster.nodes x cluster.gpus_per_node: 100000 x 100000 GPUs, more than the "
+                 "16777216 a job may have");
+  const ClusterSpec largest = ClusterSpec::parse(sized("2048", "8192"), "largest.yaml");
+  EXPECT_EQ(largest.world_size(), kMaxClusterGpus);
+}
+
 }  // namespace
 }  // namespace ternion
