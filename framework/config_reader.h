@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -164,7 +165,10 @@ class ConfigPrinter {
       emitter << YAML::DoubleQuoted << field;
       value << emitter.c_str();
     } else if constexpr (std::is_same_v<T, double>) {
-      value << field;
+      // The shortest text that reads back as the same double: a printed config is that config.
+      char text[32];
+      const auto written = std::to_chars(text, text + sizeof text, field);
+      value << std::string_view(text, static_cast<std::size_t>(written.ptr - text));
       if (value.str().find_first_of(".eE") == std::string::npos) value << ".0";
     } else {
       value << field;

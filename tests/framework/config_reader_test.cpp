@@ -193,6 +193,17 @@ TEST(ConfigPrinter, PrintsEveryKeyWithItsDocumentation) {
   EXPECT_EQ(s.name, "x");
 }
 
+// A printed config is that config: each double as the shortest text that reads back as it.
+TEST(ConfigPrinter, DoublesReadBackExactly) {
+  for (const double rate : {0.0031234567, 1.0 / 3, 1e-8, 2.0, 6.02214076e23}) {
+    Section in;
+    in.rate = rate;
+    std::ostringstream out;
+    print_config_section(out, "sec", in);
+    EXPECT_EQ(read(out.str()).rate, rate) << out.str();
+  }
+}
+
 // Keys the rest of a config leaves unused print commented out, and are refused where they are
 // off their defaults: a value given there would be ignored.
 TEST(ConfigPrinter, UnusedKeysAreCommentedOutAndRefusedOffTheirDefaults) {
