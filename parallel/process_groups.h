@@ -90,5 +90,9 @@ class ProcessGroups {
 // every rank (node_of_rank[r], any id that is equal for ranks on the same node).
 std::vector<std::vector<int>> tensor_groups_spanning_nodes(const RankLayout& layout,
                                                            const std::vector<int>& node_of_rank);
+// ConfigError naming the first tensor group that spans nodes: tensor parallelism all-reduces
+// activations every layer, so a training run (and its dry run) refuses it. The same on every
+// rank.
+void check_tensor_groups_within_nodes(const ProcessGroups& groups);
 
 }  // namespace ternion

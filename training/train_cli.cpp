@@ -515,6 +515,9 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
   if (const std::optional<int> status = agree_on_failure(world, local)) return *status;
 
   const ProcessGroups groups(world, *layout);  // collective
+  if (const std::optional<int> status =
+          agree_on_failure(world, capture([&] { check_tensor_groups_within_nodes(groups); })))
+    return *status;
   if (world.rank() == 0) {
     const ModelConfig& m = config.model;
     log_info("ternion: layout tensor ", layout->tp_size, " x pipeline ", layout->pp_size,

@@ -180,12 +180,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
               "training.gelu_epilogue: must be check, on or off, got '",
               config.training.gelu_epilogue, "'");
   set_gelu_epilogue(gelu_epilogue);
-  const std::vector<std::vector<int>> spanning =
-      tensor_groups_spanning_nodes(groups_.layout(), groups_.node_of_rank());
-  TN_CHECK_AS(ConfigError, spanning.empty(), "parallel.tensor = ", groups_.tp_size(),
-              ": tensor group ", rank_list_str(spanning.empty() ? std::vector<int>{} : spanning.front()),
-              " spans nodes; tensor parallelism all-reduces activations every layer, so a "
-              "tensor group must fit within one node's ranks");
+  check_tensor_groups_within_nodes(groups_);
   if (val_data_)
     val_sampler_.emplace(*val_data_, config.model.seq_len,
                          static_cast<std::uint64_t>(config.training.seed), "data.val");

@@ -53,11 +53,15 @@ for layout in "tensor=2 data=2" "tensor=2 pipeline=2" "data=4 grad_reduce=hierar
   esac
   echo "$layout on 2 nodes x 2 ranks: $(tail -n 1 "$out/$name.log")"
 done
-"$launcher" -np 4 "$train" --config "$config" --set "data.train=$data" --set parallel.tensor=4 \
-  > "$out/tensor4.log" 2>&1 && { cat "$out/tensor4.log"; fail "tensor 4 across 2 nodes was not refused"; }
-grep -q "parallel.tensor = 4: tensor group \[0,1,2,3\] spans nodes" "$out/tensor4.log" ||
-  { cat "$out/tensor4.log"; fail "tensor 4 across 2 nodes: not refused as spanning nodes"; }
-echo "tensor 4 across 2 nodes: refused"
+for mode in run dry-run; do  # a dry run refuses what the run would
+  flags=(); [ "$mode" = dry-run ] && flags=(--dry-run)
+  "$launcher" -np 4 "$train" --config "$config" --set "data.train=$data" --set parallel.tensor=4 \
+    "${flags[@]+"${flags[@]}"}" > "$out/tensor4.log" 2>&1 &&
+    { cat "$out/tensor4.log"; fail "tensor 4 across 2 nodes was not refused ($mode)"; }
+  grep -q "parallel.tensor = 4: tensor group \[0,1,2,3\] spans nodes" "$out/tensor4.log" ||
+    { cat "$out/tensor4.log"; fail "tensor 4 across 2 nodes: not refused as spanning nodes ($mode)"; }
+  echo "tensor 4 across 2 nodes: refused ($mode)"
+done
 
 # A link down mid-run.
 steps=12
