@@ -2,23 +2,15 @@
 // read in bpe_json.cpp, encoding is bpe_encode.cpp, training bpe_trainer.cpp.
 #include "data/bpe_tokenizer.h"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "data/atomic_file.h"
 #include "data/bpe_state.h"
 #include "framework/error.h"
+#include "framework/read_file.h"
 
 namespace ternion {
 
-namespace {
-
-std::string errno_text() { return std::strerror(errno); }
-
-}  // namespace
 
 BpeTokenizer::BpeTokenizer(std::unique_ptr<State> state) : state_(std::move(state)) {}
 BpeTokenizer::BpeTokenizer(BpeTokenizer&&) noexcept = default;
@@ -26,12 +18,10 @@ BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
 BpeTokenizer::~BpeTokenizer() = default;
 
 BpeTokenizer BpeTokenizer::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TN_CHECK_AS(DataError, in.is_open(), "cannot read tokenizer '", path, "': ", errno_text());
-  std::ostringstream text;
-  text << in.rdbuf();
-  TN_CHECK_AS(DataError, !in.bad(), "cannot read tokenizer '", path, "': ", errno_text());
-  return from_json(text.str(), path);
+  std::string why;
+  const std::optional<std::string> text = read_whole_file(path, why);
+  TN_CHECK_AS(DataError, text.has_value(), "cannot read tokenizer '", path, "': ", why);
+  return from_json(*text, path);
 }
 
 void BpeTokenizer::save(const std::string& path) const {

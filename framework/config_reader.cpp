@@ -12,6 +12,8 @@
 #include <yaml-cpp/anchor.h>
 #include <yaml-cpp/eventhandler.h>
 
+#include "framework/read_file.h"
+
 namespace ternion {
 
 namespace {
@@ -127,15 +129,10 @@ ConfigDocument ConfigDocument::parse(const std::string& text, const std::string&
 }
 
 ConfigDocument ConfigDocument::load_file(const std::string& path) {
-  std::error_code error;
-  TN_CHECK_AS(ConfigError, !std::filesystem::is_directory(path, error), "config file '", path,
-              "' is a directory");
-  std::ifstream in(path, std::ios::binary);
-  TN_CHECK_AS(ConfigError, in.good(), "cannot read config file '", path,
-              "': ", std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path);
+  std::string why;
+  const std::optional<std::string> text = read_whole_file(path, why);
+  TN_CHECK_AS(ConfigError, text.has_value(), "cannot read config file '", path, "': ", why);
+  return parse(*text, path);
 }
 
 YAML::Node ConfigDocument::section_node(const std::string& section) const {

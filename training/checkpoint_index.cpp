@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "framework/error.h"
+#include "framework/read_file.h"
 #include "framework/strict_json.h"
 #include "layers/model_family.h"
 
@@ -98,13 +99,10 @@ class FieldReader {
 };
 
 Json parse_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) TN_THROW(CheckpointError, "cannot read checkpoint file '", path, "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) TN_THROW(CheckpointError, "cannot read checkpoint file '", path, "'");
   std::string why;
-  std::optional<Json> root = parse_strict_json(text.str(), &why);
+  const std::optional<std::string> text = read_whole_file(path, why);
+  if (!text) TN_THROW(CheckpointError, "cannot read checkpoint file '", path, "': ", why);
+  std::optional<Json> root = parse_strict_json(*text, &why);
   if (!root) TN_THROW(CheckpointError, "checkpoint file '", path, "' is not valid JSON: ", why);
   return std::move(*root);
 }

@@ -7,6 +7,7 @@
 
 #include "framework/bfloat16.h"
 #include "framework/float16.h"
+#include "framework/read_file.h"
 #include "framework/safetensors.h"
 #include "training/hf_interop.h"
 
@@ -15,11 +16,10 @@ namespace ternion {
 namespace {
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in.is_open()) text << in.rdbuf();
-  TN_CHECK_AS(CheckpointError, in.is_open() && !in.bad(), "cannot read '", path, "'");
-  return text.str();
+  std::string why;
+  const std::optional<std::string> text = read_whole_file(path, why);
+  TN_CHECK_AS(CheckpointError, text.has_value(), "cannot read '", path, "': ", why);
+  return *text;
 }
 
 // The directory's weight files: model.safetensors, or the shards its index names (Hugging Face

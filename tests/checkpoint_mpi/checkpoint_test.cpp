@@ -267,6 +267,10 @@ TEST_F(CheckpointFiles, CorruptedDataIsRefusedByItsChecksum) {
 TEST_F(CheckpointFiles, MissingPiecesAndOtherModelsAreRefused) {
   fs::remove(step_ + "/rank_00000.json");
   EXPECT_NE(load_error(step_).find("missing 'rank_00000.json'"), std::string::npos);
+  fs::create_directory(step_ + "/rank_00000.json");
+  EXPECT_NE(load_error(step_).find("rank_00000.json': is a directory"), std::string::npos)
+      << load_error(step_);
+  fs::remove(step_ + "/rank_00000.json");
   EXPECT_NE(load_error(dir_ + "/step_0000099").find("not a complete checkpoint"), std::string::npos);
   trainer_->save_checkpoint(3);
   TrainConfig other = run_config(Layout{}, dir_);

@@ -344,6 +344,8 @@ TEST(BpeTokenizer, RefusesWhatItCannotEncodeAsTokenizers) {
                           {"tokenizer 'broken.json': not valid JSON"});
   expect_error<DataError>("no file", [] { BpeTokenizer::load("/nonexistent/tokenizer.json"); },
                           {"cannot read tokenizer '/nonexistent/tokenizer.json'"});
+  expect_error<DataError>("a directory", [] { BpeTokenizer::load("/tmp"); },
+                          {"cannot read tokenizer '/tmp': is a directory"});
 }
 
 TEST(BpeTokenizer, AcceptsWhatTokenizersWritesForGpt2AndLlama3) {

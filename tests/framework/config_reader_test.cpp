@@ -128,7 +128,7 @@ TEST(ConfigReader, MissingFileIsAConfigError) {
   std::string msg = config_error([] { ConfigDocument::load_file("/nonexistent/x.yaml"); });
   EXPECT_NE(msg.find("/nonexistent/x.yaml"), std::string::npos) << msg;
   msg = config_error([] { ConfigDocument::load_file("/tmp"); });
-  EXPECT_NE(msg.find("'/tmp' is a directory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'/tmp': is a directory"), std::string::npos) << msg;
 }
 
 // yaml-cpp keeps repeated keys and answers lookups with the first: each would lose a value.
