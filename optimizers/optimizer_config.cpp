@@ -14,9 +14,15 @@ void OptimizerConfig::validate(const ConfigDocument& doc) const {
     config_fail(doc, kSection, "decay", "must be cosine, linear or constant, got '" + decay + "'");
   if (!(weight_decay >= 0)) config_fail(doc, kSection, "weight_decay", "must not be negative");
   if (!(grad_clip >= 0)) config_fail(doc, kSection, "grad_clip", "must not be negative");
-  if (!(beta1 >= 0 && beta1 < 1)) config_fail(doc, kSection, "beta1", "must be in [0, 1)");
-  if (!(beta2 >= 0 && beta2 < 1)) config_fail(doc, kSection, "beta2", "must be in [0, 1)");
-  if (!(eps > 0)) config_fail(doc, kSection, "eps", "must be positive");
+  // The update runs in float: a beta that rounds to 1 there leaves a bias correction of 0 to
+  // divide by, and an eps that rounds to 0 divides 0 by 0 on a zero gradient.
+  auto below_one = [](double beta) { return beta >= 0 && static_cast<float>(beta) < 1.0f; };
+  if (!below_one(beta1))
+    config_fail(doc, kSection, "beta1", "must be in [0, 1), and below 1 as a float");
+  if (!below_one(beta2))
+    config_fail(doc, kSection, "beta2", "must be in [0, 1), and below 1 as a float");
+  if (!(eps > 0 && static_cast<float>(eps) > 0))
+    config_fail(doc, kSection, "eps", "must be positive, and above 0 as a float");
   if (!(momentum >= 0 && momentum < 1)) config_fail(doc, kSection, "momentum", "must be in [0, 1)");
   refuse_unused_keys(doc, kSection, *this, unused_keys(),
                      type == "sgd" ? "is an AdamW key: optimizer.type sgd keeps no moments"
