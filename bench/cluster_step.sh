@@ -8,7 +8,7 @@
 # steps 2..STEPS (step 1 builds the buckets and PowerSGD's factors) and the part of it spent
 # waiting for the reduction after the backward (grad_sync_ms).
 #   bash bench/cluster_step.sh TEXT_FILE [BUILD_DIR] [STEPS] [LINK_GBIT]
-#   e.g. bash bench/cluster_step.sh ../shared/data/tinyshakespeare.txt build 5 1
+#   e.g. bash bench/cluster_step.sh tinyshakespeare.txt build 5 1
 set -euo pipefail
 cd "$(dirname "$0")/.."
 text=${1:?usage: bench/cluster_step.sh TEXT_FILE [BUILD_DIR] [STEPS] [LINK_GBIT]}

@@ -5,7 +5,7 @@
 # 101 (parallel.grad_compression: powersgd, powersgd_rank: 8, powersgd_start_step: 100); the
 # script prints the final validation losses against fp32's (aims: bf16 within 2%, PowerSGD 5%).
 #   bash bench/grad_reduce_learning.sh TEXT_FILE [BUILD_DIR] [STEPS]
-#   e.g. bash bench/grad_reduce_learning.sh ../shared/data/tinyshakespeare.txt build 600
+#   e.g. bash bench/grad_reduce_learning.sh tinyshakespeare.txt build 600
 set -euo pipefail
 cd "$(dirname "$0")/.."
 text=${1:?usage: bench/grad_reduce_learning.sh TEXT_FILE [BUILD_DIR] [STEPS]}
