@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "framework/error.h"
+#include "framework/strict_json.h"
 
 namespace ternion {
 
@@ -185,7 +186,11 @@ void check_flight_record(const FlightRecord& r, const std::string& where) {
 
 FlightRecord parse_flight_record(const std::string& text, const std::string& path) {
   try {
-    const json doc = json::parse(text);
+    std::string why;
+    const std::optional<Json> parsed = parse_strict_json(text, &why);
+    TN_CHECK_AS(CommError, parsed.has_value(), "'", path, "' is not a readable flight record: ",
+                why);
+    const Json& doc = *parsed;
     TN_CHECK_AS(CommError, doc.value("format", "") == kFormat && doc.value("version", 0) == kVersion,
                 "'", path, "' is not a ternion flight record (format ", kFormat, " version ",
                 kVersion, ")");

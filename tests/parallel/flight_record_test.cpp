@@ -69,6 +69,17 @@ TEST(FlightRecorder, RecordsReadBackFromTheirJson) {
   EXPECT_DOUBLE_EQ(back.entries[0].issued_s, 990.25);
   EXPECT_THROW(parse_flight_record("{\"format\": \"other\"}", "x.json"), CommError);
   EXPECT_THROW(parse_flight_record("not json", "x.json"), CommError);
+  // Read as strict JSON, as every file of ours is: a key given twice is refused, not resolved.
+  std::string twice = flight_record_json(r);
+  twice.insert(twice.rfind('}'), ", \"rank\": 0");
+  try {
+    parse_flight_record(twice, "x.json");
+    ADD_FAILURE() << "a record with 'rank' twice was read";
+  } catch (const CommError& e) {
+    EXPECT_NE(std::string(e.what()).find("'x.json' is not a readable flight record"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank"), std::string::npos) << e.what();
+  }
 }
 
 // The message of the CommError `read` throws, or "" where it throws none.
