@@ -12,12 +12,12 @@ namespace {
 class Gpt2Family : public ModelFamily {
  public:
   void validate(const ModelConfig& config, const ConfigDocument& doc) const override {
-    refuse_unused_keys(doc, "model", config, unused_keys(),
+    refuse_unused_keys(doc, "model", config, unused_keys(config),
                        "is a llama key: model.family gpt2 has learned positions, LayerNorm with "
                        "eps 1e-5, multi-head attention and a head tied to the embedding");
   }
 
-  std::vector<std::string> unused_keys() const override {
+  std::vector<std::string> unused_keys(const ModelConfig&) const override {
     return {"n_kv_head",
             "rope_theta",
             "rope_scaling_factor",
@@ -26,6 +26,12 @@ class Gpt2Family : public ModelFamily {
             "rope_scaling_original_context",
             "norm_eps",
             "tie_embeddings"};
+  }
+
+  // LayerNorm's epsilon is GPT-2's 1e-5 and positions are learned: nothing beyond the sizes.
+  std::vector<std::pair<std::string, double>> function_settings(
+      const ModelConfig&) const override {
+    return {};
   }
 
   TransformerBlockParts block_parts(const std::string& name, const ModelConfig& config,

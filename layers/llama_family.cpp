@@ -37,11 +37,30 @@ class LlamaFamily : public ModelFamily {
       if (config.rope_scaling_original_context < 1)
         config_fail(doc, "model", "rope_scaling_original_context", "must be positive");
     }
-    if (!(config.norm_eps > 0 && config.norm_eps < 1))
-      config_fail(doc, "model", "norm_eps", "must be in (0, 1)");
+    // The norms run in float: an epsilon that rounds to 0 there divides an all-zero row by 0.
+    if (!(config.norm_eps > 0 && config.norm_eps < 1 && static_cast<float>(config.norm_eps) > 0))
+      config_fail(doc, "model", "norm_eps", "must be in (0, 1), and above 0 as a float");
+    refuse_unused_keys(doc, "model", config, unused_keys(config),
+                       "is read only with model.rope_scaling_factor > 0 (Llama 3.1's rotary "
+                       "frequency scaling); set that too, or leave this key out");
   }
 
-  std::vector<std::string> unused_keys() const override { return {}; }
+  std::vector<std::string> unused_keys(const ModelConfig& config) const override {
+    if (config.rope_scaling_factor > 0) return {};
+    return {"rope_scaling_low_freq_factor", "rope_scaling_high_freq_factor",
+            "rope_scaling_original_context"};
+  }
+
+  std::vector<std::pair<std::string, double>> function_settings(
+      const ModelConfig& config) const override {
+    return {{"rope_theta", config.rope_theta},
+            {"rope_scaling_factor", config.rope_scaling_factor},
+            {"rope_scaling_low_freq_factor", config.rope_scaling_low_freq_factor},
+            {"rope_scaling_high_freq_factor", config.rope_scaling_high_freq_factor},
+            {"rope_scaling_original_context",
+             static_cast<double>(config.rope_scaling_original_context)},
+            {"norm_eps", config.norm_eps}};
+  }
 
   TransformerBlockParts block_parts(const std::string& name, const ModelConfig& config,
                                     const TensorParallel& tp) const override {

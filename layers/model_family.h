@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/config_reader.h"
@@ -28,8 +29,14 @@ class ModelFamily {
   // Checks the `model:` keys only this family reads, and refuses its unused_keys() where
   // `config` has them off their defaults (config_fail names the key).
   virtual void validate(const ModelConfig& config, const ConfigDocument& doc) const = 0;
-  // The `model:` keys of other families that this one has no use for.
-  virtual std::vector<std::string> unused_keys() const = 0;
+  // The `model:` keys `config` has no use for: other families', and this one's that its other
+  // settings leave unread.
+  virtual std::vector<std::string> unused_keys(const ModelConfig& config) const = 0;
+  // The `model:` settings besides its sizes that change the function the model computes
+  // (norm epsilons, rotary bases), as numbers: a checkpoint records them, and a resume must
+  // give the same.
+  virtual std::vector<std::pair<std::string, double>> function_settings(
+      const ModelConfig& config) const = 0;
   // The parts of the built-in block, parameters named under `name` ("h.3").
   virtual TransformerBlockParts block_parts(const std::string& name, const ModelConfig& config,
                                             const TensorParallel& tp) const = 0;

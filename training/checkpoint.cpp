@@ -18,6 +18,7 @@
 #include "framework/crc32.h"
 #include "framework/logging.h"
 #include "framework/safetensors.h"
+#include "layers/model_family.h"
 #include "training/checkpoint_index.h"
 
 namespace ternion {
@@ -25,6 +26,16 @@ namespace ternion {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A short text that reads back as `value`: 500000 and 0.00001 (fixed while that is short),
+// 1e-30, never 1.0000000000000001e-05.
+std::string shortest_text(double value) {
+  char text[400];
+  auto written = std::to_chars(text, text + sizeof text, value, std::chars_format::fixed);
+  if (written.ec != std::errc() || written.ptr - text > 12)
+    written = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, written.ptr);
+}
 
 std::string step_name(std::int64_t step) {
   char name[32];
@@ -248,6 +259,7 @@ void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std:
       meta.step = step;
       meta.ranks = ranks;
       meta.model = checkpoint_model_sizes(config.model);
+      meta.settings = model_family(config.model.family).function_settings(config.model);
       meta.optimizer = config.optimizer.type;
       meta.family = config.model.family;
       meta.block = config.model.block;
@@ -316,6 +328,17 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                 "': field 'model.", key, "' is missing");
     TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
                 "' was saved with model.", key, " = ", saved->second, "; this run has ", value);
+  }
+  // Settings that change what the same weights compute: the run would train another model.
+  for (const auto& [key, value] : model_family(model.family).function_settings(model)) {
+    if (!meta.has_settings) break;  // saved before they were recorded
+    const auto saved = std::find_if(meta.settings.begin(), meta.settings.end(),
+                                    [&](const auto& setting) { return setting.first == key; });
+    TN_CHECK_AS(CheckpointError, saved != meta.settings.end(), "checkpoint file '", meta_path,
+                "': field 'model_settings.", key, "' is missing");
+    TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
+                "' was saved with model.", key, " = ", shortest_text(saved->second),
+                "; this run has ", shortest_text(value));
   }
   // A block type of other parameters: say so, rather than name the first tensor it lacks.
   TN_CHECK_AS(CheckpointError, meta.block.empty() || meta.block == model.block, "checkpoint '",

@@ -167,6 +167,9 @@ std::string checkpoint_meta_json(const CheckpointMeta& meta) {
   if (!meta.block.empty()) root["block"] = meta.block;
   OrderedJson& model = root["model"] = OrderedJson::object();
   for (const auto& [key, value] : meta.model) model[key] = value;
+  // Written as JSON numbers with a double's round trip, so a resume compares them exactly.
+  OrderedJson& settings = root["model_settings"] = OrderedJson::object();
+  for (const auto& [key, value] : meta.settings) settings[key] = value;
   return json_text(root) + "\n";
 }
 
@@ -202,6 +205,14 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
   const FieldReader model(path, f.node("model"), "model.");
   for (const auto& [key, value] : f.node("model").items())
     meta.model.emplace_back(key, model.integer_of(value, key, 0, kMaxExtent));
+  if (f.has("model_settings")) {
+    const FieldReader settings(path, f.node("model_settings"), "model_settings.");
+    for (const auto& [key, value] : f.node("model_settings").items()) {
+      if (!value.is_number()) settings.refuse(key, "must be a number, got " + describe_json(value));
+      meta.settings.emplace_back(key, value.get<double>());
+    }
+    meta.has_settings = true;
+  }
   return meta;
 }
 

@@ -283,14 +283,6 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
     TN_CHECK_AS(CheckpointError, std::abs(theirs - ours) <= 1e-6 * std::abs(ours), "'", path,
                 "' gives ", label, " ", theirs, ", but ", our_key, " is ", ours);
   };
-  if (const auto eps = hf_given(root, "rms_norm_eps"))
-    check_close("rms_norm_eps", number(*eps, "rms_norm_eps"), config.norm_eps, "model.norm_eps");
-  if (const auto tie = hf_given(root, "tie_word_embeddings")) {
-    const bool theirs = boolean(*tie, "tie_word_embeddings");
-    TN_CHECK_AS(CheckpointError, theirs == config.tie_embeddings, "'", path,
-                "' gives tie_word_embeddings ", theirs ? "true" : "false",
-                ", but model.tie_embeddings is ", config.tie_embeddings ? "true" : "false");
-  }
   if (const auto act = hf_given(root, "hidden_act"))
     TN_CHECK_AS(CheckpointError, hf_text(*act) == "silu", "'", path, "' gives hidden_act '",
                 hf_text(*act), "', but this model computes SwiGLU with SiLU ('silu')");
@@ -301,10 +293,13 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
 
   // transformers 4.x keeps rope_theta at the top level and scaling in rope_scaling; 5.x moves
   // both into rope_parameters (reading rope_scaling as its old name). Every theta given counts.
+  bool theta_given = false;
   auto check_rope = [&](const Json& map, const std::string& prefix) {
-    if (const auto theta = hf_given(map, "rope_theta"))
+    if (const auto theta = hf_given(map, "rope_theta")) {
       check_close(prefix + "rope_theta", number(*theta, prefix + "rope_theta"), config.rope_theta,
                   "model.rope_theta");
+      theta_given = true;
+    }
     if (const auto factor = hf_given(map, "partial_rotary_factor"))
       TN_CHECK_AS(CheckpointError, number(*factor, prefix + "partial_rotary_factor") == 1.0, "'",
                   path, "' gives ", prefix, "partial_rotary_factor ", hf_text(*factor),
@@ -352,6 +347,22 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
   TN_CHECK_AS(CheckpointError, scaling_given || !scaled, "'", path,
               "' gives no Llama 3 rotary scaling (rope_scaling), but model.rope_scaling_factor is ",
               config.rope_scaling_factor);
+
+  // A key left out is read as transformers' LlamaConfig default, as transformers reads it.
+  if (!theta_given)
+    check_close("no rope_theta, so transformers' default rope_theta", 10000, config.rope_theta,
+                "model.rope_theta");
+  const auto tie = hf_given(root, "tie_word_embeddings");
+  const bool tied = tie ? boolean(*tie, "tie_word_embeddings") : false;
+  TN_CHECK_AS(CheckpointError, tied == config.tie_embeddings, "'", path, "' gives ",
+              tie ? "" : "no tie_word_embeddings, so transformers' default ",
+              "tie_word_embeddings ", tied ? "true" : "false", ", but model.tie_embeddings is ",
+              config.tie_embeddings ? "true" : "false");
+  if (const auto eps = hf_given(root, "rms_norm_eps"))
+    check_close("rms_norm_eps", number(*eps, "rms_norm_eps"), config.norm_eps, "model.norm_eps");
+  else
+    check_close("no rms_norm_eps, so transformers' default", 1e-6, config.norm_eps,
+                "model.norm_eps");
 }
 
 }  // namespace ternion

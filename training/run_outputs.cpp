@@ -14,6 +14,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// `path` in quotes, built by appending (GCC 12 warns falsely on `"'" + path.string()`).
+std::string quoted(const fs::path& path) {
+  std::string text = "'";
+  text += path.string();
+  text += "'";
+  return text;
+}
+
 // Why `path` cannot be written as a file (or, with `directory`, made a directory and written
 // into): an entry of the other kind there, or a nearest existing ancestor that is not a
 // directory this process may create entries in. Empty where it can. Creates nothing.
@@ -22,17 +30,16 @@ std::string why_unwritable(const fs::path& path, bool directory) {
   const fs::file_status status = fs::status(path, ec);
   if (fs::exists(status)) {
     if (directory != fs::is_directory(status))
-      return "'" + path.string() + (directory ? "' is not a directory" : "' is a directory");
-    return ::access(path.c_str(), W_OK) == 0 ? "" : "'" + path.string() + "' is not writable";
+      return quoted(path) + (directory ? " is not a directory" : " is a directory");
+    return ::access(path.c_str(), W_OK) == 0 ? "" : quoted(path) + " is not writable";
   }
   fs::path ancestor = path.parent_path();
   while (!ancestor.empty() && !fs::exists(ancestor, ec)) ancestor = ancestor.parent_path();
   if (ancestor.empty()) ancestor = ".";
   if (!fs::is_directory(ancestor, ec))
-    return "'" + ancestor.string() + "' is not a directory, so '" + path.string() +
-           "' cannot be made";
+    return quoted(ancestor) + " is not a directory, so " + quoted(path) + " cannot be made";
   if (::access(ancestor.c_str(), W_OK | X_OK) != 0)
-    return "cannot create '" + path.string() + "': '" + ancestor.string() + "' is not writable";
+    return "cannot create " + quoted(path) + ": " + quoted(ancestor) + " is not writable";
   return "";
 }
 

@@ -187,7 +187,8 @@ void print_sections(std::ostream& out, const TrainConfig& c) {
   auto set_of = [](const std::vector<std::string>& keys) {
     return std::set<std::string>(keys.begin(), keys.end());
   };
-  print_config_section(out, "model", c.model, set_of(model_family(c.model.family).unused_keys()));
+  print_config_section(out, "model", c.model,
+                       set_of(model_family(c.model.family).unused_keys(c.model)));
   print_config_section(out, "parallel", c.parallel, set_of(c.parallel.unused_keys()));
   print_config_section(out, "training", c.training);
   print_config_section(out, "optimizer", c.optimizer, set_of(c.optimizer.unused_keys()));

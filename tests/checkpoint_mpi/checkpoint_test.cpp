@@ -222,11 +222,14 @@ class CheckpointFiles : public ::testing::Test {
   }
   // A copy of the fixture's checkpoint, named `name`, with the first match of `pattern` in its
   // `file` replaced by `replacement` (ECMAScript regex and format).
+  // A copy of checkpoint `from` (step_ by default) named `name`, with the first match of
+  // `pattern` in its `file` replaced.
   std::string damaged_copy(const std::string& name, const std::string& file,
-                           const std::string& pattern, const std::string& replacement) {
+                           const std::string& pattern, const std::string& replacement,
+                           const std::string& from = "") {
     const std::string copy = dir_ + "/" + name;
     fs::remove_all(copy);
-    fs::copy(step_, copy);
+    fs::copy(from.empty() ? step_ : from, copy);
     const std::string path = copy + "/" + file;
     std::stringstream text;
     text << std::ifstream(path).rdbuf();
@@ -425,15 +428,38 @@ TEST_F(CheckpointFiles, AnotherHeadTyingIsRefusedNamingTheKey) {
   EXPECT_NE(msg.find("was saved with model.tie_embeddings = 1; this run has 0"),
             std::string::npos) << msg;
   // Checkpoints written before tying was recorded still load into the model they hold.
-  const std::string old = dir_ + "/llama/before_tie_embeddings";
-  fs::copy(untied_step, old);
-  const std::string meta = old + "/checkpoint.json";
-  std::stringstream text;
-  text << std::ifstream(meta).rdbuf();
-  const std::string edited = std::regex_replace(text.str(), std::regex(R"(,"tie_embeddings":0)"), "");
-  ASSERT_NE(edited, text.str());
-  std::ofstream(meta, std::ios::trunc) << edited;
+  const std::string old = damaged_copy("before_tie_embeddings", "checkpoint.json",
+                                       R"(,"tie_embeddings":0)", "", untied_step);
   EXPECT_EQ(load_error(old, untied), "");
+}
+
+// The same weights under another rotary base, norm epsilon or rotary scaling compute another
+// function: a resume that changed one would train another model, so each is refused by name.
+TEST_F(CheckpointFiles, AnotherFunctionSettingIsRefusedNamingTheKey) {
+  TrainConfig llama = run_config(Layout{}, dir_ + "/llama_settings");
+  llama.model.family = "llama";
+  Trainer(llama).save_checkpoint(1);
+  const std::string step = dir_ + "/llama_settings/step_0000001";
+  EXPECT_EQ(load_error(step, llama), "");
+  TrainConfig other = llama;
+  other.model.rope_theta = 500000;
+  std::string msg = load_error(step, other);
+  EXPECT_NE(msg.find("was saved with model.rope_theta = 10000; this run has 500000"),
+            std::string::npos) << msg;
+  other = llama;
+  other.model.norm_eps = 1e-6;
+  msg = load_error(step, other);
+  EXPECT_NE(msg.find("was saved with model.norm_eps = 0.00001; this run has 0.000001"),
+            std::string::npos) << msg;
+  other = llama;
+  other.model.rope_scaling_factor = 8;
+  msg = load_error(step, other);
+  EXPECT_NE(msg.find("was saved with model.rope_scaling_factor = 0; this run has 8"),
+            std::string::npos) << msg;
+  // Checkpoints written before the settings were recorded still load.
+  const std::string old = damaged_copy("before_model_settings", "checkpoint.json",
+                                       R"(,"model_settings":\{[^}]*\})", "", step);
+  EXPECT_EQ(load_error(old, other), "");
 }
 
 // Another run left checkpoints of later steps (5, 10) in the save_dir. A fresh run with keep 2

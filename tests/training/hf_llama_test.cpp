@@ -337,8 +337,10 @@ TEST(HfLlama, RopeThetaIsReadWhereEitherTransformersPutsIt) {
       [&] { check_hf_llama_config(config, kTransformers5Config, "c.json"); },
       {"'c.json' gives rope_parameters.rope_theta 500000", "model.rope_theta is 10000"});
   EXPECT_NO_THROW(
-      check_hf_llama_config(config, R"({"rope_parameters": {"rope_type": "default"}})", "c.json"));
-  EXPECT_NO_THROW(check_hf_llama_config(config, R"({"rope_theta": 10000.0000001})", "c.json"));
+      check_hf_llama_config(config, R"({"rope_parameters": {"rope_type": "default"},
+                                          "rms_norm_eps": 1e-5})", "c.json"));
+  EXPECT_NO_THROW(check_hf_llama_config(config, R"({"rope_theta": 10000.0000001, "rms_norm_eps": 1e-5})",
+                                        "c.json"));
 }
 
 // Llama 3's rotary scaling (rope_type "llama3") is read from either transformers' place, each
@@ -347,10 +349,10 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
   ModelConfig scaled = tiny_config(2, false);
   scaled.rope_scaling_factor = 8;
   const char* llama3_4x =
-      R"({"rope_theta": 10000.0, "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0,
+      R"({"rope_theta": 10000.0, "rms_norm_eps": 1e-5, "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0,
           "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}})";
   const char* llama3_5x =
-      R"({"rope_parameters": {"rope_theta": 10000.0, "rope_type": "llama3", "factor": 8.0,
+      R"({"rms_norm_eps": 1e-5, "rope_parameters": {"rope_theta": 10000.0, "rope_type": "llama3", "factor": 8.0,
           "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192}})";
   EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_4x, "c.json"));
   EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_5x, "c.json"));
@@ -389,7 +391,32 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
       [&] { check_hf_llama_config(plain, R"({"partial_rotary_factor": 0.5})", "c.json"); },
       {"partial_rotary_factor 0.5"});
   EXPECT_NO_THROW(
-      check_hf_llama_config(plain, R"({"rope_scaling": {"rope_type": "default"}})", "c.json"));
+      check_hf_llama_config(plain, R"({"rope_scaling": {"rope_type": "default"},
+                                       "rms_norm_eps": 1e-5})", "c.json"));
+}
+
+// transformers reads a key config.json leaves out as LlamaConfig's default: a model of another
+// rotary base, epsilon or head tying would otherwise import and compute another function.
+TEST(HfLlama, AbsentKeysAreTransformersDefaults) {
+  ModelConfig config = tiny_config(2, false);
+  config.norm_eps = 1e-6;
+  EXPECT_NO_THROW(check_hf_llama_config(config, "{}", "c.json"));
+  config.rope_theta = 500000;
+  expect_checkpoint_error([&] { check_hf_llama_config(config, "{}", "c.json"); },
+                          {"'c.json' gives no rope_theta, so transformers' default rope_theta "
+                           "10000, but model.rope_theta is 500000"});
+  config.rope_theta = 10000;
+  config.norm_eps = 1e-5;
+  expect_checkpoint_error([&] { check_hf_llama_config(config, "{}", "c.json"); },
+                          {"'c.json' gives no rms_norm_eps, so transformers' default 1e-06, but "
+                           "model.norm_eps is 1e-05"});
+  EXPECT_NO_THROW(check_hf_llama_config(config, R"({"rms_norm_eps": 1e-5})", "c.json"));
+  config.tie_embeddings = true;
+  config.norm_eps = 1e-6;
+  expect_checkpoint_error([&] { check_hf_llama_config(config, "{}", "c.json"); },
+                          {"'c.json' gives no tie_word_embeddings, so transformers' default "
+                           "tie_word_embeddings false, but model.tie_embeddings is true"});
+  EXPECT_NO_THROW(check_hf_llama_config(config, R"({"tie_word_embeddings": true})", "c.json"));
 }
 
 TEST(HfLlama, ConfigJsonOfAnotherFamilyIsRefusedBothWays) {
@@ -437,14 +464,17 @@ TEST(HfLlama, ConfigJsonSizesAreCheckedNamingOurKey) {
   refused(R"({"hidden_size": 1e400})", {"'c.json' is not valid JSON"});  // past a double
   refused(R"({"hidden_size": "16"})", {"hidden_size is not an integer"});  // quoted
   refused(R"({"vocab_size": 29, "vocab_size": 29})", {"key 'vocab_size' appears twice"});
-  // A float32 round trip of the epsilon, a longer context than ours, keys left out: accepted.
+  // A float32 round trip of the epsilon, a longer context than ours, keys left out (where
+  // transformers' defaults are ours): accepted.
   EXPECT_NO_THROW(
       check_hf_llama_config(config, R"({"rms_norm_eps": 9.99999974738e-06})", "c.json"));
-  EXPECT_NO_THROW(
-      check_hf_llama_config(config, R"({"max_position_embeddings": 131072})", "c.json"));
-  EXPECT_NO_THROW(
-      check_hf_llama_config(config, R"({"head_dim": null, "rope_scaling": null})", "c.json"));
-  EXPECT_NO_THROW(check_hf_llama_config(config, "{}", "c.json"));
+  EXPECT_NO_THROW(check_hf_llama_config(
+      config, R"({"max_position_embeddings": 131072, "rms_norm_eps": 1e-5})", "c.json"));
+  EXPECT_NO_THROW(check_hf_llama_config(
+      config, R"({"head_dim": null, "rope_scaling": null, "rms_norm_eps": 1e-5})", "c.json"));
+  ModelConfig defaults = config;
+  defaults.norm_eps = 1e-6;
+  EXPECT_NO_THROW(check_hf_llama_config(defaults, "{}", "c.json"));
 }
 
 }  // namespace

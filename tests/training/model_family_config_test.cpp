@@ -49,6 +49,8 @@ TEST(ModelFamilyConfig, BadLlamaValuesNameTheirKey) {
       {"model.d_model=48", "model.n_head", "the head size must be even"},
       {"model.rope_theta=0", "model.rope_theta", "must be above 1"},
       {"model.norm_eps=0", "model.norm_eps", "must be in (0, 1)"},
+      // Positive as a double, 0 as the float the norms run in.
+      {"model.norm_eps=1e-50", "model.norm_eps", "and above 0 as a float"},
       {"model.rope_scaling_factor=0.5", "model.rope_scaling_factor",
        "must be 0 (no scaling) or at least 1"},
       {"model.rope_scaling_low_freq_factor=0", "model.rope_scaling_low_freq_factor",
@@ -92,6 +94,27 @@ TEST(ModelFamilyConfig, SavedConfigsKeepTheirFamilysKeysOnly) {
   const std::string saved_llama = config_yaml(TrainConfig::parse(kLlama, "run.yaml", {}));
   EXPECT_NE(saved_llama.find("n_kv_head: 2"), std::string::npos) << saved_llama;
   EXPECT_EQ(TrainConfig::parse(saved_llama, "saved.yaml", {}).model.kv_heads(), 2);
+}
+
+// Llama 3.1's scaling block copied without its factor would train unscaled rotary positions
+// without a word: the keys the factor switches on are refused without it, and printed
+// commented out.
+TEST(ModelFamilyConfig, RotaryScalingKeysNeedTheFactor) {
+  for (const std::string key : {"rope_scaling_low_freq_factor=2",
+                                "rope_scaling_high_freq_factor=8",
+                                "rope_scaling_original_context=4096"}) {
+    const std::string msg = error_of(kLlama, {"model." + key});
+    EXPECT_NE(msg.find("model." + key.substr(0, key.find('='))), std::string::npos) << msg;
+    EXPECT_NE(msg.find("is read only with model.rope_scaling_factor > 0"), std::string::npos)
+        << msg;
+    EXPECT_EQ(error_of(kLlama, {"model." + key, "model.rope_scaling_factor=8"}), "");
+  }
+  const std::string plain = config_yaml(TrainConfig::parse(kLlama, "run.yaml", {}));
+  EXPECT_NE(plain.find("\n  # rope_scaling_original_context: 8192"), std::string::npos) << plain;
+  EXPECT_EQ(error_of(plain, {}), "");
+  const std::string scaled =
+      config_yaml(TrainConfig::parse(kLlama, "run.yaml", {"model.rope_scaling_factor=8"}));
+  EXPECT_NE(scaled.find("\n  rope_scaling_original_context: 8192"), std::string::npos) << scaled;
 }
 
 TEST(ModelFamilyConfig, Gpt2RefusesLlamaKeys) {
