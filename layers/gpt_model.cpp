@@ -1,5 +1,7 @@
 #include "layers/gpt_model.h"
 
+#include <set>
+
 #include "kernels/elementwise.h"
 #include "layers/model_facts.h"
 
@@ -45,6 +47,13 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
   parameters_ = embedding_params_;
   for (const auto& params : block_params_) parameters_.insert(parameters_.end(), params.begin(), params.end());
   parameters_.insert(parameters_.end(), head_params_.begin(), head_params_.end());
+  // Names key the optimizer state and the checkpoints: two parameters of one name would save
+  // and then fail to load. Only a registered block type can name one twice.
+  std::set<std::string> names;
+  for (const Parameter* p : parameters_)
+    TN_CHECK_AS(ConfigError, names.insert(p->name).second, "block type '", config.block,
+                "' names parameter '", p->name, "' twice: name each block's parameters under ",
+                "its BlockSpec::name ('h.", chunk_.first_block, "', ...)");
 }
 
 Tensor GptModel::run_blocks(Tensor x, ActivationContext& ctx) const {

@@ -1,5 +1,7 @@
 #include "layers/layer_registry.h"
 
+#include <new>
+
 #include "layers/transformer_block.h"
 
 namespace ternion {
@@ -25,7 +27,24 @@ std::unique_ptr<Layer> LayerRegistry::create(const std::string& type, const Bloc
   auto it = factories_.find(type);
   TN_CHECK_AS(ConfigError, it != factories_.end(), "unknown block type '", type,
               "' (registered: ", names(), ")");
-  return it->second(spec);
+  std::unique_ptr<Layer> block;
+  // A factory is the user's code: what it throws is said as its block type's failure, not as
+  // an internal error of ours (a user error it throws stands as it is).
+  try {
+    block = it->second(spec);
+  } catch (const Error& e) {
+    if (e.is_user_error()) throw;
+    TN_THROW(ConfigError, "block type '", type, "' could not build block ", spec.name, ": ",
+             e.what());
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    TN_THROW(ConfigError, "block type '", type, "' could not build block ", spec.name, ": ",
+             e.what());
+  }
+  TN_CHECK_AS(ConfigError, block != nullptr, "block type '", type,
+              "': its factory returned no layer for block ", spec.name);
+  return block;
 }
 
 std::string LayerRegistry::names() const {
