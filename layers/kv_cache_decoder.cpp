@@ -1,8 +1,14 @@
 #include "layers/kv_cache_decoder.h"
 
+#include "layers/layer_registry.h"
+
 namespace ternion {
 
-bool KvCacheDecoder::supports(const ModelConfig& config) { return config.block == "transformer"; }
+// The built-in block's attention has a cached mode; a user's block (even one registered as
+// "transformer") may not.
+bool KvCacheDecoder::supports(const ModelConfig& config) {
+  return config.block == "transformer" && LayerRegistry::instance().is_built_in("transformer");
+}
 
 KvCacheDecoder::KvCacheDecoder(const GptModel& model)
     : model_(model), cache_(model.config().seq_len) {

@@ -10,6 +10,7 @@ LayerRegistry::LayerRegistry() {
   add("transformer", [](const BlockSpec& spec) {
     return std::make_unique<TransformerBlock>(spec.name, spec.config, spec.tp);
   });
+  built_in_ = {"transformer"};
 }
 
 LayerRegistry& LayerRegistry::instance() {
@@ -19,14 +20,18 @@ LayerRegistry& LayerRegistry::instance() {
 
 void LayerRegistry::add(const std::string& type, BlockFactory factory) {
   factories_[type] = std::move(factory);
+  built_in_.erase(type);
+}
+
+bool LayerRegistry::is_built_in(const std::string& type) const {
+  return built_in_.count(type) > 0;
 }
 
 bool LayerRegistry::has(const std::string& type) const { return factories_.count(type) > 0; }
 
 std::unique_ptr<Layer> LayerRegistry::create(const std::string& type, const BlockSpec& spec) const {
   auto it = factories_.find(type);
-  TN_CHECK_AS(ConfigError, it != factories_.end(), "unknown block type '", type,
-              "' (registered: ", names(), ")");
+  TN_CHECK_AS(ConfigError, it != factories_.end(), why_unknown(type));
   std::unique_ptr<Layer> block;
   // A factory is the user's code: what it throws is said as its block type's failure, not as
   // an internal error of ours (a user error it throws stands as it is).
@@ -45,6 +50,12 @@ std::unique_ptr<Layer> LayerRegistry::create(const std::string& type, const Bloc
   TN_CHECK_AS(ConfigError, block != nullptr, "block type '", type,
               "': its factory returned no layer for block ", spec.name);
   return block;
+}
+
+std::string LayerRegistry::why_unknown(const std::string& type) const {
+  return "unknown block type '" + type + "' (registered: " + names() +
+         "; a block type of your own is registered by the program built with it, as "
+         "examples/custom_block/'s custom_block_train and custom_block_generate do)";
 }
 
 std::string LayerRegistry::names() const {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "layers/layer.h"
@@ -37,12 +38,17 @@ class LayerRegistry {
 
   void add(const std::string& type, BlockFactory factory);  // replaces an existing entry
   bool has(const std::string& type) const;
+  // Whether `type` is still the library's own block (a user's add() may replace it).
+  bool is_built_in(const std::string& type) const;
   std::unique_ptr<Layer> create(const std::string& type, const BlockSpec& spec) const;
   std::string names() const;  // "a, b, c"
+  // The message for a `type` nobody registered: the registered names, and who registers one.
+  std::string why_unknown(const std::string& type) const;
 
  private:
   LayerRegistry();
   std::map<std::string, BlockFactory> factories_;
+  std::set<std::string> built_in_;
 };
 
 }  // namespace ternion

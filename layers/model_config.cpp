@@ -59,9 +59,7 @@ void ModelConfig::validate(const ConfigDocument& doc) const {
   if (!(init_std > 0)) config_fail(doc, kSection, "init_std", "must be positive");
   model_family(family).validate(*this, doc);
   if (!LayerRegistry::instance().has(block))
-    config_fail(doc, kSection, "block",
-                "unknown block type '" + block + "' (registered: " +
-                    LayerRegistry::instance().names() + ")");
+    config_fail(doc, kSection, "block", LayerRegistry::instance().why_unknown(block));
 }
 
 }  // namespace ternion

@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "layers/layer_registry.h"
+#include "layers/transformer_block.h"
 #include "test_util.h"
 
 namespace ternion {
@@ -144,6 +147,21 @@ TEST(KvCacheDecoder, RejectsAPipelineChunkAndOutOfRangeTokens) {
   EXPECT_THROW(decoder.append(32), InternalError);
   EXPECT_THROW(decoder.append(-1), InternalError);
   EXPECT_EQ(decoder.positions(), 0);
+}
+
+// A user's block registered under the built-in name may have no cached mode: the decoder
+// declines it (ternion-generate then samples through the windowed model). In a child process,
+// so that the replacement does not reach the other tests.
+TEST(KvCacheDecoder, DeclinesAUserBlockRegisteredAsTheBuiltIn) {
+  EXPECT_TRUE(KvCacheDecoder::supports(tiny_config()));
+  EXPECT_EXIT(
+      {
+        LayerRegistry::instance().add("transformer", [](const BlockSpec& spec) {
+          return std::make_unique<TransformerBlock>(spec.name, spec.config, spec.tp);
+        });
+        std::exit(KvCacheDecoder::supports(tiny_config()) ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
