@@ -330,8 +330,10 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                 "' was saved with model.", key, " = ", saved->second, "; this run has ", value);
   }
   // Settings that change what the same weights compute: the run would train another model.
-  for (const auto& [key, value] : model_family(model.family).function_settings(model)) {
+  for (const auto& ours : model_family(model.family).function_settings(model)) {
     if (!meta.has_settings) break;  // saved before they were recorded
+    const std::string& key = ours.first;
+    const double value = ours.second;
     const auto saved = std::find_if(meta.settings.begin(), meta.settings.end(),
                                     [&](const auto& setting) { return setting.first == key; });
     TN_CHECK_AS(CheckpointError, saved != meta.settings.end(), "checkpoint file '", meta_path,
