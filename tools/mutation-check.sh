@@ -58,7 +58,11 @@ mutations=(
   "PowerSGD: the error-feedback residual never updated|parallel/powersgd_reduction.cpp|           matmul(m.residual, p, m.q, false, true, -inverse_ranks, 1.0f);
 |           (void)inverse_ranks;
 |^parallel_mpi\\.(process_groups_np8\$|powersgd_trains\$)|^checkpoint\\.np4\$"
-  "KV-cache decoding: rotary positions one past the cached ones|layers/grouped_query_attention.cpp|cache != nullptr ? cache->positions() : 0;|cache != nullptr ? cache->positions() + 1 : 0;|^(LlamaModel|KvCacheDecoder|GenerateCached)\\."
+  "KV-cache decoding: learned positions one past the cached ones|layers/embedding.cpp|std::int64_t first_position = ctx.info().kv_cache ? ctx.info().kv_cache->positions() : 0;|std::int64_t first_position = ctx.info().kv_cache ? ctx.info().kv_cache->positions() + 1 : 0;|^(KvCacheDecoder|GenerateCached)\\.|^cli\\.generate"
+  "validation: the data ranks' token counts never summed (each rank's loss over its own)|training/trainer.cpp|    valid_tokens = all_reduce_double(groups_.data(), valid_tokens);
+  }
+  check_communication_health();|  }
+  check_communication_health();|^data_parallel\\."
   "model.init_from under tensor parallelism: every rank takes the first shard|training/hf_import.cpp|full.slice(p->shard_dim, p->shard_offset,|full.slice(p->shard_dim, 0,|^tensor_parallel\\.|^cli\\.init_from"
   "ZeRO-1 in bf16: compute copies refreshed before the all-gather (other ranks' shards a step stale)|training/trainer.cpp|    if (reducer_ && reducer_->shards_optimizer_state()) reducer_->all_gather_parameters();
     after_master_update();|    after_master_update();
