@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/mutation-check.sh: plants known bugs, one at a time, in a scratch worktree of HEAD and
 # runs the tests that should catch each; prints which were caught and by which tests. Not
-# part of CI (it rebuilds once per bug: about 2 minutes a bug on 2 cores, after a first full
+# part of CI (it rebuilds once per bug: under a minute a bug on 2 cores, after a first full
 # build); docs/testing.md holds its last result.
 #
 #   bash tools/mutation-check.sh [SCRATCH_DIR [NAME_REGEX]]
