@@ -142,9 +142,25 @@ std::string flight_record_json(const FlightRecord& r) {
 }
 
 namespace {
+// An integer that fits an int64, or a CommError naming the field (a float such as 1e74 would
+// be undefined behaviour to convert).
+std::int64_t integer(const json& value, const std::string& path, const char* field) {
+  const std::optional<std::int64_t> wide = json_int64(value);
+  TN_CHECK_AS(CommError, wide.has_value(), "'", path, "': ", field, " ", describe_json(value),
+              " is not an integer of 64 bits");
+  return *wide;
+}
+
+// As `integer`, not negative.
+std::uint64_t count(const json& value, const std::string& path, const char* field) {
+  const std::int64_t n = integer(value, path, field);
+  TN_CHECK_AS(CommError, n >= 0, "'", path, "': ", field, " ", n, " is negative");
+  return static_cast<std::uint64_t>(n);
+}
+
 // An integer read wide and refused past int, where get<int>() would wrap it into range.
 int int_field(const json& value, const std::string& path, const char* field) {
-  const auto wide = value.get<std::int64_t>();
+  const std::int64_t wide = integer(value, path, field);
   TN_CHECK_AS(CommError, wide >= std::numeric_limits<int>::min() &&
                              wide <= std::numeric_limits<int>::max(),
               "'", path, "': ", field, " ", wide, " is out of range");
@@ -191,7 +207,9 @@ FlightRecord parse_flight_record(const std::string& text, const std::string& pat
     TN_CHECK_AS(CommError, parsed.has_value(), "'", path, "' is not a readable flight record: ",
                 why);
     const Json& doc = *parsed;
-    TN_CHECK_AS(CommError, doc.value("format", "") == kFormat && doc.value("version", 0) == kVersion,
+    const bool ours = doc.is_object() && doc.contains("format") && doc.contains("version") &&
+                      doc["format"] == kFormat && json_int64(doc["version"]) == kVersion;
+    TN_CHECK_AS(CommError, ours,
                 "'", path, "' is not a ternion flight record (format ", kFormat, " version ",
                 kVersion, ")");
     FlightRecord r;
@@ -205,11 +223,11 @@ FlightRecord parse_flight_record(const std::string& text, const std::string& pat
           {g.at("name").get<std::string>(), int_list(g.at("members"), path, "member")});
     for (const json& o : doc.at("operations")) {
       FlightEntry e;
-      e.id = o.at("id").get<std::uint64_t>();
+      e.id = count(o.at("id"), path, "id");
       e.group = int_field(o.at("group"), path, "group");
-      e.seq = o.at("seq").get<std::uint64_t>();
+      e.seq = count(o.at("seq"), path, "seq");
       e.kind = o.at("kind").get<std::string>();
-      e.bytes = o.at("bytes").get<std::int64_t>();
+      e.bytes = static_cast<std::int64_t>(count(o.at("bytes"), path, "bytes"));
       e.peers = int_list(o.at("peers"), path, "peer");
       const std::string state = o.at("state").get<std::string>();
       bool known = false;

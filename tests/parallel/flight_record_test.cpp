@@ -132,6 +132,10 @@ TEST(FlightRecorder, RefusesRecordsThatNameRanksOutsideTheWorld) {
   text.replace(text.find(field), field.size(), "\"world_size\": 4294967298");
   EXPECT_EQ(refusal([&] { parse_flight_record(text, "fl/rank_0.json"); }),
             "'fl/rank_0.json': world_size 4294967298 is out of range");
+  // A number no integer holds (converting it would be undefined behaviour): refused.
+  text.replace(text.find("4294967298"), 10, "1e74");
+  EXPECT_EQ(refusal([&] { parse_flight_record(text, "fl/rank_0.json"); }),
+            "'fl/rank_0.json': world_size '1e+74' is not an integer of 64 bits");
   // Records made by hand are checked too, before the report indexes the world with them.
   bad = r;
   bad.groups[0].members = {0, 9};
