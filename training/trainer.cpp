@@ -501,7 +501,9 @@ StepMetrics Trainer::run() {
   const TrainingConfig& t = config_.training;
   const CheckpointConfig& k = config_.checkpoint;
   const std::int64_t first_step = resumed_step_ + 1;
-  if (resumed_step_ > 0) log_info("ternion: resumed from ", resumed_from_, " after step ", resumed_step_);
+  if (resumed_step_ > 0)
+    log_info("ternion: resumed from ", resumed_from_, " after step ", resumed_step_, " (",
+             resume_transfer_.str(), ")");
   if (first_step > t.steps) {
     log_info("ternion: nothing to train: the checkpoint is at step ", resumed_step_,
              " and training.steps is ", t.steps);
@@ -573,8 +575,9 @@ StepMetrics Trainer::run() {
                           ((k.save_interval > 0 && step % k.save_interval == 0) ||
                            step == t.steps || stop > 0);
     if (save_now) {
-      save_checkpoint(step);
-      log_info("ternion: saved the checkpoint of step ", step, " in ", k.save_dir,
+      const CheckpointTransfer saved = save_checkpoint(step);
+      log_info("ternion: saved the checkpoint of step ", step, " in ", k.save_dir, " (",
+               saved.str(), ")",
                m.skipped ? " (this step was skipped: the weights are the last applied step's)"
                          : "");
     }

@@ -78,8 +78,13 @@ class Trainer {
   const TokenDataset* val_data() const { return val_data_ ? &*val_data_ : nullptr; }
 
   // Checkpoints (training/checkpoint.h): save the state after `step` (collective), or load it
-  // from `dir` (any layout) and return its step.
-  void save_checkpoint(std::int64_t step);
+  // from `dir` (any layout) and return its step. Each returns what it moved (collective).
+  struct CheckpointTransfer {
+    double bytes = 0;    // the tensors' bytes, every rank's
+    double seconds = 0;  // the slowest rank's
+    std::string str() const;  // "1488.2 MB in 2.13 s, 699 MB/s"
+  };
+  CheckpointTransfer save_checkpoint(std::int64_t step);
   std::int64_t load_checkpoint(const std::string& dir);
 
   // The whole model (one rank, or one pipeline stage of a tensor-parallel group).
@@ -141,6 +146,7 @@ class Trainer {
   std::int64_t last_micro_batch_ = 0;
   std::string resumed_from_;        // checkpoint.load resolved
   std::int64_t resumed_step_ = 0;   // the loaded checkpoint's step (0: a fresh run)
+  CheckpointTransfer resume_transfer_;  // what loading it read
   CheckpointRetention checkpoint_retention_;  // what this run's saves prune
   bool stopped_by_signal_ = false;
   std::vector<PipelineAction> schedule_;

@@ -5,6 +5,8 @@
 // which rank of which layout saved it: a resume in that layout restores it, another layout
 // starts it afresh.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <deque>
 #include <sstream>
 
@@ -35,10 +37,37 @@ Parameter whole_tensor(const std::string& name, const Tensor& value) {
   return p;
 }
 
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The bytes of `tensors`' slices summed over `world`, and the slowest rank's `seconds`.
+Trainer::CheckpointTransfer transfer_over(Communicator& world,
+                                          const std::vector<ShardedTensor>& tensors,
+                                          double seconds) {
+  double bytes = 0;
+  for (const ShardedTensor& t : tensors)
+    bytes += static_cast<double>(t.end - t.begin) * static_cast<double>(dtype_size(t.data.dtype()));
+  Tensor total = Tensor::from_vector({static_cast<float>(bytes)}, {1});
+  Tensor slowest = Tensor::from_vector({static_cast<float>(seconds)}, {1});
+  world.all_reduce(total, ReduceOp::Sum);
+  world.all_reduce(slowest, ReduceOp::Max);
+  return {total.data<float>()[0], slowest.data<float>()[0]};
+}
+
 }  // namespace
 
-void Trainer::save_checkpoint(std::int64_t step) {
+std::string Trainer::CheckpointTransfer::str() const {
+  char text[96];
+  std::snprintf(text, sizeof text, "%.1f MB in %.2f s, %.0f MB/s", bytes / 1e6, seconds,
+                seconds > 0 ? bytes / 1e6 / seconds : 0.0);
+  return text;
+}
+
+Trainer::CheckpointTransfer Trainer::save_checkpoint(std::int64_t step) {
   check_communication_health();  // never save what a failed collective left behind
+  const double start = seconds_now();
   const int dp_rank = groups_.dp_rank();
   const bool sharded = reducer_ && reducer_->shards_optimizer_state();
   auto tied = [&](const Parameter* p) {
@@ -70,9 +99,11 @@ void Trainer::save_checkpoint(std::int64_t step) {
   }
   ::ternion::save_checkpoint(config_, tokenizer_, step, checkpoint_retention_, mine,
                              &groups_.world());
+  return transfer_over(groups_.world(), mine, seconds_now() - start);
 }
 
 std::int64_t Trainer::load_checkpoint(const std::string& dir) {
+  const double start = seconds_now();
   std::vector<ShardedTensor> targets;
   for (Parameter* p : parameters_) targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
   const std::vector<std::string> kinds = optimizer_->state_kinds();
@@ -94,6 +125,7 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
   }
   const std::int64_t step =
       ::ternion::load_checkpoint(dir, config_.model, config_.optimizer.type, targets);
+  resume_transfer_ = transfer_over(groups_.world(), targets, seconds_now() - start);
   std::size_t t = 0;
   for (Parameter* p : parameters_) p->value.view({-1}).copy_from(targets[t++].data);
   for (std::size_t i = 0; i < segments_.size(); ++i) {
