@@ -87,17 +87,25 @@ bool all_succeeded(Communicator* world, bool mine) {
   return flag.data<float>()[0] == 0.0f;
 }
 
-// Global flat index of element `i` (row-major) of a shard with `local` shape.
-std::int64_t global_index(const Shape& local, const Shape& global_strides, std::int64_t shard_dim,
-                          std::int64_t shard_offset, std::int64_t i) {
-  std::int64_t global = 0;
-  for (std::int64_t d = static_cast<std::int64_t>(local.size()) - 1; d >= 0; --d) {
-    std::int64_t coord = i % local[d];
-    i /= local[d];
-    if (d == shard_dim) coord += shard_offset;
-    global += coord * global_strides[d];
+// Calls run(i, g, n) for the elements [begin, end) (row-major) of a shard of `local` shape,
+// cut from `global` along `shard_dim` (-1: not cut) at `shard_offset`, in runs of n elements
+// that are contiguous in both: element i + k of the shard is element g + k of the whole. A
+// run is a stretch of the shard's rows along shard_dim and the dimensions after it.
+template <class Run>
+void for_each_run(const Shape& local, const Shape& global, std::int64_t shard_dim,
+                  std::int64_t shard_offset, std::int64_t begin, std::int64_t end, Run&& run) {
+  std::int64_t inner = 1;  // the elements of one index along shard_dim
+  for (std::size_t d = static_cast<std::size_t>(shard_dim + 1); d < local.size(); ++d)
+    inner *= local[d];
+  const std::int64_t span = shard_dim < 0 ? shape_numel(local) : local[shard_dim] * inner;
+  const std::int64_t global_span = shard_dim < 0 ? span : global[shard_dim] * inner;
+  const std::int64_t start = shard_dim < 0 ? 0 : shard_offset * inner;
+  for (std::int64_t i = begin; i < end;) {
+    const std::int64_t outer = span > 0 ? i / span : 0, within = i - outer * span;
+    const std::int64_t n = std::min(end - i, span - within);
+    run(i, outer * global_span + start + within, n);
+    i += n;
   }
-  return global;
 }
 
 // A piece and the safetensors file that holds its data.
@@ -359,6 +367,19 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
       optimizer_kinds.insert(tensor.substr(6, tensor.find('/', 6) - 6));
 
   std::map<std::string, SafetensorsFile> files;
+  // A piece's data, its checksum checked.
+  auto read_data = [&](const CheckpointPiece& piece, const std::string& path,
+                       const std::string& tensor) {
+    auto file = files.find(path);
+    if (file == files.end()) file = files.emplace(path, SafetensorsFile::open(path)).first;
+    const Tensor data = file->second.read(piece.key);
+    TN_CHECK_AS(CheckpointError,
+                data.dtype() == DType::F32 && data.numel() == piece.end - piece.begin &&
+                    crc32(data.raw_data(), data.nbytes()) == piece.crc,
+                "checkpoint '", dir, "': piece ", piece.key, " of tensor '", tensor, "' in '",
+                path, "' fails its checksum");
+    return data;
+  };
   for (ShardedTensor& target : targets) {
     const auto found = pieces.find(target.name);
     if (found == pieces.end() && target.name.rfind("optim/", 0) == 0 && !optimizer_kinds.empty()) {
@@ -375,7 +396,19 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
     TN_CHECK_AS(CheckpointError, found != pieces.end(), "checkpoint '", dir, "' has no tensor '",
                 target.name, "'");
     const Shape& global_shape = target.param->global_shape;
-    const Shape strides = contiguous_strides(global_shape);
+    const Parameter& p = *target.param;
+    // Saved by this layout: one piece is this rank's part as it is, with nothing to assemble.
+    auto is_ours = [&](const LocatedPiece& located) {
+      const CheckpointPiece& piece = located.piece;
+      return piece.global_shape == global_shape && piece.local_shape == p.value.shape() &&
+             piece.shard_dim == p.shard_dim && piece.shard_offset == p.shard_offset &&
+             piece.begin == target.begin && piece.end == target.end;
+    };
+    const auto same = std::find_if(found->second.begin(), found->second.end(), is_ours);
+    if (std::count_if(found->second.begin(), found->second.end(), is_ours) == 1) {
+      target.data = read_data(same->piece, same->file, target.name).view({target.end - target.begin});
+      continue;
+    }
     std::vector<float> whole(static_cast<std::size_t>(shape_numel(global_shape)));
     std::vector<char> covered(whole.size(), 0);
     for (const auto& [piece, path] : found->second) {
@@ -384,35 +417,30 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
       TN_CHECK_AS(CheckpointError, piece.global_shape == global_shape, "checkpoint '", dir,
                   "': tensor '", target.name, "' is ", shape_str(piece.global_shape),
                   ", this model's is ", shape_str(global_shape));
-      auto file = files.find(path);
-      if (file == files.end()) file = files.emplace(path, SafetensorsFile::open(path)).first;
-      const Tensor data = file->second.read(piece.key);
-      TN_CHECK_AS(CheckpointError,
-                  data.dtype() == DType::F32 && data.numel() == piece.end - piece.begin &&
-                      crc32(data.raw_data(), data.nbytes()) == piece.crc,
-                  "checkpoint '", dir, "': piece ", piece.key, " of tensor '", target.name,
-                  "' in '", path, "' fails its checksum");
+      const Tensor data = read_data(piece, path, target.name);
       const float* values = data.data<float>();
-      for (std::int64_t i = piece.begin; i < piece.end; ++i) {
-        const auto g = static_cast<std::size_t>(
-            global_index(piece.local_shape, strides, piece.shard_dim, piece.shard_offset, i));
-        TN_CHECK_AS(CheckpointError, !covered[g], "checkpoint '", dir, "': tensor '", target.name,
-                    "' has element ", g, " in two pieces");
-        whole[g] = values[i - piece.begin];
-        covered[g] = 1;
-      }
+      for_each_run(piece.local_shape, global_shape, piece.shard_dim, piece.shard_offset,
+                   piece.begin, piece.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
+                     const auto twice = std::find(covered.begin() + g, covered.begin() + g + n, 1);
+                     TN_CHECK_AS(CheckpointError, twice == covered.begin() + g + n,
+                                 "checkpoint '", dir, "': tensor '", target.name,
+                                 "' has element ", twice - covered.begin(), " in two pieces");
+                     std::copy_n(values + (i - piece.begin), n, whole.begin() + g);
+                     std::fill_n(covered.begin() + g, n, 1);
+                   });
     }
     // This rank's part of it.
-    const Parameter& p = *target.param;
     target.data = Tensor::empty({target.end - target.begin});
     float* out = target.data.data<float>();
-    for (std::int64_t i = target.begin; i < target.end; ++i) {
-      const auto g = static_cast<std::size_t>(
-          global_index(p.value.shape(), strides, p.shard_dim, p.shard_offset, i));
-      TN_CHECK_AS(CheckpointError, covered[g], "checkpoint '", dir, "' is missing part of tensor '",
-                  target.name, "'");
-      out[i - target.begin] = whole[g];
-    }
+    for_each_run(p.value.shape(), global_shape, p.shard_dim, p.shard_offset, target.begin,
+                 target.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
+                   TN_CHECK_AS(CheckpointError,
+                               std::find(covered.begin() + g, covered.begin() + g + n, 0) ==
+                                   covered.begin() + g + n,
+                               "checkpoint '", dir, "' is missing part of tensor '", target.name,
+                               "'");
+                   std::copy_n(whole.begin() + g, n, out + (i - target.begin));
+                 });
   }
   return meta.step;
 }

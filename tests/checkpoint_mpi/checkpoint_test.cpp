@@ -372,6 +372,16 @@ TEST_F(CheckpointFiles, DamagedIndexesAreRefusedNamingTheFileAndField) {
   }
 }
 
+// Two pieces of the index that hold the same elements of a tensor: refused, naming the first
+// element held twice, rather than loaded from whichever came last.
+TEST_F(CheckpointFiles, AnElementInTwoPiecesIsRefused) {
+  const std::string copy = damaged_copy("piece_twice", "rank_00000.json",
+                                        R"((\{"tensor":"model/wte"[^}]*\}))", "$1,\n  $1");
+  const std::string msg = load_error(copy);
+  EXPECT_NE(msg.find("checkpoint '" + copy + "': tensor 'model/wte' has element 0 in two pieces"),
+            std::string::npos) << msg;
+}
+
 TEST_F(CheckpointFiles, AnotherOptimizersStateIsRefusedNamingBothTypes) {
   TrainConfig sgd = run_config(Layout{}, dir_);
   sgd.optimizer.type = "sgd";
