@@ -411,7 +411,9 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
     }
     std::vector<float> whole(static_cast<std::size_t>(shape_numel(global_shape)));
     std::vector<char> covered(whole.size(), 0);
-    for (const auto& [piece, path] : found->second) {
+    for (const LocatedPiece& located : found->second) {
+      const CheckpointPiece& piece = located.piece;
+      const std::string& path = located.file;
       // read_rank_index checked that the piece lies within its global shape, so its elements'
       // indices are within `whole` once that shape is this model's.
       TN_CHECK_AS(CheckpointError, piece.global_shape == global_shape, "checkpoint '", dir,
