@@ -1,6 +1,7 @@
 #include "parallel/comm/flight_recorder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -176,6 +177,19 @@ std::vector<int> int_list(const json& value, const std::string& path, const char
 }  // namespace
 
 void check_flight_record(const FlightRecord& r, const std::string& where) {
+  // Times are seconds since 1970 (or -1, not yet): a report subtracts and prints them.
+  auto check_time = [&](double t, const std::string& what) {
+    TN_CHECK_AS(CommError, std::isfinite(t) && std::abs(t) <= kMaxFlightSeconds, where, ": ",
+                what, " ", t, " is not a time in seconds");
+  };
+  check_time(r.written_s, "written_s");
+  check_time(r.timeout_s, "timeout_s");
+  for (const FlightEntry& e : r.entries) {
+    const std::string op = "operation " + std::to_string(e.id) + "'s ";
+    check_time(e.issued_s, op + "issued_s");
+    check_time(e.started_s, op + "started_s");
+    check_time(e.ended_s, op + "ended_s");
+  }
   TN_CHECK_AS(CommError, r.world_size >= 1 && r.world_size <= kMaxFlightRanks, where,
               ": world_size ", r.world_size, " is not from 1 to ", kMaxFlightRanks, " ranks");
   TN_CHECK_AS(CommError, r.rank >= 0 && r.rank < r.world_size, where, ": rank ", r.rank, " of ",

@@ -80,13 +80,16 @@ class FlightRecorder {
 // The most ranks a record may name: a job has fewer (parallel/process_groups.cpp numbers
 // ranks in floats, exact to 2^24), and the checkpoint index allows the same.
 inline constexpr int kMaxFlightRanks = 1 << 24;
+// The most seconds a record's times may hold (about the year 33658).
+inline constexpr double kMaxFlightSeconds = 1e12;
 
 // The record as JSON, and back (CommError naming the file for one that is not a record).
 std::string flight_record_json(const FlightRecord& record);
 FlightRecord parse_flight_record(const std::string& text, const std::string& path);
 // CommError naming `where` and the field for a record no job writes: world_size outside
 // [1, kMaxFlightRanks], its rank outside the world, a group with no members, a member twice
-// or outside the world, an operation on no group or with a peer outside the world.
+// or outside the world, an operation on no group or with a peer outside the world, a time
+// that is not finite or past kMaxFlightSeconds.
 void check_flight_record(const FlightRecord& record, const std::string& where);
 // Writes `record` to `dir`/rank_R.json (through a temporary name); returns the path.
 std::string write_flight_record(const std::string& dir, const FlightRecord& record);

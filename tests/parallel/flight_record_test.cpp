@@ -2,6 +2,8 @@
 // JSON it writes and reads back, and which rank the report names in each kind of hang.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "framework/error.h"
 #include "parallel/comm/flight_recorder.h"
 #include "parallel/comm/hang_report.h"
@@ -125,6 +127,14 @@ TEST(FlightRecorder, RefusesRecordsThatNameRanksOutsideTheWorld) {
   bad = r;
   bad.world_size = 300000000;
   EXPECT_EQ(refused(bad), "'fl/rank_0.json': world_size 300000000 is not from 1 to 16777216 ranks");
+  // A time the report could not subtract and print (a cast of 1e100 s is undefined).
+  bad = r;
+  bad.written_s = 1.7e100;
+  EXPECT_EQ(refused(bad), "'fl/rank_0.json': written_s 1.7e+100 is not a time in seconds");
+  bad = r;
+  bad.entries[0].ended_s = std::nan("");  // JSON has no NaN: a record made by hand
+  EXPECT_EQ(refusal([&] { check_flight_record(bad, "'fl/rank_0.json'"); }),
+            "'fl/rank_0.json': operation 4's ended_s nan is not a time in seconds");
   // Past int: read wide, not wrapped into range (2^32 + 2 would read as 2).
   std::string text = flight_record_json(r);
   const std::string field = "\"world_size\": 2";
