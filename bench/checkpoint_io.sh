@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checkpoint save and load of GPT-2 124M (weights and AdamW's two moments, f32: 1.49 GB) on 1,
-# 2 and 4 ranks, against what the same disk gives the same bytes in the same run: `dd` writing
-# them with an fsync (a save's reference) and reading them back (a load's).
+# 2 and 4 ranks, against `dd` moving as many bytes in the same run: writing them to the same
+# disk with an fsync (a save's reference) and reading them back (a load's; like the load, which
+# follows its save, from the page cache).
 #   bash bench/checkpoint_io.sh [BUILD_DIR] [DIR] [ROUNDS]
 # DIR is where the checkpoints go (default: a scratch directory under /tmp; pick the disk you
 # train on). Each row is the median of ROUNDS runs (default 3) of ternion-train's own figures:
@@ -24,18 +25,19 @@ common=(--config configs/gpt2-124m.yaml --set data.train="$scratch/data/train.bi
         --set optimizer.warmup_steps=0 --set training.steps=1 --set checkpoint.keep=1)
 
 # The MB/s of the line of log $1 that starts with $2.
-rate() { sed -n "s/^ternion: $2.*, \([0-9]*\) MB\/s)\$/\1/p" "$1" | head -1; }
+rate() { sed -n "s/^ternion: $2.*, \([0-9]*\) MB\/s).*/\1/p" "$1" | head -1; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-# The MB/s of `dd ARGS...` moving MIB mebibytes, from the seconds it reports.
+# The MB/s of `dd ARGS...` moving MB megabytes, from the seconds it reports.
 dd_rate() {
-  local mib=$1
+  local mb=$1
   shift
   dd "$@" 2>&1 | tail -1 |
-    awk -v mib="$mib" '{ for (i = 1; i <= NF; i++) if ($i == "s,") print int(mib * 1.048576 / $(i - 1)) }'
+    awk -v mb="$mb" '{ for (i = 1; i <= NF; i++) if ($i == "s,") print int(mb / $(i - 1)) }'
 }
 
 bytes=
-echo "| layout | ranks | save (MB/s) | load (MB/s) | dd write + fsync (MB/s) | dd read (MB/s) | save / dd | load / dd |"
+echo "| layout | ranks | save (MB/s) | load (MB/s) | dd write + fsync (MB/s) | dd read (MB/s) |" \
+     "save / dd | load / dd |"
 echo "|---|---|---|---|---|---|---|---|"
 for layout in "one rank|1|" "data 2, ZeRO-1|2|parallel.data=2 parallel.zero_stage=1" \
               "tensor 2 x pipeline 2|4|parallel.tensor=2 parallel.pipeline=2"; do
@@ -55,17 +57,20 @@ for layout in "one rank|1|" "data 2, ZeRO-1|2|parallel.data=2 parallel.zero_stag
       { cat "$scratch/load.log"; exit 1; }
     saves+=("$(rate "$scratch/save.log" "saved the checkpoint")")
     loads+=("$(rate "$scratch/load.log" "resumed from")")
-    bytes=$(sed -n 's/^ternion: saved the checkpoint.*(\([0-9.]*\) MB in.*/\1/p' "$scratch/save.log")
+    bytes=$(sed -n 's/^ternion: saved the checkpoint.*(\([0-9.]*\) MB in.*/\1/p' \
+              "$scratch/save.log")
     # The reference: the same bytes through dd, written with an fsync, then read back.
     mb=${bytes%.*}
-    writes+=("$(dd_rate "$mb" if=/dev/zero of="$scratch/dd.bin" bs=1M count="$mb" conv=fsync)")
-    reads+=("$(dd_rate "$mb" if="$scratch/dd.bin" of=/dev/null bs=1M)")
+    writes+=("$(dd_rate "$mb" if=/dev/zero of="$scratch/dd.bin" bs=1000000 count="$mb" conv=fsync)")
+    reads+=("$(dd_rate "$mb" if="$scratch/dd.bin" of=/dev/null bs=1000000)")
     rm -f "$scratch/dd.bin"
   done
   save=$(printf '%s\n' "${saves[@]}" | median) load=$(printf '%s\n' "${loads[@]}" | median)
   write=$(printf '%s\n' "${writes[@]}" | median) read=$(printf '%s\n' "${reads[@]}" | median)
   awk -v n="$name" -v r="$ranks" -v s="$save" -v l="$load" -v w="$write" -v d="$read" \
-    'BEGIN { printf "| %s | %d | %d | %d | %d | %d | %.2f | %.2f |\n", n, r, s, l, w, d, s / w, l / d }'
+    'BEGIN { printf "| %s | %d | %d | %d | %d | %d | %.2f | %.2f |\n",
+             n, r, s, l, w, d, s / w, l / d }'
 done
 echo
-echo "checkpoint: $bytes MB of tensors; $rounds rounds a row (medians); $(df -h "$scratch" | awk 'NR == 2 { print $1 " (" $2 ")" }')"
+disk=$(df -h "$scratch" | awk 'NR == 2 { print $1 " (" $2 ")" }')
+echo "checkpoint: $bytes MB of tensors; $rounds rounds a row (medians); $disk"

@@ -24,6 +24,13 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
     BlockSpec spec{"h." + std::to_string(i), i, config_, tp_};
     blocks_.push_back(LayerRegistry::instance().create(config.block, spec));
     block_params_.push_back(blocks_.back()->parameters());
+    // Names key the optimizer state and the checkpoints: a block's parameters are named under
+    // its own prefix, so that no two blocks (on this stage or another) share one.
+    for (const Parameter* p : block_params_.back())
+      TN_CHECK_AS(ConfigError, p->name.rfind(spec.name + ".", 0) == 0, "block type '",
+                  config.block, "' names parameter '", p->name, "' of block ", spec.name,
+                  ": name each block's parameters under its BlockSpec::name ('", spec.name,
+                  ".*')");
   }
   if (chunk_.has_head) {
     if (!tied || !chunk_.has_embedding) {
@@ -47,13 +54,11 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
   parameters_ = embedding_params_;
   for (const auto& params : block_params_) parameters_.insert(parameters_.end(), params.begin(), params.end());
   parameters_.insert(parameters_.end(), head_params_.begin(), head_params_.end());
-  // Names key the optimizer state and the checkpoints: two parameters of one name would save
-  // and then fail to load. Only a registered block type can name one twice.
+  // Two parameters of one name would save and then fail to load; only a block can repeat one.
   std::set<std::string> names;
   for (const Parameter* p : parameters_)
     TN_CHECK_AS(ConfigError, names.insert(p->name).second, "block type '", config.block,
-                "' names parameter '", p->name, "' twice: name each block's parameters under ",
-                "its BlockSpec::name ('h.", chunk_.first_block, "', ...)");
+                "' names parameter '", p->name, "' twice");
 }
 
 Tensor GptModel::run_blocks(Tensor x, ActivationContext& ctx) const {

@@ -32,9 +32,10 @@ bool LayerRegistry::has(const std::string& type) const { return factories_.count
 std::unique_ptr<Layer> LayerRegistry::create(const std::string& type, const BlockSpec& spec) const {
   auto it = factories_.find(type);
   TN_CHECK_AS(ConfigError, it != factories_.end(), why_unknown(type));
+  if (is_built_in(type)) return it->second(spec);  // our code: a failed check is our bug
   std::unique_ptr<Layer> block;
-  // A factory is the user's code: what it throws is said as its block type's failure, not as
-  // an internal error of ours (a user error it throws stands as it is).
+  // A registered factory is the user's code: what it throws is said as its block type's
+  // failure, not as an internal error of ours (a user error it throws stands as it is).
   try {
     block = it->second(spec);
   } catch (const Error& e) {

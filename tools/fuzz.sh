@@ -14,8 +14,8 @@ seconds=${1:-300}
 [ $# -gt 0 ] && shift
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] ||
-  read -ra targets <<< "$(sed -n '/^set(fuzz_targets/,/)/p' fuzz/CMakeLists.txt | tr '\n' ' ' |
-                         sed -E 's/^set\(fuzz_targets (.*)\).*$/\1/')"
+  read -ra targets <<< "$(tr '\n' ' ' < fuzz/CMakeLists.txt |
+                         sed -E 's/.*set\(fuzz_targets ([^)]*)\).*/\1/')"
 bash tools/install-deps.sh clang libclang-rt-dev libomp-dev
 mkdir -p build-fuzz
 log=build-fuzz/build.log

@@ -54,7 +54,7 @@ mutations=(
   "pipeline: the tied embedding's two copies' gradients never summed|training/trainer.cpp|        groups_.embedding()->all_reduce(chunk->tied_embedding()->grad, ReduceOp::Sum);|        {}|^pipeline_parallel\\.|^llama\\.train_pp2_tied"
   "interleaved pipeline: chunks take consecutive virtual stages (blocks 0, 2, 1, 3 in order)|layers/gpt_model.cpp|const int v = c * stages + stage;|const int v = stage * virtual_stages + c;|^pipeline_parallel\\."
   "gradient norm: replicated parameters counted once per tensor rank|training/trainer.cpp|tp_.rank() == 0)) counted.push_back(s.grad());|true)) counted.push_back(s.grad());|^tensor_parallel\\."
-  "checkpoint load: every tensor rank takes the first shard's slice|training/checkpoint.cpp|global_index(p.value.shape(), strides, p.shard_dim, p.shard_offset, i));|global_index(p.value.shape(), strides, p.shard_dim, 0, i));|^checkpoint\\."
+  "checkpoint load: every tensor rank takes the first shard's slice|training/checkpoint.cpp|for_each_run(p.value.shape(), global_shape, p.shard_dim, p.shard_offset, target.begin,|for_each_run(p.value.shape(), global_shape, p.shard_dim, 0, target.begin,|^checkpoint\\."
   "PowerSGD: the error-feedback residual never updated|parallel/powersgd_reduction.cpp|           matmul(m.residual, p, m.q, false, true, -inverse_ranks, 1.0f);
 |           (void)inverse_ranks;
 |^parallel_mpi\\.(process_groups_np8\$|powersgd_trains\$)|^checkpoint\\.np4\$"

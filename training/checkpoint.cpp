@@ -338,14 +338,13 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                 "' was saved with model.", key, " = ", saved->second, "; this run has ", value);
   }
   // Settings that change what the same weights compute: the run would train another model.
+  // A setting the checkpoint does not record was saved before it was: it is not checked.
   for (const auto& ours : model_family(model.family).function_settings(model)) {
-    if (!meta.has_settings) break;  // saved before they were recorded
     const std::string& key = ours.first;
     const double value = ours.second;
     const auto saved = std::find_if(meta.settings.begin(), meta.settings.end(),
                                     [&](const auto& setting) { return setting.first == key; });
-    TN_CHECK_AS(CheckpointError, saved != meta.settings.end(), "checkpoint file '", meta_path,
-                "': field 'model_settings.", key, "' is missing");
+    if (saved == meta.settings.end()) continue;
     TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
                 "' was saved with model.", key, " = ", shortest_text(saved->second),
                 "; this run has ", shortest_text(value));
@@ -406,7 +405,8 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
     };
     const auto same = std::find_if(found->second.begin(), found->second.end(), is_ours);
     if (std::count_if(found->second.begin(), found->second.end(), is_ours) == 1) {
-      target.data = read_data(same->piece, same->file, target.name).view({target.end - target.begin});
+      const Tensor data = read_data(same->piece, same->file, target.name);
+      target.data = data.view({target.end - target.begin});
       continue;
     }
     std::vector<float> whole(static_cast<std::size_t>(shape_numel(global_shape)));

@@ -211,7 +211,6 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
       if (!value.is_number()) settings.refuse(key, "must be a number, got " + describe_json(value));
       meta.settings.emplace_back(key, value.get<double>());
     }
-    meta.has_settings = true;
   }
   return meta;
 }

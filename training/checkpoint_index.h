@@ -34,9 +34,8 @@ struct CheckpointMeta {
   // The model sizes it was saved with (checkpoint_model_sizes), as recorded.
   std::vector<std::pair<std::string, std::int64_t>> model;
   // The family's function settings (ModelFamily::function_settings) as recorded, under
-  // "model_settings"; absent (has_settings false) in checkpoints that predate recording them.
+  // "model_settings"; none in checkpoints that predate recording them.
   std::vector<std::pair<std::string, double>> settings;
-  bool has_settings = false;
   std::string optimizer;  // optimizer.type; empty in checkpoints that predate recording it
   std::string family = "gpt2";  // model.family
   std::string block;      // model.block; empty in checkpoints that predate recording it

@@ -48,6 +48,16 @@ double all_reduce_double(Communicator& group, double value) {
   return static_cast<double>(parts.data<float>()[0]) + parts.data<float>()[1];
 }
 
+}  // namespace
+
+Trainer::CheckpointTransfer Trainer::checkpoint_transfer(double bytes, double seconds) {
+  Tensor slowest = Tensor::from_vector({static_cast<float>(seconds)}, {1});
+  groups_.world().all_reduce(slowest, ReduceOp::Max);
+  return {all_reduce_double(groups_.world(), bytes), slowest.data<float>()[0]};
+}
+
+namespace {
+
 // Trainer::run stops with a TrainingError after this many steps in a row skipped for
 // non-finite gradients.
 constexpr std::int64_t kMaxSkippedStepsInARow = 10;

@@ -77,10 +77,10 @@ class Trainer {
   const TokenDataset& train_data() const { return train_data_; }
   const TokenDataset* val_data() const { return val_data_ ? &*val_data_ : nullptr; }
 
-  // Checkpoints (training/checkpoint.h): save the state after `step` (collective), or load it
-  // from `dir` (any layout) and return its step. Each returns what it moved (collective).
+  // Checkpoints (training/checkpoint.h): save the state after `step` (collective) and return
+  // what it wrote, or load it from `dir` (any layout) and return its step.
   struct CheckpointTransfer {
-    double bytes = 0;    // the tensors' bytes, every rank's
+    double bytes = 0;    // the checkpoint's tensors, each element once
     double seconds = 0;  // the slowest rank's
     std::string str() const;  // "1488.2 MB in 2.13 s, 699 MB/s"
   };
@@ -112,6 +112,12 @@ class Trainer {
 
  private:
   void reduce_partial_gradients();
+  // Whether this rank saves `p`'s values, or its optimizer state: each element once, however
+  // data ranks, tensor ranks and the tied embedding's copies replicate it.
+  bool saves_value(const Parameter* p) const;
+  bool saves_state(const Parameter* p) const;
+  // `bytes` summed over the world and the slowest rank's `seconds` (collective).
+  CheckpointTransfer checkpoint_transfer(double bytes, double seconds);
   bool writes_output() const;  // rank 0 of the job writes the metrics file
   bool pipelined() const { return pipeline_ != nullptr; }
   std::vector<GptModel*> chunk_pointers() const;
@@ -146,7 +152,7 @@ class Trainer {
   std::int64_t last_micro_batch_ = 0;
   std::string resumed_from_;        // checkpoint.load resolved
   std::int64_t resumed_step_ = 0;   // the loaded checkpoint's step (0: a fresh run)
-  CheckpointTransfer resume_transfer_;  // what loading it read
+  CheckpointTransfer resume_transfer_;  // the load's, counted as a save of this layout counts
   CheckpointRetention checkpoint_retention_;  // what this run's saves prune
   bool stopped_by_signal_ = false;
   std::vector<PipelineAction> schedule_;

@@ -42,21 +42,25 @@ double seconds_now() {
       .count();
 }
 
-// The bytes of `tensors`' slices summed over `world`, and the slowest rank's `seconds`.
-Trainer::CheckpointTransfer transfer_over(Communicator& world,
-                                          const std::vector<ShardedTensor>& tensors,
-                                          double seconds) {
-  double bytes = 0;
-  for (const ShardedTensor& t : tensors)
-    bytes += static_cast<double>(t.end - t.begin) * static_cast<double>(dtype_size(t.data.dtype()));
-  Tensor total = Tensor::from_vector({static_cast<float>(bytes)}, {1});
-  Tensor slowest = Tensor::from_vector({static_cast<float>(seconds)}, {1});
-  world.all_reduce(total, ReduceOp::Sum);
-  world.all_reduce(slowest, ReduceOp::Max);
-  return {total.data<float>()[0], slowest.data<float>()[0]};
+// The bytes of a tensor's [begin, end) in a checkpoint (which holds f32).
+double checkpoint_bytes(const ShardedTensor& t) {
+  return static_cast<double>(t.end - t.begin) * static_cast<double>(sizeof(float));
 }
 
 }  // namespace
+
+bool Trainer::saves_value(const Parameter* p) const {
+  const bool tied =
+      std::find(tied_copies_.begin(), tied_copies_.end(), p) != tied_copies_.end();
+  return !tied && groups_.dp_rank() == 0 && (p->is_sharded() || tp_.rank() == 0);
+}
+
+bool Trainer::saves_state(const Parameter* p) const {
+  const bool tied =
+      std::find(tied_copies_.begin(), tied_copies_.end(), p) != tied_copies_.end();
+  const bool sharded = reducer_ && reducer_->shards_optimizer_state();
+  return !tied && (sharded || groups_.dp_rank() == 0) && (p->is_sharded() || tp_.rank() == 0);
+}
 
 std::string Trainer::CheckpointTransfer::str() const {
   char text[96];
@@ -68,23 +72,15 @@ std::string Trainer::CheckpointTransfer::str() const {
 Trainer::CheckpointTransfer Trainer::save_checkpoint(std::int64_t step) {
   check_communication_health();  // never save what a failed collective left behind
   const double start = seconds_now();
-  const int dp_rank = groups_.dp_rank();
-  const bool sharded = reducer_ && reducer_->shards_optimizer_state();
-  auto tied = [&](const Parameter* p) {
-    return std::find(tied_copies_.begin(), tied_copies_.end(), p) != tied_copies_.end();
-  };
-  // Each element once: replicated copies (over data ranks, over tensor ranks, the tied
-  // embedding's second copy) are left to one owner.
   std::vector<ShardedTensor> mine;
   for (Parameter* p : parameters_) {
-    if (tied(p) || dp_rank != 0 || (!p->is_sharded() && tp_.rank() != 0)) continue;
+    if (!saves_value(p)) continue;
     mine.push_back({"model/" + p->name, p, p->value.view({-1}), 0, p->value.numel()});
   }
   const std::vector<std::string> kinds = optimizer_->state_kinds();
   for (std::size_t i = 0; i < segments_.size(); ++i) {
     const ParameterSegment& s = segments_[i];
-    if (tied(s.param) || (!sharded && dp_rank != 0) || (!s.param->is_sharded() && tp_.rank() != 0))
-      continue;
+    if (!saves_state(s.param)) continue;
     const std::vector<Tensor> state = optimizer_->state_of(i);
     for (std::size_t j = 0; j < kinds.size(); ++j)
       mine.push_back({"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
@@ -99,7 +95,9 @@ Trainer::CheckpointTransfer Trainer::save_checkpoint(std::int64_t step) {
   }
   ::ternion::save_checkpoint(config_, tokenizer_, step, checkpoint_retention_, mine,
                              &groups_.world());
-  return transfer_over(groups_.world(), mine, seconds_now() - start);
+  double bytes = 0;
+  for (const ShardedTensor& t : mine) bytes += checkpoint_bytes(t);
+  return checkpoint_transfer(bytes, seconds_now() - start);
 }
 
 std::int64_t Trainer::load_checkpoint(const std::string& dir) {
@@ -125,7 +123,16 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
   }
   const std::int64_t step =
       ::ternion::load_checkpoint(dir, config_.model, config_.optimizer.type, targets);
-  resume_transfer_ = transfer_over(groups_.world(), targets, seconds_now() - start);
+  // What this rank would save of it, so that a load and a save of one layout count alike.
+  double bytes = 0;
+  for (const ShardedTensor& target : targets) {
+    const bool optimizer_state = target.name.rfind("optim/", 0) == 0;
+    const bool reduction_state = target.name.rfind("reduction/", 0) == 0;
+    if (reduction_state || (optimizer_state ? saves_state(target.param)
+                                            : saves_value(target.param)))
+      bytes += checkpoint_bytes(target);
+  }
+  resume_transfer_ = checkpoint_transfer(bytes, seconds_now() - start);
   std::size_t t = 0;
   for (Parameter* p : parameters_) p->value.view({-1}).copy_from(targets[t++].data);
   for (std::size_t i = 0; i < segments_.size(); ++i) {

@@ -220,10 +220,8 @@ class CheckpointFiles : public ::testing::Test {
     }
     return "";
   }
-  // A copy of the fixture's checkpoint, named `name`, with the first match of `pattern` in its
-  // `file` replaced by `replacement` (ECMAScript regex and format).
-  // A copy of checkpoint `from` (step_ by default) named `name`, with the first match of
-  // `pattern` in its `file` replaced.
+  // A copy of checkpoint `from` (the fixture's by default), named `name`, with the first match
+  // of `pattern` in its `file` replaced by `replacement` (ECMAScript regex and format).
   std::string damaged_copy(const std::string& name, const std::string& file,
                            const std::string& pattern, const std::string& replacement,
                            const std::string& from = "") {

@@ -2,7 +2,8 @@
 # resume_run.sh MPIRUN TERNION_TRAIN CONFIG TRAIN_BIN OUT_DIR
 # 1. trains CONFIG for 10 steps on one rank (the reference);
 # 2. trains again saving every 5 steps, and resumes from step 5 on 2 ranks as tensor 2:
-#    the resumed run must log steps 6..10 with the reference's losses (1e-5 relative);
+#    the resumed run must log steps 6..10 with the reference's losses (1e-5 relative), and
+#    the save and the load the same megabytes;
 #    ternion-generate on the last checkpoint prints the trainer's own final sample;
 #    ternion-export writes GPT-2's names and layouts (checked by tests/cli/check_hf_export.py);
 # 3. starts a long run, sends it SIGTERM after step 3: it must save, say so, exit 0, and the
@@ -31,6 +32,12 @@ $mpirun -np 2 "$train" "${common[@]}" --set parallel.tensor=2 \
   --set "checkpoint.load=$out/ckpt/step_0000005" --set "logging.metrics_file=$out/resumed.jsonl" \
   > "$out/resumed.log" 2>&1 || { cat "$out/resumed.log"; fail "the resumed run"; }
 grep -q "resumed from $out/ckpt/step_0000005 after step 5" "$out/resumed.log" || fail "no resume line"
+# Both say what they moved, each element once: the save of one rank and the load into
+# tensor 2 count the same megabytes.
+saved_mb=$(sed -n 's/^ternion: saved the checkpoint of step 5 in .* (\([0-9.]*\) MB in [0-9.]* s, [0-9]* MB\/s)$/\1/p' "$out/saving.log")
+loaded_mb=$(sed -n 's/^ternion: resumed from .* after step 5 (\([0-9.]*\) MB in [0-9.]* s, [0-9]* MB\/s)$/\1/p' "$out/resumed.log")
+[ -n "$saved_mb" ] && [ "$saved_mb" = "$loaded_mb" ] ||
+  fail "the save's and the load's megabytes: '$saved_mb' and '$loaded_mb'"
 [ "$(head -n 1 "$out/resumed.jsonl" | sed -E 's/^\{"step": ?([0-9]+),.*/\1/')" = 6 ] || fail "the resumed run does not start at step 6"
 loss() { sed -E 's/.*"loss": ?([^,]+),.*/\1/' "$1"; }
 paste <(tail -n 5 "$out/reference.jsonl" | loss /dev/stdin) <(loss "$out/resumed.jsonl") | awk '

@@ -99,14 +99,18 @@ TEST(LayerRegistry, AFactorysFailureNamesItsBlockType) {
 }
 
 // Each block names its parameters under its BlockSpec::name; one fixed name in every block
-// would train and save, then fail to load. It is refused when the model is built.
+// (or in the one block of each pipeline stage) would train and save, then fail to load. It is
+// refused when the model is built.
 TEST(LayerRegistry, AParameterNamedTwiceIsRefused) {
   LayerRegistry::instance().add("fixed_name_for_test", [](const BlockSpec& spec) {
     return std::make_unique<IdentityBlock>(BlockSpec{"blk", spec.index, spec.config, spec.tp});
   });
   EXPECT_EQ(build_error("fixed_name_for_test"),
-            "block type 'fixed_name_for_test' names parameter 'blk.gain' twice: name each "
-            "block's parameters under its BlockSpec::name ('h.0', ...)");
+            "block type 'fixed_name_for_test' names parameter 'blk.gain' of block h.0: name each "
+            "block's parameters under its BlockSpec::name ('h.0.*')");
+  // One block a pipeline stage: the prefix is what keeps the stages' names apart.
+  ModelConfig one_block = config_of_blocks("fixed_name_for_test");
+  EXPECT_THROW(GptModel(one_block, {}, ModelChunk{1, 2, false, true}), ConfigError);
 }
 
 }  // namespace

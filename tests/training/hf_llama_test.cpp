@@ -339,8 +339,8 @@ TEST(HfLlama, RopeThetaIsReadWhereEitherTransformersPutsIt) {
   EXPECT_NO_THROW(
       check_hf_llama_config(config, R"({"rope_parameters": {"rope_type": "default"},
                                           "rms_norm_eps": 1e-5})", "c.json"));
-  EXPECT_NO_THROW(check_hf_llama_config(config, R"({"rope_theta": 10000.0000001, "rms_norm_eps": 1e-5})",
-                                        "c.json"));
+  EXPECT_NO_THROW(check_hf_llama_config(
+      config, R"({"rope_theta": 10000.0000001, "rms_norm_eps": 1e-5})", "c.json"));
 }
 
 // Llama 3's rotary scaling (rope_type "llama3") is read from either transformers' place, each
@@ -349,10 +349,12 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
   ModelConfig scaled = tiny_config(2, false);
   scaled.rope_scaling_factor = 8;
   const char* llama3_4x =
-      R"({"rope_theta": 10000.0, "rms_norm_eps": 1e-5, "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0,
+      R"({"rope_theta": 10000.0, "rms_norm_eps": 1e-5,
+          "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0,
           "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}})";
   const char* llama3_5x =
-      R"({"rms_norm_eps": 1e-5, "rope_parameters": {"rope_theta": 10000.0, "rope_type": "llama3", "factor": 8.0,
+      R"({"rms_norm_eps": 1e-5,
+          "rope_parameters": {"rope_theta": 10000.0, "rope_type": "llama3", "factor": 8.0,
           "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192}})";
   EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_4x, "c.json"));
   EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_5x, "c.json"));
