@@ -219,6 +219,29 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     report.lines.push_back(line);
     for (std::size_t i = 1; i < why.size(); ++i) report.lines.push_back("  and " + why[i]);
   }
+  // Every member in one collective that has not completed: a member that joined it long after
+  // the others had timed out in it (its wait less than half of theirs, each on its own clock)
+  // was behind them, stopped or starved of CPU before it, and woken later to write its record.
+  std::map<std::string, std::vector<std::pair<int, double>>> waits_by_operation;
+  for (const auto& [r, why] : in_it_together) {
+    const RankView& v = *view_of(r);
+    const FlightEntry& e = *v.waits_in;
+    const std::string key = group_key(v.record->groups[static_cast<std::size_t>(e.group)]);
+    waits_by_operation[key + "#" + std::to_string(e.seq)].emplace_back(
+        r, v.record->written_s - e.issued_s);
+  }
+  for (const auto& [operation, waits] : waits_by_operation) {
+    double longest = 0;
+    for (const auto& [r, waited] : waits) longest = std::max(longest, waited);
+    const double timeout = view_of(waits.front().first)->record->timeout_s;
+    if (longest < timeout) continue;
+    for (const auto& [r, waited] : waits)
+      if (waited < longest / 2)
+        stalled[r] = detail::concat("it joined the operation its peers wait in only ",
+                                    static_cast<long long>(waited), " s before its record, where "
+                                    "they had waited up to ", static_cast<long long>(longest),
+                                    " s: it was behind them (stopped or starved of CPU)");
+  }
   // The ranks named: those that stopped inside communication, and those waited for that wait
   // for nobody (no record, or no communication); in a cycle where each waits for another,
   // all of them.

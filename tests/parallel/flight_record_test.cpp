@@ -314,6 +314,20 @@ TEST(HangReport, SaysWhenEveryMemberWaitsInTheSameOperation) {
       << report.lines.back();
 }
 
+// Every rank ends up in the same collective, but one joined it only after the others had
+// timed out in it (stopped just before it, and woken by the job's end): that one was behind.
+TEST(HangReport, NamesTheRankThatJoinedTheCollectiveLast) {
+  const std::vector<FlightGroup> world = {{"world", {0, 1, 2}}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, 3, world, {{37, "all_reduce", S::started}}, 5.0),
+      record_of(1, 3, world, {{37, "all_reduce", S::started}}, 0.2),
+      record_of(2, 3, world, {{37, "all_reduce", S::started}}, 5.1),
+  });
+  EXPECT_EQ(report.behind, std::vector<int>{1});
+  EXPECT_NE(report.lines.back().find("joined the operation its peers wait in only 0 s"),
+            std::string::npos) << report.lines.back();
+}
+
 TEST(HangReport, SaysWhenEveryRankWaitsWithAllItsPeers) {
   const std::vector<FlightGroup> groups = {{"dp[0,1]", {0, 1}}};
   const HangReport report = analyse_flight_records({
