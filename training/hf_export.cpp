@@ -195,9 +195,7 @@ void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
                           const std::string& path) {
   const Json root = read_hf_json_object(json, path);
   auto given = [&](const char* key) { return hf_given(root, key); };
-  if (const Json* type = given("model_type"))
-    TN_CHECK_AS(CheckpointError, hf_text(*type) == "gpt2", "'", path, "' gives model_type '",
-                hf_text(*type), "', but model.family is gpt2");
+  check_hf_model_kind(root, path, "gpt2", "gpt2", "GPT2");
 
   auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
     const Json* node = given(key);

@@ -37,4 +37,20 @@ std::string hf_text(const Json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+void check_hf_model_kind(const Json& root, const std::string& path, const std::string& family,
+                         const std::string& model_type, const std::string& class_prefix) {
+  if (const Json* type = hf_given(root, "model_type"))
+    TN_CHECK_AS(CheckpointError, hf_text(*type) == model_type, "'", path,
+                "' gives model_type '", hf_text(*type), "', but model.family is ", family,
+                ": a '", hf_text(*type), "' model cannot start a ", family, " one");
+  const Json* classes = hf_given(root, "architectures");
+  if (classes == nullptr) return;
+  TN_CHECK_AS(CheckpointError, classes->is_array(), "'", path,
+              "': architectures is not a list of class names");
+  for (const Json& name : *classes)
+    TN_CHECK_AS(CheckpointError, hf_text(name).rfind(class_prefix, 0) == 0, "'", path,
+                "' gives architectures ", hf_text(*classes), ", but model.family is ", family,
+                ": a ", hf_text(name), " cannot start a ", family, " model");
+}
+
 }  // namespace ternion

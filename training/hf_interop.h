@@ -36,5 +36,10 @@ Json read_hf_json_object(const std::string& text, const std::string& path);
 const Json* hf_given(const Json& object, const char* key);
 // A string's text, anything else as written: for messages and name comparisons.
 std::string hf_text(const Json& value);
+// CheckpointError where config.json `root` (`path`) is of another kind of model than `family`:
+// its model_type is not `model_type`, or a class in its architectures list does not start
+// with `class_prefix` ("Llama": LlamaForCausalLM, LlamaModel). Either may be left out.
+void check_hf_model_kind(const Json& root, const std::string& path, const std::string& family,
+                         const std::string& model_type, const std::string& class_prefix);
 
 }  // namespace ternion

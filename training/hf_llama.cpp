@@ -240,10 +240,7 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
     return node.get<bool>();
   };
 
-  if (const auto type = hf_given(root, "model_type"))
-    TN_CHECK_AS(CheckpointError, hf_text(*type) == "llama", "'", path, "' gives model_type '",
-                hf_text(*type), "', but model.family is llama: a '", hf_text(*type),
-                "' model cannot start a llama one");
+  check_hf_model_kind(root, path, "llama", "llama", "Llama");
 
   auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
     if (const auto node = hf_given(root, key)) {

@@ -434,6 +434,22 @@ TEST(HfLlama, ConfigJsonOfAnotherFamilyIsRefusedBothWays) {
       [&] { check_hf_gpt2_config(gpt2, hf_llama_config_json(llama), "c.json"); },
       {"'c.json' gives model_type 'llama'", "model.family is gpt2"});
   EXPECT_NO_THROW(check_hf_gpt2_config(gpt2, hf_gpt2_config_json(gpt2), "c.json"));
+  // Without a model_type, the class names say what the model is.
+  ModelConfig llama_defaults = llama;
+  llama_defaults.norm_eps = 1e-6;
+  expect_checkpoint_error(
+      [&] {
+        check_hf_llama_config(llama_defaults, R"({"architectures": ["MistralForCausalLM"]})",
+                              "c.json");
+      },
+      {"'c.json' gives architectures [\"MistralForCausalLM\"], but model.family is llama"});
+  expect_checkpoint_error(
+      [&] { check_hf_gpt2_config(gpt2, R"({"architectures": ["LlamaForCausalLM"]})", "c.json"); },
+      {"a LlamaForCausalLM cannot start a gpt2 model"});
+  EXPECT_NO_THROW(check_hf_llama_config(
+      llama_defaults, R"({"architectures": ["LlamaForCausalLM"]})", "c.json"));
+  EXPECT_NO_THROW(
+      check_hf_gpt2_config(gpt2, R"({"architectures": ["GPT2LMHeadModel"]})", "c.json"));
 }
 
 TEST(HfLlama, ConfigJsonSizesAreCheckedNamingOurKey) {
