@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checkpoint save and load of GPT-2 124M (weights and AdamW's two moments, f32: 1.49 GB) on 1,
-# 2 and 4 ranks, against `dd` moving as many bytes in the same run: writing them to the same
-# disk with an fsync (a save's reference) and reading them back (a load's; like the load, which
-# follows its save, from the page cache).
+# 2 and 4 ranks, against `dd` in the same run: copying rank 0's saved file to the same disk
+# with an fsync (a save's reference: its bytes read from memory, written and synced) and
+# reading it (a load's; like the load, which follows its save, from the page cache).
 #   bash bench/checkpoint_io.sh [BUILD_DIR] [DIR] [ROUNDS]
 # DIR is where the checkpoints go (default: a scratch directory under /tmp; pick the disk you
 # train on). Each row is the median of ROUNDS runs (default 3) of ternion-train's own figures:
@@ -27,16 +27,14 @@ common=(--config configs/gpt2-124m.yaml --set data.train="$scratch/data/train.bi
 # The MB/s of the line of log $1 that starts with $2.
 rate() { sed -n "s/^ternion: $2.*, \([0-9]*\) MB\/s).*/\1/p" "$1" | head -1; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-# The MB/s of `dd ARGS...` moving MB megabytes, from the seconds it reports.
+# The MB/s of `dd ARGS...`, from the bytes and seconds it reports.
 dd_rate() {
-  local mb=$1
-  shift
   dd "$@" 2>&1 | tail -1 |
-    awk -v mb="$mb" '{ for (i = 1; i <= NF; i++) if ($i == "s,") print int(mb / $(i - 1)) }'
+    awk '{ for (i = 1; i <= NF; i++) if ($i == "s,") print int($1 / 1e6 / $(i - 1)) }'
 }
 
 bytes=
-echo "| layout | ranks | save (MB/s) | load (MB/s) | dd write + fsync (MB/s) | dd read (MB/s) |" \
+echo "| layout | ranks | save (MB/s) | load (MB/s) | dd copy + fsync (MB/s) | dd read (MB/s) |" \
      "save / dd | load / dd |"
 echo "|---|---|---|---|---|---|---|---|"
 for layout in "one rank|1|" "data 2, ZeRO-1|2|parallel.data=2 parallel.zero_stage=1" \
@@ -59,10 +57,10 @@ for layout in "one rank|1|" "data 2, ZeRO-1|2|parallel.data=2 parallel.zero_stag
     loads+=("$(rate "$scratch/load.log" "resumed from")")
     bytes=$(sed -n 's/^ternion: saved the checkpoint.*(\([0-9.]*\) MB in.*/\1/p' \
               "$scratch/save.log")
-    # The reference: the same bytes through dd, written with an fsync, then read back.
-    mb=${bytes%.*}
-    writes+=("$(dd_rate "$mb" if=/dev/zero of="$scratch/dd.bin" bs=1000000 count="$mb" conv=fsync)")
-    reads+=("$(dd_rate "$mb" if="$scratch/dd.bin" of=/dev/null bs=1000000)")
+    # The references: rank 0's file copied with an fsync, and read.
+    saved=$(ls "$ckpt"/step_*/rank_00000.safetensors)
+    writes+=("$(dd_rate if="$saved" of="$scratch/dd.bin" bs=1M conv=fsync)")
+    reads+=("$(dd_rate if="$saved" of=/dev/null bs=1M)")
     rm -f "$scratch/dd.bin"
   done
   save=$(printf '%s\n' "${saves[@]}" | median) load=$(printf '%s\n' "${loads[@]}" | median)
