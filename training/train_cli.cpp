@@ -10,7 +10,9 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -41,8 +43,10 @@
 // Phases 1 and 2 touch no communicator; each ends with an agreement (one all-gather of every
 // rank's exit status): when all ranks failed alike, rank 0 prints the message once and all
 // exit with its status (MPI finalises normally); when only some failed, each of those prints
-// its own message with its rank and all exit non-zero. An error inside phase 3 may leave
-// other ranks inside a collective, so with more than one rank it ends the job (abort_job).
+// its own message with its rank and all exit with the first failed rank's status (mpirun
+// passes on whichever rank exits first). After phase 1 the ranks also agree that they run
+// the same command and the same config. An error inside phase 3 may leave other ranks inside
+// a collective, so with more than one rank it ends the job (abort_job).
 // On one rank all of this reduces to what ternion-train always did: one line, one status.
 
 namespace ternion {
@@ -58,8 +62,9 @@ constexpr const char* kUsage =
     "       ternion-train [--config FILE] [--set section.key=value ...] --print-config\n"
     "  --config FILE     YAML config (sections model, parallel, training, optimizer, data, "
     "logging, checkpoint)\n"
-    "  --set S.K=V       override one key, e.g. --set training.steps=10 (repeatable); a\n"
-    "                    string key takes V as typed, spaces, '#' and ':' included\n"
+    "  --set S.K=V       override one key, e.g. --set training.steps=10 (repeatable, the\n"
+    "                    last --set of a key wins); a string key takes V as typed, spaces,\n"
+    "                    '#' and ':' included\n"
     "  --dry-run         validate the config and data, build the model, print its size, exit;\n"
     "                    under mpirun: check the parallel layout on the job's ranks and print\n"
     "                    each rank's groups and parameter count\n"
@@ -175,10 +180,9 @@ std::optional<int> agree_on_failure(Communicator& world, const std::optional<Fai
   for (int r = 0; r < world.size(); ++r)
     if (statuses.data<float>()[r] != 0.0f) failed_ranks.push_back(r);
   if (failed_ranks.empty()) return std::nullopt;
-  int status = 1;
+  const int status = static_cast<int>(statuses.data<float>()[failed_ranks.front()]);
   if (static_cast<int>(failed_ranks.size()) == world.size()) {
     if (world.rank() == 0) std::fputs(mine->text.c_str(), stderr);
-    status = mine->status;
   } else {
     // Only some ranks failed, so the ranks saw different inputs (a file one node cannot read,
     // say): every failed rank says what it saw.
@@ -188,7 +192,6 @@ std::optional<int> agree_on_failure(Communicator& world, const std::optional<Fai
                    "%s: error: %zu of %d ranks failed (ranks %s); each printed its "
                    "message\n",
                    g_program.c_str(), failed_ranks.size(), world.size(), rank_list_str(failed_ranks).c_str());
-    if (mine) status = mine->status;
   }
   std::fflush(stderr);
   // No rank exits before the messages are out: mpirun ends the whole job when the first rank
@@ -215,6 +218,38 @@ std::optional<int> agree_on_config(Communicator& world, const TrainConfig& confi
   return agree_on_failure(world, mine);
 }
 
+// What a rank was started to do, named as its command line says it.
+std::string_view command_name(const CliOptions& options) {
+  if (options.help) return "--help";
+  if (options.print_config) return "--print-config";
+  if (options.print_layout) return "--print-layout";
+  if (options.dry_run) return "--dry-run";
+  return "training (no --dry-run, --print-config, --print-layout or --help)";
+}
+
+// Ranks started to do different things (an MPMD job with --dry-run on some ranks) would wait
+// for each other in different collectives: they agree on the command first, as on the config.
+std::optional<int> agree_on_command(Communicator& world, const CliOptions& options) {
+  const float code = static_cast<float>(int{options.help} * 1 + int{options.print_config} * 2 +
+                                        int{options.print_layout} * 4 + int{options.dry_run} * 8);
+  Tensor rank0 = Tensor::full({1}, code);
+  world.broadcast(rank0, 0);
+  std::optional<Failure> mine;
+  if (rank0.data<float>()[0] != code) {
+    const int bits = static_cast<int>(rank0.data<float>()[0]);
+    CliOptions first;
+    first.help = (bits & 1) != 0;
+    first.print_config = (bits & 2) != 0;
+    first.print_layout = (bits & 4) != 0;
+    first.dry_run = (bits & 8) != 0;
+    mine = Failure{2, g_program + ": error: this rank was started for " +
+                          std::string(command_name(options)) + ", rank 0 for " +
+                          std::string(command_name(first)) +
+                          ": every rank must run the same command\n"};
+  }
+  return agree_on_failure(world, mine);
+}
+
 // ---- the runs -----------------------------------------------------------------------------
 
 struct Setup {
@@ -222,6 +257,7 @@ struct Setup {
   ConfigDocument doc;  // the file with the overrides applied, for messages naming keys
   std::optional<TrainConfig> config;
   bool finished = false;  // --help, --print-config, --print-layout: nothing more to do
+  std::string output;     // what such a command prints on rank 0, once the ranks agree on it
 };
 
 
@@ -272,15 +308,15 @@ void check_omp_num_threads(const TrainConfig& config) {
               " is more than this machine's ", cores, " cores (training.threads 0 takes it)");
 }
 
-// Phase 1. Identical on every rank; rank 0 prints what is to be printed.
-void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size) {
+// Phase 1. Identical on every rank; what is to be printed waits in s.output.
+void read_setup(Setup& s, int argc, char** argv, int world_size) {
   s.options = parse_args(argc, argv);
   const bool resolves_config = !s.options.config_path.empty() || !s.options.overrides.empty();
   if (s.options.help || (s.options.print_config && !resolves_config)) {
-    if (world_rank == 0) {
-      if (s.options.help) std::cout << usage_text();
-      else print_config_schema(std::cout);
-    }
+    std::ostringstream out;
+    if (s.options.help) out << usage_text();
+    else print_config_schema(out);
+    s.output = out.str();
     s.finished = true;
     return;
   }
@@ -308,10 +344,10 @@ void read_setup(Setup& s, int argc, char** argv, int world_rank, int world_size)
                       std::to_string(parallel.data) + ") is more than 2^24 ranks");
     }
     const TrainConfig config = TrainConfig::from_document(s.doc, {}, world);
-    if (world_rank == 0 && s.options.print_config) std::cout << config_yaml(config);
-    if (world_rank == 0 && s.options.print_layout)
-      std::cout << "tensor " << parallel.tensor << " pipeline " << parallel.pipeline << " data "
-                << parallel.data << '\n';
+    if (s.options.print_config) s.output = config_yaml(config);
+    if (s.options.print_layout)
+      s.output = detail::concat("tensor ", parallel.tensor, " pipeline ", parallel.pipeline,
+                                " data ", parallel.data, "\n");
     s.finished = true;
     return;
   }
@@ -550,11 +586,16 @@ int run(Communicator& world, int argc, char** argv) {
   Setup setup;
   const std::optional<Failure> read = capture(
       [&] {
-        read_setup(setup, argc, argv, world.rank(), world.size());
+        read_setup(setup, argc, argv, world.size());
         check_comm_fault_injection();
       });
   if (const std::optional<int> status = agree_on_failure(world, read)) return *status;
-  if (setup.finished) return 0;
+  if (world.size() > 1)
+    if (const std::optional<int> status = agree_on_command(world, setup.options)) return *status;
+  if (setup.finished) {
+    if (world.rank() == 0) std::cout << setup.output << std::flush;
+    return 0;
+  }
   const TrainConfig& config = *setup.config;
   if (world.size() > 1)
     if (const std::optional<int> status = agree_on_config(world, config)) return *status;

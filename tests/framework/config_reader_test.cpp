@@ -57,6 +57,14 @@ TEST(ConfigReader, OverridesReplaceFileValues) {
   EXPECT_EQ(s.name, "hello");
 }
 
+// A key set twice takes the last --set, and errors name that one.
+TEST(ConfigReader, TheLastOverrideOfAKeyWins) {
+  EXPECT_EQ(read("sec:\n  count: 7\n", {"sec.count=9", "sec.count=11"}).count, 11);
+  EXPECT_EQ(read("", {"sec.name=a b", "sec.name=c"}).name, "c");
+  const std::string msg = config_error([] { read("", {"sec.count=1", "sec.count=x"}); });
+  EXPECT_NE(msg.find("--set sec.count=x"), std::string::npos) << msg;
+}
+
 // A string key takes its --set text as typed; YAML would refuse the first, drop the second's
 // trailing space and read the third as a comment. Other keys still read YAML scalars.
 TEST(ConfigReader, StringOverridesAreTakenLiterally) {

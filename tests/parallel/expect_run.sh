@@ -5,7 +5,8 @@
 #   --lines FILE   holds FILE's lines exactly, consecutively and in order;
 #   --once REGEX   has exactly one line matching the extended REGEX (a message every rank
 #                  could print must be printed once);
-#   --match REGEX  has at least one line matching REGEX.
+#   --match REGEX  has at least one line matching REGEX;
+#   --none REGEX   has no line matching REGEX.
 # Each option may be repeated.
 set -u
 want_status=$1
@@ -13,7 +14,7 @@ shift
 checks=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case $1 in
-    --lines|--once|--match) checks+=("$1" "$2"); shift 2 ;;
+    --lines|--once|--match|--none) checks+=("$1" "$2"); shift 2 ;;
     *) echo "expect_run.sh: unknown option '$1'"; exit 2 ;;
   esac
 done
@@ -47,6 +48,8 @@ $expected" ;;
       [ "$n" -eq 1 ] || fail "$n lines match /$2/, expected exactly 1" ;;
     --match)
       printf '%s\n' "$output" | grep -qE -- "$2" || fail "output does not match /$2/" ;;
+    --none)
+      printf '%s\n' "$output" | grep -qE -- "$2" && fail "output matches /$2/" ;;
   esac
   shift 2
 done

@@ -116,19 +116,45 @@ parallel_mpi_cli_test(powersgd_trains 2 0
   --once "^step +2/2 "
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set parallel.grad_compression=powersgd --set parallel.powersgd_rank=2)
-# Ranks that resolved different configs (an MPMD job) stop before any collective can hang.
-add_test(NAME parallel_mpi.ranks_with_different_configs
-         COMMAND ${parallel_expect} 1
-                 --once "\\[rank 1\\] ternion-train: error: this rank resolved a config other than rank 0.s"
-                 -- ${parallel_mpirun} -np 1 $<TARGET_FILE:ternion-train>
-                 --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
-                 --dry-run
-                 : -np 1 $<TARGET_FILE:ternion-train>
-                 --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
-                 --set checkpoint.save_dir=${CMAKE_CURRENT_BINARY_DIR}/runs/mpmd --dry-run)
-set_tests_properties(parallel_mpi.ranks_with_different_configs PROPERTIES
-                     FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
-                     ENVIRONMENT "${parallel_mpi_env}")
+# An MPMD job of two ranks on the tp2_dp2 config with one data rank: name, expected status,
+# expect_run.sh checks, `--`, rank 0's extra arguments, `:`, rank 1's extra arguments.
+function(parallel_mpmd_test name status)
+  list(FIND ARGN "--" split)
+  list(FIND ARGN ":" colon)
+  list(SUBLIST ARGN 0 ${split} checks)
+  math(EXPR first "${split} + 1")
+  math(EXPR count "${colon} - ${first}")
+  list(SUBLIST ARGN ${first} ${count} rank0_args)
+  math(EXPR first "${colon} + 1")
+  set(rank1_args "")
+  list(LENGTH ARGN length)
+  if(first LESS length)
+    list(SUBLIST ARGN ${first} -1 rank1_args)
+  endif()
+  set(common --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1)
+  add_test(NAME parallel_mpi.${name}
+           COMMAND ${parallel_expect} ${status} ${checks}
+                   -- ${parallel_mpirun} -np 1 $<TARGET_FILE:ternion-train> ${common} ${rank0_args}
+                   : -np 1 $<TARGET_FILE:ternion-train> ${common} ${rank1_args})
+  set_tests_properties(parallel_mpi.${name} PROPERTIES
+                       FIXTURES_REQUIRED cli LABELS "parallel;mpi;cli" TIMEOUT 60
+                       ENVIRONMENT "${parallel_mpi_env}")
+endfunction()
+# Ranks that resolved different configs stop before any collective can hang.
+parallel_mpmd_test(ranks_with_different_configs 1
+  --once "\\[rank 1\\] ternion-train: error: this rank resolved a config other than rank 0.s"
+  -- --dry-run
+  : --set checkpoint.save_dir=${CMAKE_CURRENT_BINARY_DIR}/runs/mpmd --dry-run)
+# Ranks started for different commands (--dry-run or --print-config on some) stop at once,
+# before any of them prints a config or waits in a collective the others never join.
+parallel_mpmd_test(ranks_with_different_commands 2
+  --once "\\[rank 1\\] ternion-train: error: this rank was started for training .*, rank 0 for --dry-run: every rank must run the same command"
+  --once "error: 1 of 2 ranks failed"
+  -- --dry-run :)
+parallel_mpmd_test(print_config_on_some_ranks 2
+  --once "\\[rank 1\\] ternion-train: error: this rank was started for --dry-run, rank 0 for --print-config"
+  --none "^model:"
+  -- --print-config : --dry-run)
 # A bad command line: status 2 on every rank, the usage hint once.
 parallel_mpi_cli_test(bad_argument 2 2
   --once "unknown argument '--frobnicate'"
