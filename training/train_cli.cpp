@@ -479,9 +479,13 @@ int run_training(Communicator& world, const Setup& s) {
     return detail::concat(count_of(static_cast<std::int64_t>(data.shards().size()), "file", "files"),
                           ", ", data.token_count(), " tokens");
   };
-  log_info("ternion: data.train ", describe_data(trainer->train_data()),
-           trainer->val_data() != nullptr ? "; data.val " + describe_data(*trainer->val_data()) : "",
-           "; tokenizer ", trainer->tokenizer().describe());
+  std::string val;
+  if (trainer->val_data() != nullptr)
+    val = "; data.val " + describe_data(*trainer->val_data()) +
+          (config.training.eval_interval == 0 ? " (not evaluated: training.eval_interval is 0)"
+                                              : "");
+  log_info("ternion: data.train ", describe_data(trainer->train_data()), val, "; tokenizer ",
+           trainer->tokenizer().describe());
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (",
            count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",
