@@ -396,6 +396,20 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                 target.name, "'");
     const Shape& global_shape = target.param->global_shape;
     const Parameter& p = *target.param;
+    // A save writes each element once, so the pieces' sizes add up to the tensor's: an index
+    // that holds one more (a piece edited in, or left from another save) is refused here, on
+    // either path below, before any piece is read.
+    std::int64_t held = 0;
+    for (const LocatedPiece& located : found->second) {
+      const CheckpointPiece& piece = located.piece;
+      TN_CHECK_AS(CheckpointError, piece.global_shape == global_shape, "checkpoint '", dir,
+                  "': tensor '", target.name, "' is ", shape_str(piece.global_shape),
+                  ", this model's is ", shape_str(global_shape));
+      held += piece.end - piece.begin;
+    }
+    TN_CHECK_AS(CheckpointError, held == shape_numel(global_shape), "checkpoint '", dir,
+                "': the pieces of tensor '", target.name, "' hold ", held, " elements, its ",
+                shape_str(global_shape), " has ", shape_numel(global_shape));
     // Saved by this layout: one piece is this rank's part as it is, with nothing to assemble.
     auto is_ours = [&](const LocatedPiece& located) {
       const CheckpointPiece& piece = located.piece;
@@ -414,11 +428,8 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
     for (const LocatedPiece& located : found->second) {
       const CheckpointPiece& piece = located.piece;
       const std::string& path = located.file;
-      // read_rank_index checked that the piece lies within its global shape, so its elements'
-      // indices are within `whole` once that shape is this model's.
-      TN_CHECK_AS(CheckpointError, piece.global_shape == global_shape, "checkpoint '", dir,
-                  "': tensor '", target.name, "' is ", shape_str(piece.global_shape),
-                  ", this model's is ", shape_str(global_shape));
+      // read_rank_index checked that the piece lies within its global shape, which is this
+      // model's (above), so its elements' indices are within `whole`.
       const Tensor data = read_data(piece, path, target.name);
       const float* values = data.data<float>();
       for_each_run(piece.local_shape, global_shape, piece.shard_dim, piece.shard_offset,

@@ -370,13 +370,22 @@ TEST_F(CheckpointFiles, DamagedIndexesAreRefusedNamingTheFileAndField) {
   }
 }
 
-// Two pieces of the index that hold the same elements of a tensor: refused, naming the first
-// element held twice, rather than loaded from whichever came last.
-TEST_F(CheckpointFiles, AnElementInTwoPiecesIsRefused) {
-  const std::string copy = damaged_copy("piece_twice", "rank_00000.json",
-                                        R"((\{"tensor":"model/wte"[^}]*\}))", "$1,\n  $1");
-  const std::string msg = load_error(copy);
-  EXPECT_NE(msg.find("checkpoint '" + copy + "': tensor 'model/wte' has element 0 in two pieces"),
+// An index with a piece too many for a tensor (the same elements twice): refused, naming the
+// tensor, rather than loaded from whichever piece came last, or from the one that matches this
+// rank's part exactly while another overlaps it.
+TEST_F(CheckpointFiles, APieceTooManyIsRefused) {
+  const std::string twice = damaged_copy("piece_twice", "rank_00000.json",
+                                         R"((\{"tensor":"model/wte"[^}]*\}))", "$1,\n  $1");
+  std::string msg = load_error(twice);
+  EXPECT_NE(msg.find("checkpoint '" + twice + "': the pieces of tensor 'model/wte' hold 16384 "
+                     "elements, its [256, 32] has 8192"),
+            std::string::npos) << msg;
+  // The first of the two now holds half the tensor: the second is this rank's part exactly.
+  const std::string overlap = damaged_copy("piece_overlaps", "rank_00000.json",
+                                           R"("end":8192,)", R"("end":4096,)", twice);
+  msg = load_error(overlap);
+  EXPECT_NE(msg.find("checkpoint '" + overlap + "': the pieces of tensor 'model/wte' hold 12288 "
+                     "elements, its [256, 32] has 8192"),
             std::string::npos) << msg;
 }
 
