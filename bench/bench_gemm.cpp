@@ -207,7 +207,8 @@ int main(int argc, char** argv) {
   int failures = 0;
   if (!cpu) {
     for (Mode mode : {Mode::F32, Mode::BF16, Mode::BF16ToF32})
-      for (auto [ta, tb] : {std::pair{false, true}, std::pair{false, false}, std::pair{true, false}}) {
+      for (auto [ta, tb] :
+           {std::pair{false, true}, std::pair{false, false}, std::pair{true, false}}) {
         try {
           if (!check_mode(mode, device, ta, tb)) ++failures;
         } catch (const std::exception& e) {
@@ -256,7 +257,8 @@ int main(int argc, char** argv) {
         step_totals[c.model].second += seconds * c.per_micro_batch;
       }
       const Mode peak_mode = c.mode == Mode::F32 ? Mode::F32 : Mode::BF16;
-      if (tflops > peaks[peak_mode].first) peaks[peak_mode] = {tflops, c.name + " " + mode_name(c.mode)};
+      if (tflops > peaks[peak_mode].first)
+        peaks[peak_mode] = {tflops, c.name + " " + mode_name(c.mode)};
     } catch (const std::exception& e) {
       std::printf("%-28s %-9s FAIL: %s\n", c.name.c_str(), mode_name(c.mode), e.what());
       ++failures;

@@ -135,10 +135,13 @@ int main(int argc, char** argv) {
   auto optimizer = make_optimizer(oc, whole_parameters(model.parameters()));
   const std::int64_t params = count_elements(model.parameters());
 
-  Tensor tokens = Tensor::empty({batch, seq}, DType::I32), targets = Tensor::empty({batch, seq}, DType::I32);
+  Tensor tokens = Tensor::empty({batch, seq}, DType::I32),
+         targets = Tensor::empty({batch, seq}, DType::I32);
   for (std::int64_t i = 0; i < batch * seq; ++i) {
-    tokens.data<std::int32_t>()[i] = static_cast<std::int32_t>(philox_bits({1, 1}, i).v[0] % c.vocab_size);
-    targets.data<std::int32_t>()[i] = static_cast<std::int32_t>(philox_bits({1, 2}, i).v[0] % c.vocab_size);
+    tokens.data<std::int32_t>()[i] =
+        static_cast<std::int32_t>(philox_bits({1, 1}, i).v[0] % c.vocab_size);
+    targets.data<std::int32_t>()[i] =
+        static_cast<std::int32_t>(philox_bits({1, 2}, i).v[0] % c.vocab_size);
   }
 
   std::vector<double> total, fwd, bwd, opt;
@@ -180,16 +183,18 @@ int main(int argc, char** argv) {
   std::printf("cpu:   %s\n", bench::cpu_description().c_str());
   if (const std::string warning = blas_kernel_warning(); !warning.empty())
     std::printf("warning: %s\n", warning.c_str());
-  std::printf("model: %s, %lld layers, %lld heads (%lld key/value), d_model %lld, vocab %lld (padded %lld), %.1fM parameters\n",
-              c.family.c_str(), (long long)c.n_layer, (long long)c.n_head,
-              (long long)c.kv_heads(), (long long)c.d_model, (long long)c.vocab_size,
-              (long long)c.padded_vocab_size(), params / 1e6);
+  std::printf(
+      "model: %s, %lld layers, %lld heads (%lld key/value), d_model %lld, vocab %lld (padded "
+      "%lld), %.1fM parameters\n",
+      c.family.c_str(), (long long)c.n_layer, (long long)c.n_head, (long long)c.kv_heads(),
+      (long long)c.d_model, (long long)c.vocab_size, (long long)c.padded_vocab_size(),
+      params / 1e6);
   std::printf("batch: %lld x %lld tokens, fp32, %d threads, %lld timed steps after 1 warm-up, "
               "recompute %s\n",
               (long long)batch, (long long)seq, num_threads(), (long long)steps,
               recompute_name.c_str());
-  std::printf("step:  %.1f ms (median; forward %.1f, backward %.1f, clip+AdamW %.1f)\n", step_s * 1e3,
-              median(fwd) * 1e3, median(bwd) * 1e3, median(opt) * 1e3);
+  std::printf("step:  %.1f ms (median; forward %.1f, backward %.1f, clip+AdamW %.1f)\n",
+              step_s * 1e3, median(fwd) * 1e3, median(bwd) * 1e3, median(opt) * 1e3);
   std::printf("rate:  %.0f tokens/s, %.1f GFLOP/s achieved (%.1f GFLOP per step)\n",
               tokens_per_step / step_s, achieved, step_flops / 1e9);
   std::printf("sgemm: %.1f GFLOP/s on this step's GEMM shapes, %.1f GFLOP/s on 2048^3\n",

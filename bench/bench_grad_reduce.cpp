@@ -163,7 +163,8 @@ int main(int argc, char** argv) {
           Tensor t = Tensor::full({elements}, static_cast<float>(rank + 1));
           const std::int64_t bucket =
               options.bucket_mb > 0
-                  ? std::max<std::int64_t>(d, static_cast<std::int64_t>(options.bucket_mb * 1e6 / 4) / d * d)
+                  ? std::max<std::int64_t>(
+                        d, static_cast<std::int64_t>(options.bucket_mb * 1e6 / 4) / d * d)
                   : elements;
           const auto all_reduce = [&] {
             std::vector<WorkHandle> works;
@@ -200,7 +201,8 @@ int main(int argc, char** argv) {
     // PowerSGD of rank 4 on the same sizes, made of GPT-2 MLP-shaped matrices (768 x 3072).
     for (double mb : options.mb) {
       constexpr std::int64_t kRows = 768, kCols = 3072;
-      const std::int64_t matrices = std::max<std::int64_t>(1, static_cast<std::int64_t>(mb * 1e6 / 4) / (kRows * kCols));
+      const std::int64_t matrices =
+          std::max<std::int64_t>(1, static_cast<std::int64_t>(mb * 1e6 / 4) / (kRows * kCols));
       const std::int64_t elements = (matrices * kRows * kCols + d - 1) / d * d;
       std::vector<BucketMember> members;
       for (std::int64_t i = 0; i < matrices; ++i)

@@ -4,9 +4,9 @@
 //   bench_kernels [--device cpu|cuda] [--dtype f32|bf16] [--batch 4] [--seq 64] [--width 768]
 //                 [--heads 12] [--vocab 50304] [--threads N]
 // Each op runs once to warm up, then in batches of back-to-back calls with one device
-// synchronisation each (best_seconds); the best time per call is printed with its GFLOP/s (GEMMs, attention) or its
-// effective memory bandwidth (everything else: the bytes the op must read and write / time,
-// so a fused op's figure counts only its own traffic). Fused ops are timed beside the
+// synchronisation each (best_seconds); the best time per call is printed with its GFLOP/s (GEMMs,
+// attention) or its effective memory bandwidth (everything else: the bytes the op must read and
+// write / time, so a fused op's figure counts only its own traffic). Fused ops are timed beside the
 // unfused sequence they replace. The percentages say how far each memory-bound op is from a
 // yardstick measured in the same run: on the CPU a streaming triad over arrays far larger
 // than the caches (a[i] = b[i] * s + c[i], the threads the kernels use), on the GPU a plain
@@ -193,9 +193,9 @@ int main(int argc, char** argv) {
   report_flops("matmul fc dx = dy W", best_seconds([&] { matmul(dx, h, w_ff, false, false); }),
                2.0 * rows * ff * width);
 
-  // The linear layers' GEMMs with their epilogues: linear_forward, linear_backward_through_gelu (with
-  // cuBLASLt's GELU epilogues in bf16 where they agree with our GELU: logged on first use) and
-  // linear_backward_weights, each beside the separate passes it replaces.
+  // The linear layers' GEMMs with their epilogues: linear_forward, linear_backward_through_gelu
+  // (with cuBLASLt's GELU epilogues in bf16 where they agree with our GELU: logged on first use)
+  // and linear_backward_weights, each beside the separate passes it replaces.
   Tensor b_ff = random({ff}, 14), pre_ff = empty({rows, ff}), w_proj = random({width, ff}, 15);
   Tensor db_ff = zeros({ff}), dpre = empty({rows, ff});
   report_flops("fc + bias + gelu: matmul, bias_add, gelu", best_seconds([&] {

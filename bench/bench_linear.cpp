@@ -5,12 +5,12 @@
 //   bench_linear [--min-ms 40] [--rows N]
 //
 // Per case: whether cuBLASLt took the bias and GELU epilogue ("bias+gelu"), the bias epilogue
-// ("fused") or linear_forward fell back ("fallback"); the relative Frobenius difference of the two outputs (limit 1e-2 in bf16,
-// 1e-5 in f32); and the median ms per call of each (5 batches of back-to-back calls, each at
-// least --min-ms, after two warm-ups; launch overhead included), with the time saved.
-// Then cuBLASLt's GELU epilogues alone (forward GELU_AUX_BIAS, backward DGELU) against the
-// separate kernels at GPT-2's MLP shape, whatever the run-time check decided.
-// Exit status: 0, also where no GPU is usable (it says so); 1 if a check or a case failed.
+// ("fused") or linear_forward fell back ("fallback"); the relative Frobenius difference of the two
+// outputs (limit 1e-2 in bf16, 1e-5 in f32); and the median ms per call of each (5 batches of
+// back-to-back calls, each at least --min-ms, after two warm-ups; launch overhead included), with
+// the time saved. Then cuBLASLt's GELU epilogues alone (forward GELU_AUX_BIAS, backward DGELU)
+// against the separate kernels at GPT-2's MLP shape, whatever the run-time check decided. Exit
+// status: 0, also where no GPU is usable (it says so); 1 if a check or a case failed.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -126,7 +126,9 @@ int main(int argc, char** argv) {
         path = cuda::matmul_bias(with_gelu ? pre : out, x, w, bias) ? "fused" : "fallback";
       }
 #endif
-      auto fused = [&] { linear_forward(out, with_gelu ? &pre : nullptr, x, w, &bias, c.activation); };
+      auto fused = [&] {
+        linear_forward(out, with_gelu ? &pre : nullptr, x, w, &bias, c.activation);
+      };
       auto unfused = [&] {
         Tensor& affine = with_gelu ? unfused_pre : unfused_out;
         matmul(affine, x, w, false, true);
@@ -191,10 +193,14 @@ int main(int argc, char** argv) {
     device_synchronize(device);
     std::printf("cuBLASLt GELU epilogues at %lld x %lld (the check: %s GPT-2's GELU):\n",
                 (long long)ff, (long long)width, agree ? "agree with" : "differ from");
-    const double f_fused = bench::median_seconds_per_call(device, min_batch_ms / 1e3, forward_fused);
-    const double f_sep = bench::median_seconds_per_call(device, min_batch_ms / 1e3, forward_separate);
-    const double b_fused = bench::median_seconds_per_call(device, min_batch_ms / 1e3, backward_fused);
-    const double b_sep = bench::median_seconds_per_call(device, min_batch_ms / 1e3, backward_separate);
+    const double f_fused =
+        bench::median_seconds_per_call(device, min_batch_ms / 1e3, forward_fused);
+    const double f_sep =
+        bench::median_seconds_per_call(device, min_batch_ms / 1e3, forward_separate);
+    const double b_fused =
+        bench::median_seconds_per_call(device, min_batch_ms / 1e3, backward_fused);
+    const double b_sep =
+        bench::median_seconds_per_call(device, min_batch_ms / 1e3, backward_separate);
     std::printf("  forward  GELU_AUX_BIAS %8.3f ms, separate %8.3f ms, rel diff %.2e\n",
                 f_fused * 1e3, f_sep * 1e3, relative_difference(out, want_out));
     std::printf("  backward DGELU         %8.3f ms, separate %8.3f ms, rel diff %.2e\n",

@@ -9,10 +9,10 @@
 // Files: with shard_tokens 0, output_dir/train.bin and output_dir/val.bin; with shard_tokens N,
 // each split in the fewest shards of at most N tokens, of sizes within one token of each
 // other (so no shard is a short remainder), named train_000000.bin, train_000001.bin, ... and
-// val_000000.bin, ... (data.train: output_dir/train_*.bin; at most 999999 shards, UsageError). llm.c's token-file layout
-// (data/token_shard.h) with uint16 tokens where the tokenizer's vocabulary fits them, else
-// uint32, the same width for every file. A BPE tokenizer is written beside them as
-// output_dir/tokenizer.json (data.tokenizer).
+// val_000000.bin, ... (data.train: output_dir/train_*.bin; at most 999999 shards, UsageError).
+// llm.c's token-file layout (data/token_shard.h) with uint16 tokens where the tokenizer's
+// vocabulary fits them, else uint32, the same width for every file. A BPE tokenizer is written
+// beside them as output_dir/tokenizer.json (data.tokenizer).
 //
 // Every file is written under a new name first and only then replaces the old one; files of an
 // earlier preparation that this one does not write (a val.bin with val_fraction 0, shards past

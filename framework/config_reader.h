@@ -174,7 +174,8 @@ class ConfigPrinter {
       value << field;
     }
     out_ << (unused_.count(key) > 0 ? "  # " : "  ") << key << ": " << value.str();
-    for (std::size_t pad = std::string(key).size() + value.str().size(); pad < 30; ++pad) out_ << ' ';
+    for (std::size_t pad = std::string(key).size() + value.str().size(); pad < 30; ++pad)
+      out_ << ' ';
     out_ << "  # " << doc << '\n';
   }
 

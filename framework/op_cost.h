@@ -27,7 +27,9 @@ struct GemmShape {
   int element_bytes = 4;
   bool fused = false;
   auto operator<=>(const GemmShape&) const = default;
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
   // Each operand read once and the result written once: the least a GEMM can move.
   double bytes() const {
     if (fused) return 0;

@@ -29,7 +29,8 @@ Parameter make_parameter(std::string name, const Shape& shape, ParameterInit ini
 Parameter make_sharded_parameter(std::string name, const Shape& global_shape, std::int64_t dim,
                                  std::int64_t parts, std::int64_t index, ParameterInit init,
                                  float init_std, bool weight_decay) {
-  if (parts == 1) return make_parameter(std::move(name), global_shape, init, init_std, weight_decay);
+  if (parts == 1)
+    return make_parameter(std::move(name), global_shape, init, init_std, weight_decay);
   const auto d = static_cast<std::size_t>(dim);
   TN_CHECK(dim >= 0 && d < global_shape.size() && global_shape[d] % parts == 0 && index >= 0 &&
                index < parts,

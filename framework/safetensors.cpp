@@ -87,7 +87,8 @@ void write_all(int fd, const std::string& path, const char* data, std::size_t by
       if (errno == EINTR) continue;
       TN_THROW(CheckpointError, "cannot write safetensors file '", path, "': ", errno_text(errno));
     }
-    if (n == 0) TN_THROW(CheckpointError, "cannot write safetensors file '", path, "': no progress");
+    if (n == 0)
+      TN_THROW(CheckpointError, "cannot write safetensors file '", path, "': no progress");
     data += n;
     bytes -= static_cast<std::size_t>(n);
   }
@@ -194,7 +195,8 @@ void write_safetensors(const std::string& path,
   std::int64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     TN_CHECK(tensor.defined(), "safetensors tensor '", name, "' is undefined");
-    TN_CHECK(tensor.device().is_cpu(), "safetensors tensor '", name, "' is on ", tensor.device().str());
+    TN_CHECK(tensor.device().is_cpu(), "safetensors tensor '", name, "' is on ",
+             tensor.device().str());
     TN_CHECK(name != kMetadataKey, "'", kMetadataKey, "' is reserved for the metadata");
     TN_CHECK(names.insert(name).second, "safetensors tensor '", name, "' given twice");
     contiguous.push_back(tensor.contiguous());
@@ -327,8 +329,8 @@ Tensor SafetensorsFile::read(const std::string& name) const {
   const std::size_t got =
       read_at(fd.get(), path_, static_cast<char*>(t.raw_data()), bytes, data_start_ + e->begin);
   if (got != bytes)
-    TN_THROW(CheckpointError, "safetensors file '", path_, "': tensor '", name, "' cut short: read ",
-             got, " of ", bytes, " bytes (the file was truncated)");
+    TN_THROW(CheckpointError, "safetensors file '", path_, "': tensor '", name,
+             "' cut short: read ", got, " of ", bytes, " bytes (the file was truncated)");
   return t;
 }
 

@@ -321,7 +321,8 @@ void Tensor::fill(float value) {
     cuda::fill_f32(data<float>(), value, static_cast<std::size_t>(numel()));
     return;
 #else
-    TN_THROW(CudaError, "fill of ", str(), ": this build has no CUDA (configure with -DTERNION_CUDA=ON)");
+    TN_THROW(CudaError, "fill of ", str(),
+             ": this build has no CUDA (configure with -DTERNION_CUDA=ON)");
 #endif
   }
   float* p = data<float>();
@@ -338,7 +339,8 @@ void Tensor::zero() {
     if (nbytes() > 0) cuda::zero_bytes(raw_data(), nbytes());
     return;
 #else
-    TN_THROW(CudaError, "zero of ", str(), ": this build has no CUDA (configure with -DTERNION_CUDA=ON)");
+    TN_THROW(CudaError, "zero of ", str(),
+             ": this build has no CUDA (configure with -DTERNION_CUDA=ON)");
 #endif
   }
   const std::size_t bytes = nbytes();

@@ -26,7 +26,8 @@ void check_optimizer_operands(const char* op, std::initializer_list<const Tensor
 void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWHyper& h) {
   check_optimizer_operands("adamw_update", {&param, &grad, &m, &v});
   TN_CHECK(h.step >= 1, "adamw_update: step ", h.step, " is not 1-based");
-  if (counted_on_meta({&param, &grad, &m, &v, &param, &m, &v})) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&param, &grad, &m, &v, &param, &m, &v}))
+    return;  // shapes only: nothing to compute
   if (param.device().is_cpu()) {
     cpu::adamw_update(param.data<float>(), grad.data<float>(), m.data<float>(), v.data<float>(),
                       param.numel(), h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.grad_scale,
@@ -71,7 +72,8 @@ void adamw_update_many(std::vector<AdamWTensors>& tensors, const AdamWHyper& h) 
 
 void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h) {
   check_optimizer_operands("sgd_update", {&param, &grad, &momentum_buffer});
-  if (counted_on_meta({&param, &grad, &momentum_buffer, &param, &momentum_buffer})) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&param, &grad, &momentum_buffer, &param, &momentum_buffer}))
+    return;  // shapes only: nothing to compute
   if (param.device().is_cpu()) {
     cpu::sgd_update(param.data<float>(), grad.data<float>(), momentum_buffer.data<float>(),
                     param.numel(), h.lr, h.momentum, h.weight_decay, h.grad_scale);

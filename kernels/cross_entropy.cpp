@@ -59,7 +59,8 @@ void cross_entropy_forward(Tensor& losses, Tensor& lse, const Tensor& logits, co
                            std::int64_t vocab_size, std::int32_t ignore_index) {
   const char* op = "cross_entropy_forward";
   check_whole_vocabulary(op, losses, lse, logits, targets, vocab_size);
-  if (counted_on_meta({&logits, &targets, &losses, &lse})) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &targets, &losses, &lse}))
+    return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     const Tensor logits32 = as_f32(logits);  // bf16 logits staged; f32 ones used as they are
     cpu::cross_entropy_forward<float>(losses.data<float>(), lse.data<float>(),
@@ -84,7 +85,8 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor&
   TN_CHECK(dlogits.dtype() == logits.dtype() && dlogits.is_contiguous() &&
                dlogits.shape() == logits.shape() && dlogits.device() == logits.device(),
            op, ": dlogits ", dlogits.str(), " for logits ", logits.str());
-  if (counted_on_meta({&logits, &dlogits, &lse, &targets})) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &dlogits, &lse, &targets}))
+    return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     // With bf16, logits are copied before dlogits (which may alias them) is written.
     const Tensor logits32 = as_f32(logits);
@@ -112,7 +114,8 @@ void cross_entropy_forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits
   TN_CHECK(dlogits.dtype() == logits.dtype() && dlogits.is_contiguous() &&
                dlogits.shape() == logits.shape() && dlogits.device() == logits.device(),
            op, ": dlogits ", dlogits.str(), " for logits ", logits.str());
-  if (counted_on_meta({&logits, &dlogits, &losses, &lse, &targets})) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &dlogits, &losses, &lse, &targets}))
+    return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     // With bf16, logits are copied before dlogits (which may alias them) is written.
     const Tensor logits32 = as_f32(logits);
@@ -178,7 +181,8 @@ void cross_entropy_target_logit(Tensor& target_logit, const Tensor& logits,
   check_shard_logits(op, logits, vocab_start, vocab_size);
   check_targets(op, targets, logits.size(0), logits.device());
   check_per_row(op, {&target_logit}, logits.size(0), logits.device());
-  if (counted_on_meta({&logits, &targets, &target_logit})) return;  // shapes only: nothing to compute
+  if (counted_on_meta({&logits, &targets, &target_logit}))
+    return;  // shapes only: nothing to compute
   if (logits.device().is_cpu()) {
     const Tensor logits32 = as_f32(logits);
     cpu::cross_entropy_target_logit<float>(target_logit.data<float>(), logits32.data<float>(),

@@ -43,10 +43,10 @@ void cross_entropy_backward(Tensor& dlogits, const Tensor& logits, const Tensor&
                             std::int64_t vocab_start = 0);
 // Forward and backward over the whole vocabulary in one op, where the loss's weight is known
 // at forward time (training): cross_entropy_forward then cross_entropy_backward (dlogits may
-// alias logits), bit for bit on a GPU and within rounding on the CPU. On a GPU one kernel does both with a block per row, so the backward's
-// read of the row follows the forward's at once and mostly hits in L2: one read of the logits
-// from memory instead of two. On the CPU, where the exponentials bound it, each logit's is
-// taken once and kept in dlogits, then scaled to the softmax.
+// alias logits), bit for bit on a GPU and within rounding on the CPU. On a GPU one kernel does both
+// with a block per row, so the backward's read of the row follows the forward's at once and mostly
+// hits in L2: one read of the logits from memory instead of two. On the CPU, where the exponentials
+// bound it, each logit's is taken once and kept in dlogits, then scaled to the softmax.
 void cross_entropy_forward_backward(Tensor& losses, Tensor& lse, Tensor& dlogits,
                                     const Tensor& logits, const Tensor& targets, float dloss,
                                     std::int64_t vocab_size,

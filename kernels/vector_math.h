@@ -9,9 +9,9 @@
 // fast_exp(float), on the CPU: after Cephes' expf. Range reduction x = n ln2 + r with
 // |r| <= ln2/2, a degree-6 polynomial for e^r, and 2^n built from its exponent bits; every
 // step is an add, multiply, min, max, conversion or shift, all of which have vector forms.
-// Relative error below 1e-7 (measured 8.4e-8) over [-87, 88]; NaN propagates; 0 from about -87.7 (where e^x
-// leaves the normal floats) and +inf from about 88.4 (0.3 short of FLT_MAX's logarithm). In
-// device code it is __expf instead (the reason and its error at the function).
+// Relative error below 1e-7 (measured 8.4e-8) over [-87, 88]; NaN propagates; 0 from about -87.7
+// (where e^x leaves the normal floats) and +inf from about 88.4 (0.3 short of FLT_MAX's logarithm).
+// In device code it is __expf instead (the reason and its error at the function).
 //
 // fast_divide(a, b): a / b on the CPU, __fdividef in device code.
 //

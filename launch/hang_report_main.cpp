@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   try {
     const ternion::HangReport report =
         ternion::analyse_flight_records(ternion::read_flight_records(argv[1]));
-    for (const std::string& line : report.lines) std::printf("ternion-hang-report: %s\n", line.c_str());
+    for (const std::string& line : report.lines)
+      std::printf("ternion-hang-report: %s\n", line.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ternion-hang-report: error: %s\n", e.what());

@@ -159,10 +159,12 @@ std::optional<Options> parse_args(const std::vector<std::string>& args) {
       options.train_tokenizer = true;
     } else if (flag == "--vocab-size") {
       once(options.vocab_size.has_value());
-      options.vocab_size = parse_count(flag, value(), 257, std::numeric_limits<std::int32_t>::max());
+      options.vocab_size =
+          parse_count(flag, value(), 257, std::numeric_limits<std::int32_t>::max());
     } else if (flag == "--shard-tokens") {
       once(options.shard_tokens.has_value());
-      options.shard_tokens = parse_count(flag, value(), 1, std::numeric_limits<std::int32_t>::max());
+      options.shard_tokens =
+          parse_count(flag, value(), 1, std::numeric_limits<std::int32_t>::max());
     } else if (flag == "--threads") {
       once(options.threads.has_value());
       options.threads = parse_count(flag, value(), 1, 1024);
@@ -225,7 +227,8 @@ ternion::Tokenizer tokenizer_for(const Options& options, const std::string& text
   if (options.tokenizer) return ternion::Tokenizer::open("--tokenizer", *options.tokenizer);
   if (!options.train_tokenizer) return ternion::Tokenizer::bytes();
   const std::int64_t bad = ternion::first_invalid_utf8(text);
-  TN_CHECK_AS(DataError, bad < 0, options.builtin ? "the text" : "text file '" + *options.input + "'",
+  TN_CHECK_AS(DataError, bad < 0,
+              options.builtin ? "the text" : "text file '" + *options.input + "'",
               " is not UTF-8 at byte offset ", bad, ": a BPE tokenizer is trained on UTF-8 text");
   return ternion::Tokenizer(
       ternion::BpeTokenizer::train(text, *options.vocab_size, {"<|endoftext|>"}));
@@ -274,12 +277,14 @@ int run(const Options& options) {
     std::cout << " and no validation file (--val-fraction 0)";
   }
   if (!prepare.tokenizer.is_bytes())
-    std::cout << "; " << prepare.tokenizer.describe() << " in " << (dir / "tokenizer.json").string();
+    std::cout << "; " << prepare.tokenizer.describe() << " in "
+              << (dir / "tokenizer.json").string();
   std::cout << extra << "\n";
   const double mb = static_cast<double>(text.size()) / 1e6;
   const double seconds = std::max(result.encode_seconds, 1e-9);
   std::cout << "encoded " << mb << " MB into " << result.train_tokens + result.val_tokens
-            << " tokens in " << result.encode_seconds << " s (" << mb / seconds << " MB/s, " << ternion::count_of(prepare.threads, "thread", "threads") << ")\n";
+            << " tokens in " << result.encode_seconds << " s (" << mb / seconds << " MB/s, "
+            << ternion::count_of(prepare.threads, "thread", "threads") << ")\n";
   return 0;
 }
 

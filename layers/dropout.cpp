@@ -6,7 +6,8 @@ namespace ternion {
 
 GlobalPosition Dropout::position_of(const Tensor& x, const MicroBatchInfo& info) const {
   const std::int64_t local_seq = x.size(1);
-  if (tp_.sequence_parallel) return {info.sample_offset, tp_.rank() * local_seq, local_seq * tp_.size()};
+  if (tp_.sequence_parallel)
+    return {info.sample_offset, tp_.rank() * local_seq, local_seq * tp_.size()};
   return {info.sample_offset, 0, local_seq};
 }
 

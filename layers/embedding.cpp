@@ -29,8 +29,8 @@ Tensor Embedding::forward(const Tensor& tokens, ActivationContext& ctx) {
     TN_CHECK(cached + tokens.size(1) <= wpe_.compute_value().size(0), name(), ": tokens ",
              tokens.str(), " after ", cached, " cached positions pass the ",
              wpe_.compute_value().size(0), " learned positions");
-  Tensor looked_up = Tensor::empty({tokens.size(0), tokens.size(1), d_model_}, wte_.compute_value().dtype(),
-                                   tokens.device());
+  Tensor looked_up = Tensor::empty({tokens.size(0), tokens.size(1), d_model_},
+                                   wte_.compute_value().dtype(), tokens.device());
   token_embedding_forward(looked_up, tokens, wte_.compute_value(), wte_.shard_offset);
   Tensor out;
   // Decoding with a KV cache continues after the cached positions.

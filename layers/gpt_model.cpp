@@ -52,7 +52,8 @@ GptModel::GptModel(const ModelConfig& config, const TensorParallel& tp, ModelChu
   }
   // In forward order, which names the parameters as the one-rank model does.
   parameters_ = embedding_params_;
-  for (const auto& params : block_params_) parameters_.insert(parameters_.end(), params.begin(), params.end());
+  for (const auto& params : block_params_)
+    parameters_.insert(parameters_.end(), params.begin(), params.end());
   parameters_.insert(parameters_.end(), head_params_.begin(), head_params_.end());
   // Two parameters of one name would save and then fail to load; only a block can repeat one.
   std::set<std::string> names;

@@ -25,7 +25,8 @@ Tensor LayerNorm::forward(const Tensor& input, ActivationContext& ctx) {
   saved.input = x;
   saved.mean = Tensor::empty({x.size(0)}, DType::F32, device);
   saved.rstd = Tensor::empty({x.size(0)}, DType::F32, device);
-  layer_norm_forward(out, saved.mean, saved.rstd, x, weight_.compute_value(), bias_.compute_value());
+  layer_norm_forward(out, saved.mean, saved.rstd, x, weight_.compute_value(),
+                     bias_.compute_value());
   // The output is one pass over the input it saves anyway (selective recomputation).
   ctx.offer_recompute(out, [x, w = weight_.compute_value(), b = bias_.compute_value()] {
     Tensor again = Tensor::empty(x.shape(), x.dtype(), x.device());

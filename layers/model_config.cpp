@@ -16,7 +16,8 @@ void ModelConfig::validate(const ConfigDocument& doc) const {
   // layer's features in 32 bits: every size stays below 2^31.
   constexpr std::int64_t kMaxSize = (std::int64_t{1} << 31) - 1;
   auto positive = [&](const char* key, std::int64_t value) {
-    if (value < 1) config_fail(doc, kSection, key, "must be at least 1, got " + std::to_string(value));
+    if (value < 1)
+      config_fail(doc, kSection, key, "must be at least 1, got " + std::to_string(value));
     if (value > kMaxSize)
       config_fail(doc, kSection, key,
                   "must be below 2^31, got " + std::to_string(value));
@@ -38,9 +39,9 @@ void ModelConfig::validate(const ConfigDocument& doc) const {
                     std::to_string(vocab_pad_multiple) + " passes 2^31");
   // Each size fits, but their products must too: a bound on the whole model, in doubles.
   const double width = static_cast<double>(d_model);
-  const double parameters =
-      static_cast<double>(n_layer) * (4 * width * width + 2 * width * static_cast<double>(ff_width())) +
-      static_cast<double>(padded_vocab_size() + seq_len) * width;
+  const double parameters = static_cast<double>(n_layer) *
+                                (4 * width * width + 2 * width * static_cast<double>(ff_width())) +
+                            static_cast<double>(padded_vocab_size() + seq_len) * width;
   if (parameters > 1e13)
     config_fail(doc, kSection, "d_model",
                 std::to_string(n_layer) + " layers of width " + std::to_string(d_model) +

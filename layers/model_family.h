@@ -3,8 +3,9 @@
 // parts, so the trainer, the pipeline and the checkpoints never ask which family runs.
 //
 //   family  embedding             block ("transformer")                           final norm  head
-//   gpt2    wte + learned wpe     LayerNorm, causal MHA (biases), GELU MLP         LayerNorm   tied to wte
-//   llama   wte                   RMSNorm, GQA + rotary positions, SwiGLU, no bias RMSNorm     own weight (or tied)
+//   gpt2    wte + learned wpe     LayerNorm, causal MHA (biases), GELU MLP         LayerNorm   tied
+//   to wte llama   wte                   RMSNorm, GQA + rotary positions, SwiGLU, no bias RMSNorm
+//   own weight (or tied)
 //
 // Adding a family: a class here (its own file, layers/<name>_family.cpp), an entry in
 // model_family(), its Hugging Face mapping (training/hf_interop.cpp); CONTRIBUTING.md has the

@@ -13,7 +13,9 @@ class AdamW final : public Optimizer {
   void step(float lr, float grad_scale, std::int64_t step) override;
   std::size_t state_bytes() const override;
   std::vector<std::string> state_kinds() const override { return {"m", "v"}; }
-  std::vector<Tensor> state_of(std::size_t segment) const override { return {m_[segment], v_[segment]}; }
+  std::vector<Tensor> state_of(std::size_t segment) const override {
+    return {m_[segment], v_[segment]};
+  }
 
  private:
   OptimizerConfig config_;

@@ -15,7 +15,8 @@ GradReduceMode parse_grad_reduce_mode(const std::string& text) {
   if (text == "flat") return GradReduceMode::Flat;
   if (text == "hierarchical") return GradReduceMode::Hierarchical;
   if (text == "auto") return GradReduceMode::Auto;
-  TN_THROW(ConfigError, "parallel.grad_reduce must be flat, hierarchical or auto, got '", text, "'");
+  TN_THROW(ConfigError, "parallel.grad_reduce must be flat, hierarchical or auto, got '", text,
+           "'");
 }
 
 WireType parse_wire_type(const std::string& text) {
@@ -66,7 +67,8 @@ GradReducePlan plan_grad_reduce(GradReduceMode mode, const std::vector<int>& mem
   plan.node_group = on_node[node_of_rank.at(static_cast<std::size_t>(me))];
   const auto place = std::find(plan.node_group.begin(), plan.node_group.end(), me) -
                      plan.node_group.begin();
-  for (int node : node_ids) plan.across_group.push_back(on_node[node][static_cast<std::size_t>(place)]);
+  for (int node : node_ids)
+    plan.across_group.push_back(on_node[node][static_cast<std::size_t>(place)]);
   const auto data_rank = [&](int member) {
     return std::find(members.begin(), members.end(), member) - members.begin();
   };
@@ -158,7 +160,9 @@ void StagedReduction::gather_stages(const Level& level, const Tensor& in, const 
   Communicator* comm = level.gather;
   if (!rounded) {
     stages.push_back(
-        {comm, [comm, in = in, out = out]() mutable { return comm->all_gather_async(out, in); }, {}});
+        {comm,
+         [comm, in = in, out = out]() mutable { return comm->all_gather_async(out, in); },
+         {}});
     return;
   }
   Tensor whole = Tensor::empty({out.numel()}, DType::BF16, out.device());
@@ -176,7 +180,8 @@ WorkHandle StagedReduction::all_reduce(std::size_t /*bucket*/, Tensor& whole) {
   std::vector<Tensor> parts{whole.view({-1})};  // parts[i + 1]: this rank's share after level i
   for (std::size_t i = 0; i + 1 < levels_.size(); ++i) {
     const Tensor& in = parts.back();
-    Tensor share = Tensor::empty({in.numel() / levels_[i].scatter->size()}, DType::F32, in.device());
+    Tensor share =
+        Tensor::empty({in.numel() / levels_[i].scatter->size()}, DType::F32, in.device());
     scatter_stages(levels_[i], in, share, stages);
     parts.push_back(share);
   }

@@ -121,7 +121,8 @@ GradientReducer::GradientReducer(std::vector<Parameter*> params, std::vector<boo
   std::vector<std::vector<BucketMember>> members(buckets_.size());
   for (std::size_t b = 0; b < buckets_.size(); ++b)
     for (std::size_t i : buckets_[b].params)
-      members[b].push_back({params_[i]->name, params_[i]->value.shape(), offsets_[i] - buckets_[b].offset});
+      members[b].push_back(
+          {params_[i]->name, params_[i]->value.shape(), offsets_[i] - buckets_[b].offset});
   reduction_->plan(members);
   begin_step();
 }

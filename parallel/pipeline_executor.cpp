@@ -121,8 +121,9 @@ PipelineStepResult PipelineExecutor::train(const std::vector<PipelineAction>& ac
       case Kind::Backward:
       case Kind::BackwardInput: {
         const Tensor grad = take(received, key);
-        Tensor dinput = a.kind == Kind::Backward ? stage.backward(a.micro_batch, a.chunk, grad)
-                                                 : stage.backward_input(a.micro_batch, a.chunk, grad);
+        Tensor dinput = a.kind == Kind::Backward
+                            ? stage.backward(a.micro_batch, a.chunk, grad)
+                            : stage.backward_input(a.micro_batch, a.chunk, grad);
         if (a.kind == Kind::Backward) --live;
         if (dinput.defined()) grad_inputs[key] = dinput;
         break;

@@ -9,10 +9,10 @@
 // BackwardInput the rest.
 // Sends take no time and never block: a send is issued at its rank's current time. A receive
 // takes no time of its own but ends no earlier than the matching send was issued (same kind,
-// micro-batch and virtual-stage pair; plus a transfer time where one is given), so the rank sits idle from reaching the receive until
-// then. Ranks share no resource, so this discrete-event model is exact when each action is
-// timed in dependency order, which is what the simulator does; it reports a deadlock when no
-// rank can run its next action and some have not finished.
+// micro-batch and virtual-stage pair; plus a transfer time where one is given), so the rank sits
+// idle from reaching the receive until then. Ranks share no resource, so this discrete-event model
+// is exact when each action is timed in dependency order, which is what the simulator does; it
+// reports a deadlock when no rank can run its next action and some have not finished.
 //
 // It also checks that each action has its data (a Forward off virtual stage 0 has received its
 // activation, a Backward follows its Forward and, off the last virtual stage, has received its

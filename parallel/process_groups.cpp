@@ -168,7 +168,8 @@ void check_tensor_groups_within_nodes(const ProcessGroups& groups) {
   const std::vector<std::vector<int>> spanning =
       tensor_groups_spanning_nodes(groups.layout(), groups.node_of_rank());
   TN_CHECK_AS(ConfigError, spanning.empty(), "parallel.tensor = ", groups.tp_size(),
-              ": tensor group ", rank_list_str(spanning.empty() ? std::vector<int>{} : spanning.front()),
+              ": tensor group ",
+              rank_list_str(spanning.empty() ? std::vector<int>{} : spanning.front()),
               " spans nodes; tensor parallelism all-reduces activations every layer, so a "
               "tensor group must fit within one node's ranks");
 }

@@ -38,7 +38,8 @@ Tensor all_gather_along(const Tensor& x, std::int64_t dim, const TensorParallel&
   if (dim == 0) return gathered.view(out_shape);  // the chunks are already in order
   // Interleave the ranks' chunks along `dim`.
   Tensor out = Tensor::empty(out_shape, local.dtype(), local.device());
-  for (int r = 0; r < parts; ++r) out.slice(dim, r * extent, extent).copy_from(gathered.select(0, r));
+  for (int r = 0; r < parts; ++r)
+    out.slice(dim, r * extent, extent).copy_from(gathered.select(0, r));
   return out;
 }
 

@@ -27,7 +27,8 @@ class MapReader {
   }
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& message) const {
-    const std::string line = at && at.Mark().line >= 0 ? ":" + std::to_string(at.Mark().line + 1) : "";
+    const std::string line =
+        at && at.Mark().line >= 0 ? ":" + std::to_string(at.Mark().line + 1) : "";
     TN_THROW(ConfigError, source_, line, ": ", message);
   }
 

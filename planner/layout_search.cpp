@@ -30,9 +30,10 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 class StandInTokenFile {
  public:
   explicit StandInTokenFile(std::int64_t seq_len) {
-    path_ = (std::filesystem::temp_directory_path() /
-             ("ternion-plan-" + std::to_string(::getpid()) + "-" + std::to_string(seq_len) + ".bin"))
-                .string();
+    path_ =
+        (std::filesystem::temp_directory_path() /
+         ("ternion-plan-" + std::to_string(::getpid()) + "-" + std::to_string(seq_len) + ".bin"))
+            .string();
     const std::vector<std::int64_t> zeros(static_cast<std::size_t>(seq_len + 1), 0);
     write_token_file(path_, zeros);
   }
@@ -61,8 +62,8 @@ LayoutChoice parse_layout_choice(const std::string& text, const TrainConfig& con
   std::string item;
   while (std::getline(in, item, ',')) {
     std::int64_t value = 0;
-    TN_CHECK_AS(UsageError, detail::parse_decimal(item, value) && value >= 1,
-                "--layout: '", text, "' is not tensor,pipeline,data[,micro_batch[,virtual_stages]] ",
+    TN_CHECK_AS(UsageError, detail::parse_decimal(item, value) && value >= 1, "--layout: '", text,
+                "' is not tensor,pipeline,data[,micro_batch[,virtual_stages]] ",
                 "(positive whole numbers): '", item, "'");
     values.push_back(value);
   }

@@ -69,12 +69,14 @@ void print_table(const PlanResult& result, const ClusterSpec& cluster, int top) 
     if (shown++ == top) break;
     const StepPrediction& p = planned.prediction;
     const LayoutChoice& l = planned.layout;
-    std::printf("%3d %6lld %8lld %5lld %4lld %2lld %10.4f %11.0f %11.2f %5.1f%% %9.2f %6.1f%% %11.4f %11.4f\n",
-                shown, static_cast<long long>(l.tensor), static_cast<long long>(l.pipeline),
-                static_cast<long long>(l.data), static_cast<long long>(l.micro_batch_size),
-                static_cast<long long>(l.virtual_stages), p.step_time_s, p.tokens_per_s,
-                p.tflops_per_gpu, 100 * p.mfu, p.memory_gb_per_gpu, 100 * p.bubble_fraction,
-                p.tensor_comm_s, p.data_comm_exposed_s);
+    std::printf(
+        "%3d %6lld %8lld %5lld %4lld %2lld %10.4f %11.0f %11.2f %5.1f%% %9.2f %6.1f%% %11.4f "
+        "%11.4f\n",
+        shown, static_cast<long long>(l.tensor), static_cast<long long>(l.pipeline),
+        static_cast<long long>(l.data), static_cast<long long>(l.micro_batch_size),
+        static_cast<long long>(l.virtual_stages), p.step_time_s, p.tokens_per_s, p.tflops_per_gpu,
+        100 * p.mfu, p.memory_gb_per_gpu, 100 * p.bubble_fraction, p.tensor_comm_s,
+        p.data_comm_exposed_s);
   }
   std::printf("(tensor: tensor-parallel communication; data: the exposed part of the data-parallel "
               "reduction; memory of %.0f GB a GPU)\n", cluster.gpu.memory_gb);
@@ -86,21 +88,25 @@ void explain(const PlannedLayout& planned, const ClusterSpec& cluster) {
   std::printf("layout: %s; schedule %s, ZeRO stage %lld, recompute %s, precision %s%s\n",
               planned.layout.str().c_str(), pipeline_schedule_name(c.parallel.pipeline_schedule()),
               static_cast<long long>(c.parallel.zero_stage), c.training.recompute.c_str(),
-              c.training.precision.c_str(), c.parallel.sequence_parallel ? ", sequence parallel" : "");
+              c.training.precision.c_str(),
+              c.parallel.sequence_parallel ? ", sequence parallel" : "");
   for (std::size_t s = 0; s < p.stage_costs.size(); ++s)
     std::printf("  stage %zu, one micro-batch: forward %s, backward %s (tensor-parallel "
                 "communication included)\n",
                 s, seconds_str(p.stage_costs[s].forward).c_str(),
                 seconds_str(p.stage_costs[s].backward).c_str());
-  std::printf("  compute of the slowest stage, whole step:    %s\n", seconds_str(p.compute_s).c_str());
-  std::printf("  tensor-parallel collectives (all exposed):   %s\n", seconds_str(p.tensor_comm_s).c_str());
+  std::printf("  compute of the slowest stage, whole step:    %s\n",
+              seconds_str(p.compute_s).c_str());
+  std::printf("  tensor-parallel collectives (all exposed):   %s\n",
+              seconds_str(p.tensor_comm_s).c_str());
   std::printf("  pipeline: one send %s; schedule %s with a bubble of %.1f%%\n",
               seconds_str(p.pipeline_send_s).c_str(), seconds_str(p.pipeline_s).c_str(),
               100 * p.bubble_fraction);
   if (!p.data_reduction.empty())
     std::printf("  data-parallel reduction (%s): %s, exposed %s\n", p.data_reduction.c_str(),
                 seconds_str(p.data_comm_s).c_str(), seconds_str(p.data_comm_exposed_s).c_str());
-  std::printf("  optimizer, clipping and the rest:            %s\n", seconds_str(p.optimizer_s).c_str());
+  std::printf("  optimizer, clipping and the rest:            %s\n",
+              seconds_str(p.optimizer_s).c_str());
   std::printf("step %s: %.0f tokens/s, %.2f TFLOP/s a GPU, MFU %.1f%%\n",
               seconds_str(p.step_time_s).c_str(), p.tokens_per_s, p.tflops_per_gpu, 100 * p.mfu);
   std::printf("memory a GPU: %s (%s %.0f GB)\n", describe(p.memory).c_str(),
@@ -154,7 +160,8 @@ int run(int argc, char** argv) {
   int top = 10;
   if (!top_text.empty()) {
     std::int64_t parsed = 0;
-    TN_CHECK_AS(UsageError, detail::parse_decimal(top_text, parsed) && parsed >= 1 && parsed <= 1000000,
+    TN_CHECK_AS(UsageError,
+                detail::parse_decimal(top_text, parsed) && parsed >= 1 && parsed <= 1000000,
                 "--top needs a positive whole number, got '", top_text, "'");
     top = static_cast<int>(parsed);
   }
@@ -167,7 +174,8 @@ int run(int argc, char** argv) {
   const TrainConfig config = TrainConfig::load(config_path, overrides, 1);
 
   if (!layout_text.empty()) {
-    const PlannedLayout planned = plan_layout(config, cluster, parse_layout_choice(layout_text, config));
+    const PlannedLayout planned =
+        plan_layout(config, cluster, parse_layout_choice(layout_text, config));
     if (json) std::cout << nlohmann::ordered_json::array({to_json(planned)}).dump(2) << '\n';
     else explain(planned, cluster);
     if (!write_path.empty()) write_config(write_path, planned.config);

@@ -54,7 +54,8 @@ double call_seconds(CollectiveKind kind, double bytes, const std::vector<int>& m
 // The seconds of the collectives in `counts` on groups whose name starts with `prefix`; with
 // `slowest_call`, the longest single call too (the largest bucket's).
 double groups_seconds(const OpCounts& counts, const OpCostRecorder& ops, const char* prefix,
-                      const ClusterSpec& cluster, bool hierarchical, double* slowest_call = nullptr) {
+                      const ClusterSpec& cluster, bool hierarchical,
+                      double* slowest_call = nullptr) {
   double total = 0;
   for (const auto& [key, totals] : counts.collectives) {
     const auto& [group, kind] = key;
@@ -126,7 +127,8 @@ bool spans_nodes_evenly(const std::vector<int>& members, const ClusterSpec& clus
 }
 
 double hierarchical_collective_seconds(CollectiveKind kind, double bytes,
-                                       const std::vector<int>& members, const ClusterSpec& cluster) {
+                                       const std::vector<int>& members,
+                                       const ClusterSpec& cluster) {
   TN_CHECK(spans_nodes_evenly(members, cluster), "a hierarchical reduction needs a group spread ",
            "evenly, two or more a node, over several nodes");
   const std::map<int, int> per_node = members_per_node(members, cluster);

@@ -20,8 +20,8 @@
 //   data        the reduction starts during the last micro-batch's backward and overlaps it:
 //               what is exposed is max(reduction - that backward, the largest bucket's reduction)
 //               (all of it without parallel.overlap_grad_reduce), plus overlap_cost of the
-//               hidden part (cluster_spec.h: what it takes from the compute); ZeRO's all-gather of the
-//               updated parameters after the optimizer is exposed;
+//               hidden part (cluster_spec.h: what it takes from the compute); ZeRO's all-gather of
+//               the updated parameters after the optimizer is exposed;
 //   the rest    the optimizer step, clipping and the step's other ops, after the backward.
 //
 // The step is the slowest stage's: its pipeline finish, then its exposed reduction and its

@@ -63,7 +63,8 @@ std::string rank_name(int rank, const char* extension) {
 // A file written completely and flushed to disk, or a CheckpointError.
 void write_text_file(const std::string& path, const std::string& text) {
   std::FILE* file = std::fopen(path.c_str(), "wb");
-  TN_CHECK_AS(CheckpointError, file != nullptr, "cannot write '", path, "': ", std::strerror(errno));
+  TN_CHECK_AS(CheckpointError, file != nullptr, "cannot write '", path,
+              "': ", std::strerror(errno));
   const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
   const bool flushed = std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
   const bool closed = std::fclose(file) == 0;
@@ -467,7 +468,8 @@ namespace {
 // The config.yaml of the checkpoint `path` names (a checkpoint directory, or a save_dir with
 // a `latest`).
 std::string checkpoint_config_path(const std::string& path) {
-  const std::string dir = fs::exists(fs::path(path) / "latest") ? resolve_checkpoint("latest", path) : path;
+  const std::string dir =
+      fs::exists(fs::path(path) / "latest") ? resolve_checkpoint("latest", path) : path;
   const std::string config_path = (fs::path(dir) / "config.yaml").string();
   TN_CHECK_AS(CheckpointError, fs::exists(config_path), "'", dir,
               "' is not a checkpoint (no config.yaml)");

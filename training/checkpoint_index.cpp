@@ -221,7 +221,8 @@ std::vector<CheckpointPiece> read_rank_index(const std::string& path, int rank) 
   // A file copied or renamed from another rank's would load that rank's pieces as this one's.
   const std::int64_t saved = f.integer("rank", 0, kMaxRanks - 1);
   if (saved != rank)
-    f.refuse("rank", "is " + std::to_string(saved) + " in the index of rank " + std::to_string(rank));
+    f.refuse("rank",
+             "is " + std::to_string(saved) + " in the index of rank " + std::to_string(rank));
   const Json& list = f.node("pieces");
   if (!list.is_array()) f.refuse("pieces", "must be a list, got " + describe_json(list));
   std::vector<CheckpointPiece> pieces;

@@ -53,8 +53,8 @@ Tensor qkv_heads_to_parts(const Tensor& t, std::int64_t n_head, std::int64_t hea
 
 }  // namespace
 
-std::vector<std::pair<std::string, Tensor>> to_hf_gpt2(const ModelConfig& config,
-                                                       const std::map<std::string, Tensor>& params) {
+std::vector<std::pair<std::string, Tensor>> to_hf_gpt2(
+    const ModelConfig& config, const std::map<std::string, Tensor>& params) {
   if (config.block != "transformer")
     TN_THROW(CheckpointError, "cannot export block type '", config.block,
              "' to GPT-2 (only \"transformer\" has a GPT-2 counterpart)");
@@ -153,7 +153,8 @@ std::map<std::string, Tensor> from_hf_gpt2(
   std::map<std::string, Tensor> ours;
   // The padding rows of the embedding never reach the loss; they start at zero.
   Tensor wte = Tensor::zeros({config.padded_vocab_size(), c});
-  wte.slice(0, 0, config.vocab_size).copy_from(take("transformer.wte.weight", {config.vocab_size, c}));
+  wte.slice(0, 0, config.vocab_size)
+      .copy_from(take("transformer.wte.weight", {config.vocab_size, c}));
   ours["wte"] = wte;
   ours["wpe"] = take("transformer.wpe.weight", {config.seq_len, c}).clone();
   for (std::int64_t i = 0; i < config.n_layer; ++i) {
@@ -165,7 +166,8 @@ std::map<std::string, Tensor> from_hf_gpt2(
     }
     ours[o + "attn.qkv.weight"] =
         regroup_qkv(transpose(take(t + "attn.c_attn.weight", {c, 3 * c})), config.n_head, hs, true);
-    ours[o + "attn.qkv.bias"] = regroup_qkv(take(t + "attn.c_attn.bias", {3 * c}), config.n_head, hs, true);
+    ours[o + "attn.qkv.bias"] =
+        regroup_qkv(take(t + "attn.c_attn.bias", {3 * c}), config.n_head, hs, true);
     ours[o + "attn.proj.weight"] = transpose(take(t + "attn.c_proj.weight", {c, c}));
     ours[o + "attn.proj.bias"] = take(t + "attn.c_proj.bias", {c}).clone();
     ours[o + "mlp.fc.weight"] = transpose(take(t + "mlp.c_fc.weight", {c, f}));
@@ -186,8 +188,10 @@ std::map<std::string, Tensor> from_hf_gpt2(
                 "'transformer.wte.weight': an untied head, but this model ties its head to wte");
   }
   for (const auto& [name, tensor] : theirs)
-    if (name.find(".attn.bias") == std::string::npos && name.find(".attn.masked_bias") == std::string::npos)
-      TN_THROW(CheckpointError, "GPT-2 weights have '", name, "', which this model has no place for");
+    if (name.find(".attn.bias") == std::string::npos &&
+        name.find(".attn.masked_bias") == std::string::npos)
+      TN_THROW(CheckpointError, "GPT-2 weights have '", name,
+               "', which this model has no place for");
   return ours;
 }
 

@@ -3,12 +3,13 @@
 // write_safetensors.
 //
 // Ours (layers/*.cpp)                        Hugging Face (Conv1D weights are [in, out], y = x W)
-//   wte [padded_vocab, C]                    transformer.wte.weight [vocab, C]  (padding rows dropped)
-//   wpe [seq_len, C]                         transformer.wpe.weight [seq_len, C]
+//   wte [padded_vocab, C]                    transformer.wte.weight [vocab, C]  (padding rows
+//   dropped) wpe [seq_len, C]                         transformer.wpe.weight [seq_len, C]
 //   h.i.ln_1.{weight,bias} [C]               transformer.h.i.ln_1.{weight,bias}
 //   h.i.attn.qkv.weight [3C, C]              transformer.h.i.attn.c_attn.weight [C, 3C]
 //     rows grouped per head [q_h | k_h | v_h]   columns [all q | all k | all v], head h's q at
-//     (kernels/attention.h)                      columns h*hs.., its k at C + h*hs.., v at 2C + h*hs..
+//     (kernels/attention.h)                      columns h*hs.., its k at C + h*hs.., v at 2C +
+//     h*hs..
 //   h.i.attn.qkv.bias [3C] (grouped per head) transformer.h.i.attn.c_attn.bias [3C] (q | k | v)
 //   h.i.attn.proj.weight [C, C]              transformer.h.i.attn.c_proj.weight [C, C] (transposed)
 //   h.i.attn.proj.bias [C]                   transformer.h.i.attn.c_proj.bias

@@ -10,8 +10,8 @@
 namespace ternion {
 
 const HfMapping& hf_mapping(const ModelConfig& config) {
-  static const HfMapping gpt2{"GPT-2", "GPT2LMHeadModel", to_hf_gpt2, from_hf_gpt2, hf_gpt2_config_json,
-                              check_hf_gpt2_config};
+  static const HfMapping gpt2{"GPT-2",      "GPT2LMHeadModel",   to_hf_gpt2,
+                              from_hf_gpt2, hf_gpt2_config_json, check_hf_gpt2_config};
   static const HfMapping llama{"Llama", "LlamaForCausalLM", to_hf_llama, from_hf_llama,
                                hf_llama_config_json, check_hf_llama_config};
   if (config.family == "llama") return llama;

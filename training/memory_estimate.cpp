@@ -22,7 +22,8 @@ MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layo
   for (const Parameter* p : trainer.parameters()) {
     if (!seen.insert(p).second) continue;
     estimate.parameters += CachingAllocator::block_size(p->value.nbytes());
-    if (p->compute.defined()) estimate.parameters += CachingAllocator::block_size(p->compute.nbytes());
+    if (p->compute.defined())
+      estimate.parameters += CachingAllocator::block_size(p->compute.nbytes());
   }
   estimate.gradients = trainer.gradient_bytes();
   estimate.optimizer_state = trainer.optimizer_state_bytes();

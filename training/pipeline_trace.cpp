@@ -43,7 +43,8 @@ std::string span_name(PipelineAction::Kind kind, int micro_batch, int chunk) {
     case PipelineAction::Kind::RecvActivation: prefix = "recv act "; break;
     case PipelineAction::Kind::RecvGradient: prefix = "recv grad "; break;
   }
-  return std::string(prefix) + std::to_string(micro_batch) + (chunk > 0 ? "." + std::to_string(chunk) : "");
+  return std::string(prefix) + std::to_string(micro_batch) +
+         (chunk > 0 ? "." + std::to_string(chunk) : "");
 }
 
 // A complete event ("X") of Chrome's trace format, times in microseconds.
@@ -67,7 +68,8 @@ TracedStep write_pipeline_trace(const std::string& path, const PipelineStepResul
   Tensor counts = Tensor::empty({world.size()});
   world.all_gather(counts, count);
   std::int64_t most = 0;
-  for (int r = 0; r < world.size(); ++r) most = std::max<std::int64_t>(most, counts.data<float>()[r]);
+  for (int r = 0; r < world.size(); ++r)
+    most = std::max<std::int64_t>(most, counts.data<float>()[r]);
 
   std::vector<float> packed(static_cast<std::size_t>(2 + most * kFieldsPerSpan), 0.0f);
   const float start_high = static_cast<float>(mine.step_start);

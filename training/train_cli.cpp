@@ -191,7 +191,8 @@ std::optional<int> agree_on_failure(Communicator& world, const std::optional<Fai
       std::fprintf(stderr,
                    "%s: error: %zu of %d ranks failed (ranks %s); each printed its "
                    "message\n",
-                   g_program.c_str(), failed_ranks.size(), world.size(), rank_list_str(failed_ranks).c_str());
+                   g_program.c_str(), failed_ranks.size(), world.size(),
+                   rank_list_str(failed_ranks).c_str());
   }
   std::fflush(stderr);
   // No rank exits before the messages are out: mpirun ends the whole job when the first rank
@@ -301,7 +302,8 @@ void check_omp_num_threads(const TrainConfig& config) {
   std::int64_t threads = 0;
   const auto [end, error] = std::from_chars(first.data(), first.data() + first.size(), threads);
   const bool whole = error == std::errc() && end == first.data() + first.size();
-  TN_CHECK_AS(ConfigError, whole && threads >= 1, "OMP_NUM_THREADS '", value, "' is not a positive whole number (training.threads 0 "
+  TN_CHECK_AS(ConfigError, whole && threads >= 1, "OMP_NUM_THREADS '", value,
+              "' is not a positive whole number (training.threads 0 "
               "takes it)");
   const auto cores = static_cast<std::int64_t>(std::thread::hardware_concurrency());
   TN_CHECK_AS(ConfigError, cores == 0 || threads <= cores, "OMP_NUM_THREADS ", threads,
@@ -381,7 +383,8 @@ void log_built_parameters(Communicator& world, const ProcessGroups& groups, std:
   const float* v = all.data<float>();
   for (int r = 0; r < world.size(); ++r) {
     const RankCoords c = groups.layout().at(r).coords;
-    const auto built = static_cast<std::int64_t>(v[2 * r]) * kHalf + static_cast<std::int64_t>(v[2 * r + 1]);
+    const auto built =
+        static_cast<std::int64_t>(v[2 * r]) * kHalf + static_cast<std::int64_t>(v[2 * r + 1]);
     log_info("ternion: rank ", r, " tp=", c.tp_rank, " pp=", c.pp_rank, " dp=", c.dp_rank,
              " built ", built, " parameters");
   }
@@ -407,9 +410,11 @@ std::vector<double> gather_memory_estimates(Communicator& world, double mine, do
   for (int r = 0; r < world.size(); ++r) {
     const double need = estimates[static_cast<std::size_t>(r)];
     if (available > 0 && need > available)
-      log_info("ternion: warning: ", world.size() > 1 ? detail::concat("rank ", r, " is") : "this run is",
+      log_info("ternion: warning: ",
+               world.size() > 1 ? detail::concat("rank ", r, " is") : "this run is",
                " estimated to need ", human_bytes(need), " at its peak, more than the ",
-               human_bytes(available), " of memory it has: expect it to run out (lower "
+               human_bytes(available),
+               " of memory it has: expect it to run out (lower "
                "parallel.micro_batch_size, or set training.recompute, parallel.zero_stage, or "
                "more pipeline or tensor ranks; --dry-run shows where the memory goes)");
   }
@@ -476,8 +481,9 @@ int run_training(Communicator& world, const Setup& s) {
   const std::int64_t local_params = count_elements(trainer->parameters());
   if (world.size() > 1) log_built_parameters(world, *groups, local_params);
   auto describe_data = [](const TokenDataset& data) {
-    return detail::concat(count_of(static_cast<std::int64_t>(data.shards().size()), "file", "files"),
-                          ", ", data.token_count(), " tokens");
+    return detail::concat(
+        count_of(static_cast<std::int64_t>(data.shards().size()), "file", "files"), ", ",
+        data.token_count(), " tokens");
   };
   std::string val;
   if (trainer->val_data() != nullptr)
@@ -488,10 +494,10 @@ int run_training(Communicator& world, const Setup& s) {
            trainer->tokenizer().describe());
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (",
-           count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",
-           parallel.micro_batch_size, ")", layout, ", ", count_of(num_threads(), "thread", "threads"),
-           world.size() > 1 ? " per rank" : "", ", optimizer ", config.optimizer.type,
-           ", parameters ", human_bytes(local_params * 4.0),
+           count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"),
+           " of ", parallel.micro_batch_size, ")", layout, ", ",
+           count_of(num_threads(), "thread", "threads"), world.size() > 1 ? " per rank" : "",
+           ", optimizer ", config.optimizer.type, ", parameters ", human_bytes(local_params * 4.0),
            world.size() > 1 ? " per rank" : "", ", optimizer state ",
            human_bytes(static_cast<double>(trainer->optimizer_state_bytes())),
            config.training.device == "cuda"
@@ -543,14 +549,16 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
   const std::optional<Failure> local = capture([&] {
     const Tokenizer tokenizer = open_tokenizer(config);
     open_dataset("data.train", config.data.train, config.model, tokenizer);
-    if (!config.data.val.empty()) open_dataset("data.val", config.data.val, config.model, tokenizer);
+    if (!config.data.val.empty())
+      open_dataset("data.val", config.data.val, config.model, tokenizer);
     check_outputs_writable(config, world.rank());
     layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);
     for (int r = 0; r < world.size(); ++r)
       rank_params.push_back(parameters_on_rank(config.model, *layout, r, parallel.virtual_stages));
     if (world.rank() == 0)
-      for (int r = 0; r < world.size(); ++r) estimates.push_back(estimate_memory(config, *layout, r));
+      for (int r = 0; r < world.size(); ++r)
+        estimates.push_back(estimate_memory(config, *layout, r));
   });
   if (const std::optional<int> status = agree_on_failure(world, local)) return *status;
 
@@ -570,17 +578,17 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
       const RankCoords& c = layout->at(r).coords;
       log_info("  rank ", r, " tp=", c.tp_rank, " pp=", c.pp_rank, ": ",
                human_count(static_cast<double>(rank_params[static_cast<std::size_t>(r)])), " (",
-               rank_params[static_cast<std::size_t>(r)], ") ", stage_contents(m, *layout, r, parallel.virtual_stages));
+               rank_params[static_cast<std::size_t>(r)], ") ",
+               stage_contents(m, *layout, r, parallel.virtual_stages));
     }
     log_info("ternion: memory estimate per rank at the step's peak:");
     for (int r = 0; r < layout->world_size; ++r)
       log_info("  rank ", r, ": ", describe(estimates[static_cast<std::size_t>(r)]));
     log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
              " sequences (",
-           count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",
-             parallel.micro_batch_size, " on each of ", layout->dp_size,
-             " data-parallel ranks), ", count_of(num_threads(), "thread", "threads"),
-             " per rank");
+             count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"),
+             " of ", parallel.micro_batch_size, " on each of ", layout->dp_size,
+             " data-parallel ranks), ", count_of(num_threads(), "thread", "threads"), " per rank");
     log_info("ternion: dry run: config, data and layout are valid on ", world.size(), " ranks");
   }
   return 0;
@@ -647,7 +655,8 @@ int train_main(int argc, char** argv) {
     // Only work the ranks did not agree on gets here; with other ranks possibly waiting in a
     // collective, the job ends.
     const Failure failure = failure_of(std::current_exception());
-    write_flight_record_now("error: " + failure.text.substr(0, failure.text.find_last_not_of('\n') + 1));
+    write_flight_record_now("error: " +
+                            failure.text.substr(0, failure.text.find_last_not_of('\n') + 1));
     if (world->size() > 1)
       abort_job(failure.text.substr(0, failure.text.find_last_not_of('\n') + 1), failure.status);
     std::fputs(failure.text.c_str(), stderr);

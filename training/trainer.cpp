@@ -215,7 +215,8 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
   if (total > 1) {
     pipeline_ = std::make_unique<PipelineExecutor>(groups_.pipeline(), virtual_stages,
                                                    compute_dtype(precision_), device_);
-    const int micro_batches = static_cast<int>(config.micro_batches_per_step(groups_.world().size()));
+    const int micro_batches =
+        static_cast<int>(config.micro_batches_per_step(groups_.world().size()));
     schedule_ = pipeline_schedule(config.parallel.pipeline_schedule(), stages, micro_batches,
                                   virtual_stages, stage);
   } else if (!meta && config.parallel.pipeline_schedule() == PipelineSchedule::ZeroBubbleH1) {
@@ -227,7 +228,8 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
     // Values do not matter to what is allocated: nothing is read.
   } else if (!config.model.init_from.empty() && config.checkpoint.load.empty()) {
     import_hf_weights(config.model, config.model.init_from, parameters_);
-    log_info("ternion: weights initialised from the Hugging Face model in ", config.model.init_from);
+    log_info("ternion: weights initialised from the Hugging Face model in ",
+             config.model.init_from);
   } else if (!config.model.init_from.empty()) {
     log_info("ternion: checkpoint.load wins over model.init_from: resuming from '",
              config.checkpoint.load, "', not reading the weights in '", config.model.init_from,
@@ -540,7 +542,8 @@ StepMetrics Trainer::run() {
       m.memory_estimate_mb = static_cast<double>(*memory_estimate_) / 1e6;
       log_memory_against_estimate(m);
     }
-    const std::int64_t traced = config_.logging.trace_step > 0 ? config_.logging.trace_step : t.steps;
+    const std::int64_t traced =
+        config_.logging.trace_step > 0 ? config_.logging.trace_step : t.steps;
     if (!config_.logging.trace_file.empty() && step == traced) trace_last_step(step);
     if (t.eval_interval > 0 && (step % t.eval_interval == 0 || step == t.steps))
       m.val_loss = evaluate();
@@ -651,7 +654,8 @@ std::string Trainer::generate(const SampleOptions& options) {
 void Trainer::log_memory_against_estimate(const StepMetrics& first) {
   Communicator& world = groups_.world();
   Tensor mine = Tensor::from_vector(
-      {static_cast<float>(first.peak_memory_mb), static_cast<float>(*first.memory_estimate_mb)}, {2});
+      {static_cast<float>(first.peak_memory_mb), static_cast<float>(*first.memory_estimate_mb)},
+      {2});
   Tensor all = Tensor::empty({2 * static_cast<std::int64_t>(world.size())});
   world.all_gather(all, mine);
   const float* v = all.data<float>();
@@ -661,13 +665,15 @@ void Trainer::log_memory_against_estimate(const StepMetrics& first) {
     char line[160];
     std::snprintf(line, sizeof line, ": step %lld peaked at %.1f MB, estimated %.1f MB (%+.1f%%)",
                   static_cast<long long>(first.step), measured, estimated, off);
-    log_info("ternion: memory", world.size() > 1 ? detail::concat(" rank ", r) : std::string(), line);
+    log_info("ternion: memory", world.size() > 1 ? detail::concat(" rank ", r) : std::string(),
+             line);
   }
 }
 
 void Trainer::trace_last_step(std::int64_t step) {
   const ParallelConfig& p = config_.parallel;
-  const int micro_batches = static_cast<int>(config_.micro_batches_per_step(groups_.world().size()));
+  const int micro_batches =
+      static_cast<int>(config_.micro_batches_per_step(groups_.world().size()));
   const TracedStep traced = write_pipeline_trace(config_.logging.trace_file, last_pipeline_step_,
                                                  groups_, step, micro_batches);
   if (traced.stage_costs.empty()) return;  // not rank 0

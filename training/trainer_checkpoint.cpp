@@ -83,7 +83,8 @@ Trainer::CheckpointTransfer Trainer::save_checkpoint(std::int64_t step) {
     if (!saves_state(s.param)) continue;
     const std::vector<Tensor> state = optimizer_->state_of(i);
     for (std::size_t j = 0; j < kinds.size(); ++j)
-      mine.push_back({"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
+      mine.push_back(
+          {"optim/" + kinds[j] + "/" + s.param->name, s.param, state[j], s.begin, s.end});
   }
   std::deque<Parameter> whole;  // the reduction state's descriptions, kept through the save
   if (reducer_) {
@@ -103,7 +104,8 @@ Trainer::CheckpointTransfer Trainer::save_checkpoint(std::int64_t step) {
 std::int64_t Trainer::load_checkpoint(const std::string& dir) {
   const double start = seconds_now();
   std::vector<ShardedTensor> targets;
-  for (Parameter* p : parameters_) targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
+  for (Parameter* p : parameters_)
+    targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
   const std::vector<std::string> kinds = optimizer_->state_kinds();
   for (std::size_t i = 0; i < segments_.size(); ++i)
     for (const std::string& kind : kinds)

@@ -34,7 +34,8 @@ class ParallelBlock : public ternion::Layer {
     return sum;
   }
 
-  ternion::Tensor backward(const ternion::Tensor& grad_output, ternion::ActivationContext& ctx) override {
+  ternion::Tensor backward(const ternion::Tensor& grad_output,
+                           ternion::ActivationContext& ctx) override {
     // Backward in the reverse order of forward; both branches feed the one norm, whose input
     // also reaches the output along the residual stream.
     ternion::Tensor dnormed = parts_.mlp->backward(grad_output, ctx);

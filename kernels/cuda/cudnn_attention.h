@@ -12,8 +12,9 @@
 // between forward and backward, as the cuBLAS path keeps nothing either (both save lse only).
 //
 // Graphs are built on first use per (batch, seq, heads, head size) and pass, and kept: building
-// one costs milliseconds to seconds, executing it microseconds. Only CUDA builds compile this; without
-// cudnn-frontend (TN_HAVE_CUDNN_FRONTEND = 0) every problem is "unsupported" with that reason.
+// one costs milliseconds to seconds, executing it microseconds. Only CUDA builds compile this;
+// without cudnn-frontend (TN_HAVE_CUDNN_FRONTEND = 0) every problem is "unsupported" with that
+// reason.
 #pragma once
 
 #include <cstdint>

@@ -30,7 +30,8 @@ __global__ void map2_kernel(Out* out, const A* a, const B* b, long long n, Op op
     const Vec<B, N> vb = load_vec<N>(b + i);
     Vec<Out, N> result;
 #pragma unroll
-    for (int k = 0; k < N; ++k) result.v[k] = from_float<Out>(op(to_float(va.v[k]), to_float(vb.v[k])));
+    for (int k = 0; k < N; ++k)
+      result.v[k] = from_float<Out>(op(to_float(va.v[k]), to_float(vb.v[k])));
     store_vec<N>(out + i, result);
   }
 }

@@ -218,12 +218,11 @@ constexpr int kMaxFusedCols = kMaxFusedPacks * kWarpSize * detail::kVecWidth;  /
 
 // At most 128 registers, so two blocks fit an SM (GPT-2's 3 packs in F32 wanted 138).
 template <int kPacks, class Elem>
-__global__ void __launch_bounds__(kThreadsPerBlock, 2) layer_norm_backward_fused_kernel(Elem* dx, float* dweight_partial,
-                                                 float* dbias_partial, const Elem* dout,
-                                                 const Elem* x, const Elem* weight,
-                                                 const float* mean, const float* rstd,
-                                                 const Elem* residual, i64 rows, int cols,
-                                                 i64 rows_per_chunk) {
+__global__ void __launch_bounds__(kThreadsPerBlock, 2)
+    layer_norm_backward_fused_kernel(Elem* dx, float* dweight_partial, float* dbias_partial,
+                                     const Elem* dout, const Elem* x, const Elem* weight,
+                                     const float* mean, const float* rstd, const Elem* residual,
+                                     i64 rows, int cols, i64 rows_per_chunk) {
   constexpr int N = detail::kVecWidth;
   using detail::load_vec;
   __shared__ float block_dweight[kMaxFusedCols];

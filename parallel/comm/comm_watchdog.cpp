@@ -98,7 +98,8 @@ void CommWatchdog::loop() {
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, kWatchdogLookInterval, [&] { return stopping_; })) {
     const CommWatchdogSettings s = comm_watchdog_settings();
-    if (g_record_requested.exchange(false)) write_record_with(s, "requested (a signal or an error)");
+    if (g_record_requested.exchange(false))
+      write_record_with(s, "requested (a signal or an error)");
     if (!wrote_after_peer_ && another_rank_wrote(s)) {
       wrote_after_peer_ = true;
       write_record_with(s, "another rank's record appeared");

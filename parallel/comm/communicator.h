@@ -7,8 +7,8 @@
 // Buffers must stay alive and untouched until the work completes.
 //
 //   all_reduce(t, op)            t = op over ranks of t                  (in place)
-//   all_gather(out, in)          out = concat over ranks of in           out.numel = size * in.numel
-//   reduce_scatter(out, in, op)  out = chunk `rank` of (op over ranks of in), chunks as
+//   all_gather(out, in)          out = concat over ranks of in           out.numel = size *
+//   in.numel reduce_scatter(out, in, op)  out = chunk `rank` of (op over ranks of in), chunks as
 //                                chunk_range(in.numel, size, rank): sizes that do not divide
 //                                evenly give the first ranks one element more
 //   broadcast(t, root)           t = root's t

@@ -124,7 +124,8 @@ FlightRecord FlightRecorder::snapshot(int rank, int world_size, std::string reas
 
 std::string flight_record_json(const FlightRecord& r) {
   json groups = json::array();
-  for (const FlightGroup& g : r.groups) groups.push_back({{"name", g.name}, {"members", g.members}});
+  for (const FlightGroup& g : r.groups)
+    groups.push_back({{"name", g.name}, {"members", g.members}});
   json entries = json::array();
   for (const FlightEntry& e : r.entries) {
     json entry = {{"id", e.id},         {"group", e.group},       {"seq", e.seq},

@@ -310,7 +310,8 @@ std::vector<FlightRecord> read_flight_records(const std::string& dir) {
   std::vector<std::filesystem::path> files;
   for (const auto& file : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = file.path().filename().string();
-    if (name.rfind("rank_", 0) == 0 && file.path().extension() == ".json") files.push_back(file.path());
+    if (name.rfind("rank_", 0) == 0 && file.path().extension() == ".json")
+      files.push_back(file.path());
   }
   TN_CHECK_AS(CommError, !ec, "cannot read the directory '", dir, "': ", ec.message());
   TN_CHECK_AS(CommError, !files.empty(), "'", dir, "' holds no flight records (rank_R.json)");

@@ -448,9 +448,10 @@ WorkHandle MpiCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in, 
   HostStaging staging(options_.stage_cpu_tensors);
   Tensor host_in = staging.stage(in, /*copy_in=*/true, /*copy_back=*/false);
   Tensor host_out = staging.stage(out, /*copy_in=*/false, /*copy_back=*/true);
-  return staging.wrap(submit(std::make_unique<ReduceScatterOperation>(
-                                 context(kOperation), comm_, host_out, host_in, op, std::move(counts)),
-                             kOperation, static_cast<std::int64_t>(in.nbytes())));
+  return staging.wrap(
+      submit(std::make_unique<ReduceScatterOperation>(context(kOperation), comm_, host_out, host_in,
+                                                      op, std::move(counts)),
+             kOperation, static_cast<std::int64_t>(in.nbytes())));
 }
 
 WorkHandle MpiCommunicator::broadcast_async(Tensor& tensor, int root) {

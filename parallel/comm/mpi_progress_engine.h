@@ -40,7 +40,8 @@ namespace ternion {
 class MpiOperation {
  public:
   virtual ~MpiOperation() {
-    if (unfinished_on_communicator) unfinished_on_communicator->fetch_sub(1, std::memory_order_release);
+    if (unfinished_on_communicator)
+      unfinished_on_communicator->fetch_sub(1, std::memory_order_release);
   }
   // For error messages: "all_reduce on group 'world' (rank 1 of 4)".
   virtual std::string describe() const = 0;

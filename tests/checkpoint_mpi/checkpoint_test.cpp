@@ -36,7 +36,8 @@ const std::string& scratch() {
   static const test::RemovedAtExit dir{[] {
     Tensor id = Tensor::from_vector({static_cast<float>(::getpid() % 1000000)}, {1});
     testing_mpi::world().broadcast(id, 0);
-    const std::string d = "/tmp/ternion-ckpt-test-" + std::to_string(static_cast<long>(id.data<float>()[0]));
+    const std::string d =
+        "/tmp/ternion-ckpt-test-" + std::to_string(static_cast<long>(id.data<float>()[0]));
     if (testing_mpi::world().rank() == 0) {
       fs::remove_all(d);
       prepare_text(builtin_corpus_text(60000), d + "/data", {.val_fraction = 0.1});
@@ -91,7 +92,8 @@ Job make_job(const Layout& l, const std::string& save_dir,
     if (world.rank() == 0) job.trainer = std::make_unique<Trainer>(*config);
     return job;
   }
-  job.groups = std::make_unique<ProcessGroups>(world, make_rank_layout(world.size(), l.tensor, l.pipeline, l.data));
+  job.groups = std::make_unique<ProcessGroups>(
+      world, make_rank_layout(world.size(), l.tensor, l.pipeline, l.data));
   job.trainer = std::make_unique<Trainer>(*config, job.groups.get());
   return job;
 }
@@ -111,7 +113,8 @@ void save_then_resume(const Layout& saved, const Layout& resumed, const std::str
   if (job.trainer) {
     EXPECT_EQ(job.trainer->load_checkpoint(resolve_checkpoint("latest", dir)), 5);
     for (int s = 6; s <= 10; ++s)
-      EXPECT_NEAR(job.trainer->train_step(s).loss, want[s - 1], 1e-5 * want[s - 1]) << name << " step " << s;
+      EXPECT_NEAR(job.trainer->train_step(s).loss, want[s - 1], 1e-5 * want[s - 1])
+          << name << " step " << s;
   }
   testing_mpi::world().barrier();
 }
@@ -248,7 +251,8 @@ class CheckpointFiles : public ::testing::Test {
 };
 
 TEST_F(CheckpointFiles, LayoutOnDisk) {
-  for (const char* f : {"checkpoint.json", "config.yaml", "rank_00000.json", "rank_00000.safetensors"})
+  for (const char* f :
+       {"checkpoint.json", "config.yaml", "rank_00000.json", "rank_00000.safetensors"})
     EXPECT_TRUE(fs::exists(step_ + "/" + f)) << f;
   EXPECT_EQ(latest_name(), "step_0000002");
   EXPECT_EQ(load_error(step_), "");
@@ -272,7 +276,8 @@ TEST_F(CheckpointFiles, MissingPiecesAndOtherModelsAreRefused) {
   EXPECT_NE(load_error(step_).find("rank_00000.json': is a directory"), std::string::npos)
       << load_error(step_);
   fs::remove(step_ + "/rank_00000.json");
-  EXPECT_NE(load_error(dir_ + "/step_0000099").find("not a complete checkpoint"), std::string::npos);
+  EXPECT_NE(load_error(dir_ + "/step_0000099").find("not a complete checkpoint"),
+            std::string::npos);
   trainer_->save_checkpoint(3);
   TrainConfig other = run_config(Layout{}, dir_);
   other.model.d_model = 64;
@@ -281,7 +286,8 @@ TEST_F(CheckpointFiles, MissingPiecesAndOtherModelsAreRefused) {
     t.load_checkpoint(dir_ + "/step_0000003");
     FAIL() << "no error";
   } catch (const CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find("model.d_model = 32; this run has 64"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model.d_model = 32; this run has 64"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -97,9 +97,9 @@ TEST(MpiHostStaging, ReduceScatterUnevenChunks) {
     Tensor out = Tensor::zeros({chunk.size()}, DType::I32);
     world->reduce_scatter(out, in, ReduceOp::Sum);
     const std::vector<std::int32_t> full = reduced_inputs<std::int32_t>(n, size, ReduceOp::Sum, 65);
-    EXPECT_TRUE(close_to("staged reduce_scatter n=" + std::to_string(n), values_of<std::int32_t>(out),
-                         std::vector<std::int32_t>(full.begin() + chunk.begin, full.begin() + chunk.end),
-                         0, 0));
+    EXPECT_TRUE(close_to(
+        "staged reduce_scatter n=" + std::to_string(n), values_of<std::int32_t>(out),
+        std::vector<std::int32_t>(full.begin() + chunk.begin, full.begin() + chunk.end), 0, 0));
     EXPECT_TRUE(close_to("staged reduce_scatter leaves in alone", values_of<std::int32_t>(in),
                          rank_input<std::int32_t>(n, rank, 65), 0, 0));
   }

@@ -53,7 +53,8 @@ ParallelRun make_run(const TrainConfig& c) {
   Communicator& world = testing_mpi::world();
   ParallelRun run;
   run.groups = std::make_unique<ProcessGroups>(
-      world, make_rank_layout(world.size(), c.parallel.tensor, c.parallel.pipeline, c.parallel.data));
+      world,
+      make_rank_layout(world.size(), c.parallel.tensor, c.parallel.pipeline, c.parallel.data));
   run.trainer = std::make_unique<Trainer>(c, run.groups.get());
   return run;
 }

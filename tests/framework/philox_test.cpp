@@ -52,7 +52,8 @@ TEST(Philox, StreamsAreIndependentOfEachOther) {
 // The property every parallel layout relies on: a shard initialises to exactly the slice of
 // the whole parameter.
 TEST(ParameterInit, ShardEqualsSliceOfTheWholeParameter) {
-  Parameter whole = make_parameter("h.0.mlp.fc.weight", {12, 10}, ParameterInit::Normal, 0.02f, true);
+  Parameter whole =
+      make_parameter("h.0.mlp.fc.weight", {12, 10}, ParameterInit::Normal, 0.02f, true);
   initialize_parameter(whole, 7);
   for (std::int64_t dim : {0, 1}) {
     const std::int64_t parts = 2, len = whole.global_shape[dim] / parts;

@@ -80,7 +80,8 @@ void write_bytes(const std::string& path, const std::string& bytes) {
 // header's own unless `declared_length` says otherwise.
 std::string raw_file(const std::string& header, std::size_t data_bytes,
                      std::int64_t declared_length = -1) {
-  std::uint64_t n = declared_length >= 0 ? static_cast<std::uint64_t>(declared_length) : header.size();
+  std::uint64_t n =
+      declared_length >= 0 ? static_cast<std::uint64_t>(declared_length) : header.size();
   std::string out;
   for (int i = 0; i < 8; ++i, n >>= 8) out += static_cast<char>(n & 0xFF);
   return out + header + std::string(data_bytes, '\x11');
@@ -95,7 +96,8 @@ void expect_refused(const std::string& path, const std::string& expected) {
     ADD_FAILURE() << path << ": accepted, expected an error containing '" << expected << "'";
   } catch (const CheckpointError& e) {
     const std::string message = e.what();
-    EXPECT_NE(message.find(path), std::string::npos) << "message does not name the file: " << message;
+    EXPECT_NE(message.find(path), std::string::npos)
+        << "message does not name the file: " << message;
     EXPECT_NE(message.find(expected), std::string::npos)
         << "message lacks '" << expected << "': " << message;
   }
@@ -111,7 +113,8 @@ TEST(Crc32, MatchesTheCheckValueAndChains) {
   std::uint32_t bitwise = 0xFFFFFFFFu;
   for (unsigned char b : data) {
     bitwise ^= b;
-    for (int k = 0; k < 8; ++k) bitwise = (bitwise & 1u) ? (bitwise >> 1) ^ 0xEDB88320u : bitwise >> 1;
+    for (int k = 0; k < 8; ++k)
+      bitwise = (bitwise & 1u) ? (bitwise >> 1) ^ 0xEDB88320u : bitwise >> 1;
   }
   bitwise = ~bitwise;
   EXPECT_EQ(crc32(data.data(), data.size()), bitwise);
@@ -154,7 +157,8 @@ TEST(Safetensors, RoundTripsEveryDtypeAndShape) {
   std::ifstream in(path, std::ios::binary);
   in.read(reinterpret_cast<char*>(&header_bytes), 8);
   EXPECT_EQ((8 + header_bytes) % 8, 0u);
-  EXPECT_EQ(std::filesystem::file_size(path), 8 + header_bytes + static_cast<std::uint64_t>(offset));
+  EXPECT_EQ(std::filesystem::file_size(path),
+            8 + header_bytes + static_cast<std::uint64_t>(offset));
 }
 
 TEST(Safetensors, MetadataRoundTrips) {
@@ -163,7 +167,8 @@ TEST(Safetensors, MetadataRoundTrips) {
   const std::map<std::string, std::string> metadata = {
       {"format", "pt"},
       {"step", "1200"},
-      {"quotes \"and\" \\backslashes\\", "line\nbreak\ttab \x01 control, caf\xc3\xa9 / \xf0\x9f\x99\x82"},
+      {"quotes \"and\" \\backslashes\\",
+       "line\nbreak\ttab \x01 control, caf\xc3\xa9 / \xf0\x9f\x99\x82"},
       {"empty", ""},
   };
   write_safetensors(path, {{"x", random_tensor({2}, DType::F32, 1)}}, metadata);
@@ -203,7 +208,8 @@ struct MiniJson {
       if (c != 'u') throw std::runtime_error("bad escape");
       const unsigned cp = static_cast<unsigned>(std::stoul(s.substr(i, 4), nullptr, 16));
       i += 4;
-      if (cp >= 0x80) throw std::runtime_error("this test's writer only escapes control characters");
+      if (cp >= 0x80)
+        throw std::runtime_error("this test's writer only escapes control characters");
       out += static_cast<char>(cp);
     }
     return out;
@@ -257,18 +263,21 @@ TEST(Safetensors, HeaderReadsBackWithAnIndependentReader) {
   ScratchDir dir;
   const std::string path = dir.file("independent.safetensors");
   const auto tensors = sample_tensors();
-  const std::map<std::string, std::string> metadata = {{"format", "pt"}, {"note", "a \"quoted\"\nline"}};
+  const std::map<std::string, std::string> metadata = {{"format", "pt"},
+                                                       {"note", "a \"quoted\"\nline"}};
   write_safetensors(path, tensors, metadata);
 
   std::ifstream in(path, std::ios::binary);
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_GE(file.size(), 8u);
   std::uint64_t n = 0;
-  for (int b = 7; b >= 0; --b) n = n << 8 | static_cast<unsigned char>(file[static_cast<std::size_t>(b)]);
+  for (int b = 7; b >= 0; --b)
+    n = n << 8 | static_cast<unsigned char>(file[static_cast<std::size_t>(b)]);
   ASSERT_LE(8 + n, file.size());
   const std::string header = file.substr(8, n);
   EXPECT_EQ(header.front(), '{');
-  EXPECT_EQ(header.find_last_not_of(' '), header.rfind('}')) << "padding is spaces after the object";
+  EXPECT_EQ(header.find_last_not_of(' '), header.rfind('}'))
+      << "padding is spaces after the object";
   MiniJson parser{header};
   Json root;
   ASSERT_NO_THROW(root = parser.value()) << header;
@@ -305,7 +314,8 @@ TEST(Safetensors, HeaderReadsBackWithAnIndependentReader) {
   std::map<std::string, std::string> got_metadata;
   for (const auto& [key, value] : obj) {
     if (key != "__metadata__") continue;
-    for (const auto& [k, v] : std::get<JsonObject>(value.v)) got_metadata[k] = std::get<std::string>(v.v);
+    for (const auto& [k, v] : std::get<JsonObject>(value.v))
+      got_metadata[k] = std::get<std::string>(v.v);
   }
   EXPECT_EQ(got_metadata, metadata);
   EXPECT_EQ(obj.size(), seen + 1) << "one entry per tensor plus __metadata__";
@@ -360,7 +370,8 @@ TEST(Safetensors, RefusesBadFilesNamingThem) {
 
   // nlohmann refuses a number past a double's range with another exception than a syntax error.
   const std::string huge_number = dir.file("huge_number.safetensors");
-  write_bytes(huge_number, raw_file(R"({"a":{"dtype":"F32","shape":[1e999],"data_offsets":[0,8]}})", 8));
+  write_bytes(huge_number,
+              raw_file(R"({"a":{"dtype":"F32","shape":[1e999],"data_offsets":[0,8]}})", 8));
   expect_refused(huge_number, "invalid JSON header");
 
   const std::string fraction = dir.file("fraction.safetensors");
@@ -374,11 +385,13 @@ TEST(Safetensors, RefusesBadFilesNamingThem) {
   expect_refused(overlapping, "overlap");
 
   const std::string mismatched = dir.file("mismatched.safetensors");
-  write_bytes(mismatched, raw_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 12));
+  write_bytes(mismatched,
+              raw_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 12));
   expect_refused(mismatched, "needs 12");
 
   const std::string unknown_dtype = dir.file("unknown_dtype.safetensors");
-  write_bytes(unknown_dtype, raw_file(R"({"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", 8));
+  write_bytes(unknown_dtype,
+              raw_file(R"({"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", 8));
   expect_refused(unknown_dtype, "F64");
 
   const std::string bad_shape = dir.file("bad_shape.safetensors");

@@ -60,8 +60,10 @@ struct Inputs {
 
 Inputs inputs_for(const AttentionCase& c, DType dtype, std::uint64_t seed) {
   const std::int64_t channels = static_cast<std::int64_t>(c.n_head) * c.head_size;
-  Inputs in{{c.batch, c.seq, 3 * channels}, {c.batch, c.seq, channels},
-            {c.batch, c.n_head, c.seq}, random_tensor({c.batch, c.seq, 3 * channels}, seed, -2.0f, 2.0f),
+  Inputs in{{c.batch, c.seq, 3 * channels},
+            {c.batch, c.seq, channels},
+            {c.batch, c.n_head, c.seq},
+            random_tensor({c.batch, c.seq, 3 * channels}, seed, -2.0f, 2.0f),
             random_tensor({c.batch, c.seq, channels}, seed + 1)};
   if (dtype == DType::BF16) {
     in.qkv = round_to_bf16(in.qkv);

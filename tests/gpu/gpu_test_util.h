@@ -46,8 +46,8 @@ inline std::vector<float> to_host_floats(const Tensor& t) {
 // A CPU f32 tensor of uniform values in [lo, hi).
 inline Tensor random_tensor(const Shape& shape, std::uint64_t seed, float lo = -1.0f,
                             float hi = 1.0f) {
-  return Tensor::from_vector(random_floats(static_cast<std::size_t>(shape_numel(shape)), seed, lo, hi),
-                             shape);
+  return Tensor::from_vector(
+      random_floats(static_cast<std::size_t>(shape_numel(shape)), seed, lo, hi), shape);
 }
 
 // The same values rounded to bf16 (what a bf16 GPU op sees as input), as a CPU f32 tensor.

@@ -269,7 +269,8 @@ TEST(GpuRuntime, EventIsMovable) {
   const cudaEvent_t handle = first.get();
   cuda::Event second(std::move(first));
   EXPECT_EQ(second.get(), handle);
-  EXPECT_EQ(first.get(), nullptr);  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  EXPECT_EQ(first.get(),
+            nullptr);  // NOLINT(bugprone-use-after-move): checking the moved-from state
   cuda::Event third;
   third = std::move(second);
   EXPECT_EQ(third.get(), handle);

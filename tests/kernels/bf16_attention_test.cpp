@@ -20,8 +20,8 @@ constexpr int kC = kH * kHs;
 std::vector<float> rounded(const Tensor& f32) { return as_f32(to_bf16(f32)).to_vector(); }
 
 TEST(Bf16Attention, CpuStagingRoundsTheF32OpOnce) {
-  const Tensor qkv = to_bf16(
-      Tensor::from_vector(test::random_floats(kB * kT * 3 * kC, 21, -2.0f, 2.0f), {kB, kT, 3 * kC}));
+  const Tensor qkv = to_bf16(Tensor::from_vector(
+      test::random_floats(kB * kT * 3 * kC, 21, -2.0f, 2.0f), {kB, kT, 3 * kC}));
   const Tensor dout =
       to_bf16(Tensor::from_vector(test::random_floats(kB * kT * kC, 22), {kB, kT, kC}));
 

@@ -1,8 +1,8 @@
 // linear_forward on CPU: bit for bit matmul, bias_add_forward and gelu_forward called one by
 // one (what Linear and Mlp ran before the op existed), for every activation, with and without
-// bias, f32 and bf16, and with a residual as the transformer block's add gave it; linear_backward_through_gelu (matmul then gelu_backward) and
-// linear_backward_weights (matmul then bias_add_backward) bit for bit the same way; the misuse
-// checks name what is wrong.
+// bias, f32 and bf16, and with a residual as the transformer block's add gave it;
+// linear_backward_through_gelu (matmul then gelu_backward) and linear_backward_weights (matmul then
+// bias_add_backward) bit for bit the same way; the misuse checks name what is wrong.
 #include <string>
 
 #include "kernels/bias_add.h"
@@ -241,8 +241,8 @@ TEST(LinearBackwardThroughGelu, MisuseNamesTheProblem) {
 TEST(LinearBackwardWeights, MatchesComposedKernelsBitForBit) {
   for (DType dtype : {DType::F32, DType::BF16}) {
     for (bool with_bias : {false, true}) {
-      const std::string label = std::string(dtype_name(dtype)) + (with_bias ? " with" : " without") +
-                                " bias";
+      const std::string label =
+          std::string(dtype_name(dtype)) + (with_bias ? " with" : " without") + " bias";
       const std::int64_t rows = 23, n = 9, k = 14;
       Tensor dy = random_f32({rows, n}, 35), x = random_f32({rows, k}, 36);
       if (dtype == DType::BF16) {

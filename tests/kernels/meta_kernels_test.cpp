@@ -15,7 +15,8 @@ TEST(MetaDevice, KernelsCheckTheirArgumentsAndComputeNothing) {
   EXPECT_EQ(sums_of_squares(std::vector<Tensor>{x, w}), (std::vector<double>{0.0, 0.0}));
   EXPECT_TRUE(all_finite(x));
   Tensor wrong = Tensor::empty({8, 5}, DType::F32, meta);
-  EXPECT_THROW(linear_forward(wrong, nullptr, x, w, nullptr, LinearActivation::none, nullptr), Error);
+  EXPECT_THROW(linear_forward(wrong, nullptr, x, w, nullptr, LinearActivation::none, nullptr),
+               Error);
 }
 
 }  // namespace

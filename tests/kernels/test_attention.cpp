@@ -41,7 +41,8 @@ void naive_attention(std::vector<double>& out, std::vector<double>& lse,
         lse[(b * kH + h) * kT + i] = std::log(total);
         for (int d = 0; d < kHs; ++d) {
           double o = 0;
-          for (int j = 0; j < kT; ++j) o += std::exp(scores[j]) / total * qkv_at(qkv, b, j, h, 2, d);
+          for (int j = 0; j < kT; ++j)
+            o += std::exp(scores[j]) / total * qkv_at(qkv, b, j, h, 2, d);
           out[(b * kT + i) * kC + h * kHs + d] = o;
         }
       }

@@ -154,7 +154,8 @@ GeluDeviation judge(double (*f)(double), double (*reference)(double)) {
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 double gelu_erf_derivative(double x) {
-  return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+  return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
+         x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
 }
 // The tanh form with tanh.approx.f32's relative error (2^-11) on tanh: fine near 0, far off in
 // the negative tail where 1 + tanh cancels.

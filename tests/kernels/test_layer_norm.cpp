@@ -124,7 +124,8 @@ TEST(LayerNorm, ResidualGradientIsBackwardThenAccumulate) {
     const Tensor weight =
         as_dtype(Tensor::from_vector(test::convert<float>(in.weight), {cols}));
     const Tensor bias = as_dtype(Tensor::from_vector(test::convert<float>(in.bias), {cols}));
-    const Tensor dout = as_dtype(Tensor::from_vector(test::random_floats(rows * cols, 21), {rows, cols}));
+    const Tensor dout =
+        as_dtype(Tensor::from_vector(test::random_floats(rows * cols, 21), {rows, cols}));
     const Tensor residual =
         as_dtype(Tensor::from_vector(test::random_floats(rows * cols, 22), {rows, cols}));
     Tensor out = Tensor::empty({rows, cols}, dtype), mean = Tensor::empty({rows}),

@@ -34,8 +34,8 @@ ModelConfig tiny_config() {
 Tensor random_tokens(std::int64_t batch, std::int64_t seq, std::int64_t vocab, std::uint64_t seed) {
   Tensor t = Tensor::empty({batch, seq}, DType::I32);
   for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.data<std::int32_t>()[i] =
-        static_cast<std::int32_t>(philox_bits({seed, 99}, static_cast<std::uint64_t>(i)).v[0] % vocab);
+    t.data<std::int32_t>()[i] = static_cast<std::int32_t>(
+        philox_bits({seed, 99}, static_cast<std::uint64_t>(i)).v[0] % vocab);
   return t;
 }
 
@@ -196,8 +196,10 @@ TEST(GptModel, ParameterNamesAreUniqueAndTheCountMatchesTheFormula) {
   EXPECT_TRUE(names.count("h.1.attn.qkv.weight"));
   EXPECT_TRUE(names.count("ln_f.bias"));
   const std::int64_t d = c.d_model, ff = c.ff_width();
-  const std::int64_t per_layer = 2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d);
-  const std::int64_t expected = c.padded_vocab_size() * d + c.seq_len * d + c.n_layer * per_layer + 2 * d;
+  const std::int64_t per_layer =
+      2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d);
+  const std::int64_t expected =
+      c.padded_vocab_size() * d + c.seq_len * d + c.n_layer * per_layer + 2 * d;
   EXPECT_EQ(count_elements(model.parameters()), expected);
 }
 

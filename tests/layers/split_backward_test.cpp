@@ -131,7 +131,8 @@ TEST(SplitBackward, LinearThroughTheInputsGelu) {
       const Tensor dpre = proj->backward(g, ctx, fc->output_gelu(ctx));
       return fc->backward_pre_activation(dpre, ctx);
     };
-    s.owner = std::make_shared<std::pair<std::shared_ptr<Linear>, std::shared_ptr<Linear>>>(fc, proj);
+    s.owner =
+        std::make_shared<std::pair<std::shared_ptr<Linear>, std::shared_ptr<Linear>>>(fc, proj);
     return s;
   });
 }
@@ -269,7 +270,8 @@ void expect_model_split_equals_plain(const std::string& what, const ModelConfig&
   ActivationContext plain_ctx(training_info());
   Tensor losses;
   plain->forward_chunk(input, targets, plain_ctx, &losses);
-  const Tensor plain_dx = plain->backward_chunk(chunk.has_head ? Tensor() : grad, weight, plain_ctx);
+  const Tensor plain_dx =
+      plain->backward_chunk(chunk.has_head ? Tensor() : grad, weight, plain_ctx);
   EXPECT_TRUE(plain_ctx.empty()) << what;
 
   ActivationContext ctx(training_info());
@@ -329,8 +331,9 @@ TEST(SplitBackward, InterleavedMicroBatchesAccumulateThePlainGradients) {
 TEST(SplitBackward, WholeModelsOfBothFamilies) {
   for (const std::string family : {"gpt2", "llama"})
     for (const Recompute mode : {Recompute::none, Recompute::selective, Recompute::full})
-      expect_model_split_equals_plain(family + " recompute " + std::to_string(static_cast<int>(mode)),
-                                      tiny_config(family), ModelChunk{}, RecomputePolicy{mode, 0});
+      expect_model_split_equals_plain(
+          family + " recompute " + std::to_string(static_cast<int>(mode)), tiny_config(family),
+          ModelChunk{}, RecomputePolicy{mode, 0});
 }
 
 TEST(SplitBackward, PipelineChunks) {
@@ -338,8 +341,8 @@ TEST(SplitBackward, PipelineChunks) {
     const ModelConfig config = tiny_config(family);
     expect_model_split_equals_plain(family + " first chunk", config, ModelChunk{0, 1, true, false},
                                     {});
-    expect_model_split_equals_plain(family + " middle chunk", config, ModelChunk{1, 2, false, false},
-                                    {});
+    expect_model_split_equals_plain(family + " middle chunk", config,
+                                    ModelChunk{1, 2, false, false}, {});
     expect_model_split_equals_plain(family + " last chunk", config, ModelChunk{2, 3, false, true},
                                     RecomputePolicy{Recompute::full, 0});
   }

@@ -26,7 +26,8 @@ class ManualWork final : public Work {
 struct Recorder {
   std::vector<std::string> started;
   std::vector<std::shared_ptr<ManualWork>> works;
-  ChainStage stage(const Communicator& comm, const std::string& name, std::string* finished = nullptr) {
+  ChainStage stage(const Communicator& comm, const std::string& name,
+                   std::string* finished = nullptr) {
     return {&comm,
             [this, name] {
               started.push_back(name);

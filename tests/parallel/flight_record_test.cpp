@@ -36,7 +36,8 @@ TEST(FlightRecorder, NumbersEachGroupsOperationsAndKeepsTheNewest) {
   EXPECT_EQ(record.entries[record.entries.size() - 2].peers, std::vector<int>{2});
 
   // Past its capacity the ring keeps the newest operations.
-  for (std::size_t i = 0; i < FlightRecorder::kCapacity + 10; ++i) recorder.ended(recorder.issued(b, "barrier", 0, {}));
+  for (std::size_t i = 0; i < FlightRecorder::kCapacity + 10; ++i)
+    recorder.ended(recorder.issued(b, "barrier", 0, {}));
   const FlightRecord full = recorder.snapshot(0, 3, "test", 5.0);
   EXPECT_EQ(full.entries.size(), FlightRecorder::kCapacity);
   EXPECT_EQ(full.entries.back().kind, "barrier");
@@ -262,7 +263,8 @@ TEST(HangReport, FollowsAPointToPointWaitToTheRankBehindIt) {
   const std::vector<FlightGroup> groups = {{"pp[0,1]", {0, 1}}, {"tp[1,2]", {1, 2}}};
   const HangReport report = analyse_flight_records({
       record_of(0, 3, groups, {{3, "recv", S::started, {1}, 0}}),
-      record_of(1, 3, groups, {{2, "send", S::completed, {0}, 0}, {7, "all_reduce", S::started, {}, 1}}),
+      record_of(1, 3, groups,
+                {{2, "send", S::completed, {0}, 0}, {7, "all_reduce", S::started, {}, 1}}),
       record_of(2, 3, groups, {{6, "all_reduce", S::completed, {}, 1}}),
   });
   EXPECT_EQ(report.behind, std::vector<int>{2});
@@ -305,9 +307,11 @@ TEST(HangReport, SaysWhenEveryMemberWaitsInTheSameOperation) {
                                            {"mp[2,3]", {2, 3}}};
   const HangReport report = analyse_flight_records({
       record_of(0, 4, groups, {{6, "all_reduce", S::started, {}, 1}}),
-      record_of(1, 4, groups, {{5, "all_reduce", S::completed, {}, 1}, {18, "all_reduce", S::started, {}, 0}}),
+      record_of(1, 4, groups,
+                {{5, "all_reduce", S::completed, {}, 1}, {18, "all_reduce", S::started, {}, 0}}),
       record_of(2, 4, groups, {{6, "all_reduce", S::started, {}, 2}}),
-      record_of(3, 4, groups, {{5, "all_reduce", S::completed, {}, 2}, {18, "all_reduce", S::started, {}, 0}}),
+      record_of(3, 4, groups,
+                {{5, "all_reduce", S::completed, {}, 2}, {18, "all_reduce", S::started, {}, 0}}),
   });
   EXPECT_EQ(report.behind, (std::vector<int>{1, 3}));
   EXPECT_NE(report.lines.back().find("the network between them (a link down)"), std::string::npos)

@@ -203,7 +203,8 @@ TEST(ParameterCount, InterleavedChunksSumToTheModel) {
   c.d_model = 32;
   const std::int64_t total = parameters_on_rank(c, make_rank_layout(1, 1, 1, 1), 0);
   const RankLayout layout = make_rank_layout(2, 1, 2, 1);
-  const std::int64_t sum = parameters_on_rank(c, layout, 0, 2) + parameters_on_rank(c, layout, 1, 2);
+  const std::int64_t sum =
+      parameters_on_rank(c, layout, 0, 2) + parameters_on_rank(c, layout, 1, 2);
   EXPECT_EQ(sum, total + c.padded_vocab_size() * c.d_model);
   // 8 blocks over 4 virtual stages: each rank holds 4 blocks, as without interleaving here.
   EXPECT_EQ(parameters_on_rank(c, layout, 0, 2), parameters_on_rank(c, layout, 0, 1));

@@ -471,11 +471,13 @@ TEST(PipelineSimulator, TakesACostPerStage) {
       pipeline_schedules(PipelineSchedule::OneFOneB, 2, 4, 1), 1, {{1, 2}, {2, 4}}, 0.0);
   expect_close("makespan", sim.makespan, 27, 1e-12);
   expect_close("busy, stage 1", sim.busy_time[1], 24, 1e-12);
-  expect_close("idle, stage 1", sim.idle_time[1], 3, 1e-12);  // the first forward's wait and the tail
+  expect_close("idle, stage 1", sim.idle_time[1], 3,
+               1e-12);  // the first forward's wait and the tail
   // Uniform costs through the per-stage form give the uniform simulation.
   const PipelineSimulation uniform = simulate_pipeline(PipelineSchedule::Interleaved, 4, 8, 2);
-  const PipelineSimulation same = simulate_pipeline_actions(
-      pipeline_schedules(PipelineSchedule::Interleaved, 4, 8, 2), 2, std::vector<StageCost>(4), 0.0);
+  const PipelineSimulation same =
+      simulate_pipeline_actions(pipeline_schedules(PipelineSchedule::Interleaved, 4, 8, 2), 2,
+                                std::vector<StageCost>(4), 0.0);
   EXPECT_EQ(same.makespan, uniform.makespan);
   EXPECT_EQ(same.bubble_fraction, uniform.bubble_fraction);
 }

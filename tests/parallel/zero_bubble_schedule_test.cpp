@@ -177,7 +177,8 @@ TEST(ZeroBubbleSchedule, RefusesTooFewMicroBatchesAndVirtualStages) {
 TEST(ZeroBubbleSchedule, SimulatorRefusesWBeforeB) {
   const ActionList list{{Kind::Forward, 0, 0}, {Kind::BackwardWeight, 0, 0}};
   EXPECT_THROW(simulate_pipeline_actions({list}, 1), InternalError);
-  const ActionList twice{{Kind::Forward, 0, 0}, {Kind::BackwardInput, 0, 0}, {Kind::Backward, 0, 0}};
+  const ActionList twice{
+      {Kind::Forward, 0, 0}, {Kind::BackwardInput, 0, 0}, {Kind::Backward, 0, 0}};
   EXPECT_THROW(simulate_pipeline_actions({twice}, 1), InternalError);
 }
 

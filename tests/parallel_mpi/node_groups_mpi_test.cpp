@@ -54,8 +54,9 @@ TEST(NodeGroups, NodesAreTheHostsTheRanksRunOn) {
   }
   // Tensor groups of one node's ranks stay inside it; twice as wide, they span two nodes.
   if (nodes.size() > 1 && size % (2 * local_size) == 0) {
-    EXPECT_TRUE(tensor_groups_spanning_nodes(make_rank_layout(size, local_size, 1, size / local_size),
-                                             groups.node_of_rank()).empty());
+    EXPECT_TRUE(tensor_groups_spanning_nodes(
+                    make_rank_layout(size, local_size, 1, size / local_size), groups.node_of_rank())
+                    .empty());
     EXPECT_FALSE(tensor_groups_spanning_nodes(
                      make_rank_layout(size, 2 * local_size, 1, size / (2 * local_size)),
                      groups.node_of_rank()).empty());

@@ -29,7 +29,8 @@ struct CompressedRun {
   PowerSgdReduction* powersgd = nullptr;
   std::unique_ptr<GradientReducer> reducer;
 
-  CompressedRun(const std::vector<Shape>& shapes, int rank, double min_rate, std::int64_t start = 0) {
+  CompressedRun(const std::vector<Shape>& shapes, int rank, double min_rate,
+                std::int64_t start = 0) {
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       owned.push_back(std::make_unique<Parameter>());
       owned.back()->name = "p" + std::to_string(i);
@@ -37,7 +38,8 @@ struct CompressedRun {
       owned.back()->grad = Tensor::zeros(shapes[i]);
       params.push_back(owned.back().get());
     }
-    auto reduction = std::make_unique<PowerSgdReduction>(testing_mpi::world(), rank, 7, start, min_rate);
+    auto reduction =
+        std::make_unique<PowerSgdReduction>(testing_mpi::world(), rank, 7, start, min_rate);
     powersgd = reduction.get();
     reducer = std::make_unique<GradientReducer>(params, std::vector<bool>(params.size(), false),
                                                 std::move(reduction), 4 * 300, 0);
@@ -51,7 +53,8 @@ struct CompressedRun {
       std::vector<float> g(static_cast<std::size_t>(params[i]->grad.numel()));
       for (std::size_t e = 0; e < g.size(); ++e)
         g[e] = static_cast<float>(gradient(rank, i, static_cast<std::int64_t>(e), step_index));
-      params[i]->grad.view({-1}).copy_from(Tensor::from_vector(g, {static_cast<std::int64_t>(g.size())}));
+      params[i]->grad.view({-1}).copy_from(
+          Tensor::from_vector(g, {static_cast<std::int64_t>(g.size())}));
       reducer->mark_ready({params[i]});
     }
     reducer->finish([] {});
@@ -62,7 +65,8 @@ struct CompressedRun {
   double sum_of_gradients(std::size_t param, std::size_t element, int steps) const {
     double sum = 0;
     for (int r = 0; r < testing_mpi::world().size(); ++r)
-      for (int t = 0; t < steps; ++t) sum += gradient(r, param, static_cast<std::int64_t>(element), t);
+      for (int t = 0; t < steps; ++t)
+        sum += gradient(r, param, static_cast<std::int64_t>(element), t);
     return sum;
   }
 };
@@ -129,7 +133,8 @@ TEST(PowerSgd, TheStepsBeforeItsStartAreExactSums) {
 
 TEST(PowerSgd, SendsTenTimesFewerElementsAtGptShapes) {
   // A GPT-2 block's matrices at a quarter of its width, with its vectors.
-  CompressedRun run({{576, 192}, {576}, {192, 192}, {192}, {768, 192}, {768}, {192, 768}, {192}}, 4, 2.0);
+  CompressedRun run({{576, 192}, {576}, {192, 192}, {192}, {768, 192}, {768}, {192, 768}, {192}}, 4,
+                    2.0);
   run.step(0);
   EXPECT_LE(run.powersgd->wire_elements() * 10, run.powersgd->bucket_elements())
       << run.powersgd->describe();

@@ -39,7 +39,8 @@ int check_layout(const Layout& layout) {
   TrainConfig one = c;
   one.parallel = ParallelConfig{};
   one.parallel.micro_batch_size = c.parallel.micro_batch_size;
-  const ProcessGroups groups(world, make_rank_layout(world.size(), layout.tensor, layout.pipeline, 1));
+  const ProcessGroups groups(world,
+                             make_rank_layout(world.size(), layout.tensor, layout.pipeline, 1));
   Trainer reference(one), trainer(c, &groups);
   int peak = 0;
   for (std::int64_t step = 1; step <= c.training.steps; ++step) {

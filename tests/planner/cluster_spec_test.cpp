@@ -33,9 +33,10 @@ TEST(ClusterSpec, ReadsEveryKeyAndDefaultsTheOptionalOnes) {
 }
 
 TEST(ClusterSpec, ReadsThePresets) {
-  for (const char* name : {"dgx-a100", "dgx-h100", "dgx-h200", "cpu-local", "emulated-2x1", "emulated-2x4"}) {
-    const ClusterSpec c =
-        ClusterSpec::load_file(std::string(TERNION_SOURCE_DIR) + "/configs/clusters/" + name + ".yaml");
+  for (const char* name :
+       {"dgx-a100", "dgx-h100", "dgx-h200", "cpu-local", "emulated-2x1", "emulated-2x4"}) {
+    const ClusterSpec c = ClusterSpec::load_file(std::string(TERNION_SOURCE_DIR) +
+                                                 "/configs/clusters/" + name + ".yaml");
     EXPECT_GT(c.world_size(), 0) << name;
     EXPECT_GT(c.gpu.peak_tflops, 0) << name;
   }
@@ -57,15 +58,22 @@ TEST(ClusterSpec, RefusesBadDescriptionsNamingTheKeyAndLine) {
     text.replace(text.find(from), from.size(), to);
     return text;
   };
-  expect_refused(with("  nodes: 2\n", "  nodes: 2\n  racks: 1\n"), "bad.yaml:3: cluster.racks: unknown key");
-  expect_refused(with("name: X,", "name: X, tflops: 3,"), "bad.yaml:4: cluster.gpu.tflops: unknown key");
+  expect_refused(with("  nodes: 2\n", "  nodes: 2\n  racks: 1\n"),
+                 "bad.yaml:3: cluster.racks: unknown key");
+  expect_refused(with("name: X,", "name: X, tflops: 3,"),
+                 "bad.yaml:4: cluster.gpu.tflops: unknown key");
   expect_refused(with("  nodes: 2\n", ""), "cluster.nodes: is required");
   expect_refused(with("nodes: 2", "nodes: 1.5"), "cluster.nodes: must be a whole number, got 1.5");
-  expect_refused(with("peak_tflops: 100", "peak_tflops: -1"), "cluster.gpu.peak_tflops: must be positive, got -1");
-  expect_refused(with("peak_tflops: 100", "peak_tflops: fast"), "cluster.gpu.peak_tflops: expected a number, got 'fast'");
-  expect_refused(with("  inter_node: {bandwidth_gb_s: 20}\n", ""), "cluster.inter_node: is required");
-  expect_refused(with("memory_gb: 40", "memory_gb: 40, gemm_efficiency: 1.5"), "gemm_efficiency: a fraction of the peak, at most 1");
-  expect_refused(with("memory_gb: 40", "memory_gb: 40, overlap_cost: 2"), "cluster.gpu.overlap_cost: a fraction, at most 1");
+  expect_refused(with("peak_tflops: 100", "peak_tflops: -1"),
+                 "cluster.gpu.peak_tflops: must be positive, got -1");
+  expect_refused(with("peak_tflops: 100", "peak_tflops: fast"),
+                 "cluster.gpu.peak_tflops: expected a number, got 'fast'");
+  expect_refused(with("  inter_node: {bandwidth_gb_s: 20}\n", ""),
+                 "cluster.inter_node: is required");
+  expect_refused(with("memory_gb: 40", "memory_gb: 40, gemm_efficiency: 1.5"),
+                 "gemm_efficiency: a fraction of the peak, at most 1");
+  expect_refused(with("memory_gb: 40", "memory_gb: 40, overlap_cost: 2"),
+                 "cluster.gpu.overlap_cost: a fraction, at most 1");
   expect_refused("cluster: [1, 2]\n", "cluster: must be a map of keys");
   expect_refused("nodes: 2\n", "bad.yaml:1: cluster: is required");
   expect_refused(std::string(kTwoNodes) + "racks: 2\n", "bad.yaml:7: racks: unknown key");

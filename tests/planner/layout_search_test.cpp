@@ -80,7 +80,8 @@ TEST(LayoutSearch, PredictsEachTermOfALayout) {
   const PlannedLayout tensor2 = plan_layout(c, one_node_of(4), {2, 1, 2, 2, 1});
   EXPECT_GT(tensor2.prediction.tensor_comm_s, 0);
   EXPECT_THROW(plan_layout(c, one_node_of(4), {1, 1, 2, 2, 1}), ConfigError);  // 2 ranks of 4
-  EXPECT_THROW(plan_layout(c, one_node_of(4), {1, 4, 1, 1, 4}), ConfigError);  // 16 chunks, 4 blocks
+  EXPECT_THROW(plan_layout(c, one_node_of(4), {1, 4, 1, 1, 4}),
+               ConfigError);  // 16 chunks, 4 blocks
 }
 
 // Every candidate is ranked, refused or too large; and the ranking follows the costs: over a

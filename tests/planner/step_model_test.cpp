@@ -51,7 +51,8 @@ TEST(StepModel, CollectivesAreRingsOverTheirGroupsLink) {
                    6 * 2e-6 + bytes * 1.5 / 200e9);
   EXPECT_DOUBLE_EQ(collective_seconds(CollectiveKind::all_gather, bytes, {0, 1}, c),
                    1 * 2e-6 + bytes * 0.5 / 200e9);
-  EXPECT_DOUBLE_EQ(collective_seconds(CollectiveKind::send, bytes, {0, 1}, c), 2e-6 + bytes / 200e9);
+  EXPECT_DOUBLE_EQ(collective_seconds(CollectiveKind::send, bytes, {0, 1}, c),
+                   2e-6 + bytes / 200e9);
   EXPECT_EQ(collective_seconds(CollectiveKind::all_reduce, bytes, {5}, c), 0.0);
   // Across nodes, one member a node: one GPU's share of the inter-node link.
   EXPECT_DOUBLE_EQ(collective_seconds(CollectiveKind::all_reduce, bytes, {0, 4}, c),

@@ -33,8 +33,8 @@ TensorParallel world_tp(bool sequence_parallel = false) {
 }
 
 Tensor random_tensor(const Shape& shape, std::uint64_t seed) {
-  return Tensor::from_vector(test::random_floats(static_cast<std::size_t>(shape_numel(shape)), seed),
-                             shape);
+  return Tensor::from_vector(
+      test::random_floats(static_cast<std::size_t>(shape_numel(shape)), seed), shape);
 }
 
 ModelConfig small_model() {
@@ -81,7 +81,8 @@ TEST(TensorParallelMappings, GatherScatterAndReduceAlongDimensions) {
     whole[dim] *= n;
     ASSERT_EQ(gathered.shape(), whole);
     for (int q = 0; q < n; ++q)
-      EXPECT_EQ(gathered.slice(dim, q * local[dim], local[dim]).to_vector(), piece(q, local).to_vector())
+      EXPECT_EQ(gathered.slice(dim, q * local[dim], local[dim]).to_vector(),
+                piece(q, local).to_vector())
           << "dim " << dim << " piece " << q;
     // split_along undoes it; reduce_scatter_along sums the ranks' tensors and splits the sum.
     EXPECT_EQ(split_along(gathered, dim, tp).to_vector(), piece(r, local).to_vector());
@@ -92,8 +93,9 @@ TEST(TensorParallelMappings, GatherScatterAndReduceAlongDimensions) {
       for (std::size_t i = 0; i < expect.size(); ++i) expect[i] += contribution[i];
     }
     Tensor scattered = reduce_scatter_along(piece(r, whole), dim, tp);
-    EXPECT_EQ(scattered.to_vector(),
-              Tensor::from_vector(expect, whole).slice(dim, r * local[dim], local[dim]).to_vector());
+    EXPECT_EQ(
+        scattered.to_vector(),
+        Tensor::from_vector(expect, whole).slice(dim, r * local[dim], local[dim]).to_vector());
   }
   Tensor x = piece(r, {4});
   all_reduce_in_place(x, tp, ReduceOp::Max);
@@ -143,8 +145,10 @@ void check_block(bool sequence_parallel) {
   const std::int64_t first = sequence_parallel ? tp.rank() * share : 0;
   auto [y, dx] = run_layer(block, x.slice(1, first, share).contiguous(),
                            dy.slice(1, first, share).contiguous());
-  EXPECT_TRUE(close_to("block output", y.to_vector(), ref_y.slice(1, first, share).to_vector(), 1e-5));
-  EXPECT_TRUE(close_to("block dx", dx.to_vector(), ref_dx.slice(1, first, share).to_vector(), 1e-5));
+  EXPECT_TRUE(
+      close_to("block output", y.to_vector(), ref_y.slice(1, first, share).to_vector(), 1e-5));
+  EXPECT_TRUE(
+      close_to("block dx", dx.to_vector(), ref_dx.slice(1, first, share).to_vector(), 1e-5));
   // Under sequence parallelism the replicated parameters hold partial gradients: sum them.
   for (Parameter* p : block.parameters())
     if (p->tensor_parallel_partial_grad) all_reduce_in_place(p->grad, tp);
@@ -244,7 +248,9 @@ double check_training(bool sequence_parallel) {
 
 double g_activation_mb[2] = {0.0, 0.0};  // without and with sequence parallelism
 
-TEST(TensorParallelTraining, TwentyStepsMatchOneRank) { g_activation_mb[0] = check_training(false); }
+TEST(TensorParallelTraining, TwentyStepsMatchOneRank) {
+  g_activation_mb[0] = check_training(false);
+}
 TEST(TensorParallelTraining, WithSequenceParallelismTwentyStepsMatchOneRank) {
   g_activation_mb[1] = check_training(true);
 }

@@ -38,8 +38,8 @@ std::map<std::string, Tensor> parameters_by_name(const GptModel& model) {
 }
 
 // Row-major [rows, cols] matrix product in double: a [n, k] times b [k, m].
-std::vector<double> matmul(const std::vector<double>& a, const std::vector<double>& b, std::int64_t n,
-                           std::int64_t k, std::int64_t m) {
+std::vector<double> matmul(const std::vector<double>& a, const std::vector<double>& b,
+                           std::int64_t n, std::int64_t k, std::int64_t m) {
   std::vector<double> out(static_cast<std::size_t>(n * m), 0.0);
   for (std::int64_t i = 0; i < n; ++i)
     for (std::int64_t p = 0; p < k; ++p)
@@ -63,11 +63,19 @@ TEST(HfExport, NamesAndShapesAreGpt2s) {
                                                        {"transformer.wpe.weight", {7, c}}};
     for (int i = 0; i < 2; ++i) {
       const std::string h = "transformer.h." + std::to_string(i) + ".";
-      for (const auto& [name, shape] : std::vector<std::pair<std::string, Shape>>{
-               {"ln_1.weight", {c}}, {"ln_1.bias", {c}}, {"attn.c_attn.weight", {c, 3 * c}},
-               {"attn.c_attn.bias", {3 * c}}, {"attn.c_proj.weight", {c, c}}, {"attn.c_proj.bias", {c}},
-               {"ln_2.weight", {c}}, {"ln_2.bias", {c}}, {"mlp.c_fc.weight", {c, f}},
-               {"mlp.c_fc.bias", {f}}, {"mlp.c_proj.weight", {f, c}}, {"mlp.c_proj.bias", {c}}})
+      for (const auto& [name, shape] :
+           std::vector<std::pair<std::string, Shape>>{{"ln_1.weight", {c}},
+                                                      {"ln_1.bias", {c}},
+                                                      {"attn.c_attn.weight", {c, 3 * c}},
+                                                      {"attn.c_attn.bias", {3 * c}},
+                                                      {"attn.c_proj.weight", {c, c}},
+                                                      {"attn.c_proj.bias", {c}},
+                                                      {"ln_2.weight", {c}},
+                                                      {"ln_2.bias", {c}},
+                                                      {"mlp.c_fc.weight", {c, f}},
+                                                      {"mlp.c_fc.bias", {f}},
+                                                      {"mlp.c_proj.weight", {f, c}},
+                                                      {"mlp.c_proj.bias", {c}}})
         want.emplace_back(h + name, shape);
     }
     want.emplace_back("transformer.ln_f.weight", Shape{c});
@@ -80,7 +88,8 @@ TEST(HfExport, NamesAndShapesAreGpt2s) {
     }
     // The embedding keeps the real rows, in order.
     const auto wte = parameters_by_name(model).at("wte");
-    test::expect_bitwise_equal("wte rows", hf[0].second.to_vector(), wte.slice(0, 0, 29).to_vector());
+    test::expect_bitwise_equal("wte rows", hf[0].second.to_vector(),
+                               wte.slice(0, 0, 29).to_vector());
 
     const std::string text = hf_gpt2_config_json(config);
     const Json json = Json::parse(text);
@@ -115,10 +124,12 @@ TEST(HfExport, CAttnGivesTheSameQueriesKeysAndValues) {
   const auto b = values(params.at("h.1.attn.qkv.bias"));
   std::vector<double> w_t(static_cast<std::size_t>(3 * c * c));
   for (std::int64_t r = 0; r < 3 * c; ++r)
-    for (std::int64_t k = 0; k < c; ++k) w_t[static_cast<std::size_t>(k * 3 * c + r)] = w[static_cast<std::size_t>(r * c + k)];
+    for (std::int64_t k = 0; k < c; ++k)
+      w_t[static_cast<std::size_t>(k * 3 * c + r)] = w[static_cast<std::size_t>(r * c + k)];
   const auto ours = matmul(x, w_t, n, c, 3 * c);
   // HF: y = x W + b with W [C, 3C], columns [all q | all k | all v].
-  const auto theirs = matmul(x, values(hf_tensor("transformer.h.1.attn.c_attn.weight")), n, c, 3 * c);
+  const auto theirs =
+      matmul(x, values(hf_tensor("transformer.h.1.attn.c_attn.weight")), n, c, 3 * c);
   const auto hf_b = values(hf_tensor("transformer.h.1.attn.c_attn.bias"));
   const char* part_names[] = {"q", "k", "v"};
   for (std::int64_t h = 0; h < 3; ++h)
@@ -127,8 +138,10 @@ TEST(HfExport, CAttnGivesTheSameQueriesKeysAndValues) {
       for (std::int64_t row = 0; row < n; ++row)
         for (std::int64_t i = 0; i < hs; ++i) {
           const std::int64_t our_col = (3 * h + part) * hs + i, hf_col = part * c + h * hs + i;
-          want.push_back(ours[static_cast<std::size_t>(row * 3 * c + our_col)] + b[static_cast<std::size_t>(our_col)]);
-          got.push_back(theirs[static_cast<std::size_t>(row * 3 * c + hf_col)] + hf_b[static_cast<std::size_t>(hf_col)]);
+          want.push_back(ours[static_cast<std::size_t>(row * 3 * c + our_col)] +
+                         b[static_cast<std::size_t>(our_col)]);
+          got.push_back(theirs[static_cast<std::size_t>(row * 3 * c + hf_col)] +
+                        hf_b[static_cast<std::size_t>(hf_col)]);
         }
       test::expect_close(std::string(part_names[part]) + " of head " + std::to_string(h), got, want,
                          1e-12, 1e-12);
@@ -138,7 +151,8 @@ TEST(HfExport, CAttnGivesTheSameQueriesKeysAndValues) {
 // GPT-2 as transformers' modeling_gpt2.py computes it, in double.
 class NaiveHfGpt2 {
  public:
-  NaiveHfGpt2(const ModelConfig& config, const SafetensorsFile& file) : config_(config), file_(file) {}
+  NaiveHfGpt2(const ModelConfig& config, const SafetensorsFile& file)
+      : config_(config), file_(file) {}
 
   // Logits [B * T, vocab] of tokens [B, T].
   std::vector<double> logits(const std::vector<std::int32_t>& tokens, std::int64_t batch,
@@ -150,7 +164,8 @@ class NaiveHfGpt2 {
       std::vector<double> x(static_cast<std::size_t>(seq * c));
       for (std::int64_t t = 0; t < seq; ++t)
         for (std::int64_t j = 0; j < c; ++j)
-          x[idx(t, j, c)] = wte[idx(tokens[static_cast<std::size_t>(b * seq + t)], j, c)] + wpe[idx(t, j, c)];
+          x[idx(t, j, c)] =
+              wte[idx(tokens[static_cast<std::size_t>(b * seq + t)], j, c)] + wpe[idx(t, j, c)];
       for (std::int64_t l = 0; l < config_.n_layer; ++l) {
         const std::string p = "transformer.h." + std::to_string(l) + ".";
         const auto qkv = conv1d(layer_norm(x, seq, p + "ln_1"), seq, c, 3 * c, p + "attn.c_attn");
@@ -186,10 +201,12 @@ class NaiveHfGpt2 {
     for (std::int64_t r = 0; r < rows; ++r) {
       double mean = 0, var = 0;
       for (std::int64_t j = 0; j < c; ++j) mean += x[idx(r, j, c)] / static_cast<double>(c);
-      for (std::int64_t j = 0; j < c; ++j) var += std::pow(x[idx(r, j, c)] - mean, 2) / static_cast<double>(c);
       for (std::int64_t j = 0; j < c; ++j)
-        out[idx(r, j, c)] = (x[idx(r, j, c)] - mean) / std::sqrt(var + 1e-5) * w[static_cast<std::size_t>(j)] +
-                            b[static_cast<std::size_t>(j)];
+        var += std::pow(x[idx(r, j, c)] - mean, 2) / static_cast<double>(c);
+      for (std::int64_t j = 0; j < c; ++j)
+        out[idx(r, j, c)] =
+            (x[idx(r, j, c)] - mean) / std::sqrt(var + 1e-5) * w[static_cast<std::size_t>(j)] +
+            b[static_cast<std::size_t>(j)];
     }
     return out;
   }
@@ -223,8 +240,8 @@ class NaiveHfGpt2 {
         for (double& s : scores) total += (s = std::exp(s - max_score));
         for (std::int64_t j = 0; j <= i; ++j)
           for (std::int64_t d = 0; d < hs; ++d)
-            out[idx(i, h * hs + d, c)] +=
-                scores[static_cast<std::size_t>(j)] / total * qkv[idx(j, 2 * c + h * hs + d, 3 * c)];
+            out[idx(i, h * hs + d, c)] += scores[static_cast<std::size_t>(j)] / total *
+                                          qkv[idx(j, 2 * c + h * hs + d, 3 * c)];
       }
     return out;
   }
@@ -247,9 +264,9 @@ TEST(HfExport, NaiveHfForwardOverTheExportedFileReproducesOurLogits) {
   std::uint64_t seed = 100;
   for (const Parameter* p : model.parameters())
     if (Tensor value = p->value; value.dim() == 1)  // shares the parameter's storage
-      value.copy_from(Tensor::from_vector(test::random_floats(static_cast<std::size_t>(p->value.numel()),
-                                                                 ++seed, -0.5f, 0.5f),
-                                             p->value.shape()));
+      value.copy_from(Tensor::from_vector(
+          test::random_floats(static_cast<std::size_t>(p->value.numel()), ++seed, -0.5f, 0.5f),
+          p->value.shape()));
 
   testing_support::ScratchDir dir("hf-export");
   const std::string path = dir.file("model.safetensors");

@@ -103,8 +103,10 @@ TEST(HfImportFiles, F16DecodesEveryKindOfNumber) {
 void write_sharded(const ScratchDir& dir, const std::vector<std::pair<std::string, Tensor>>& hf,
                    const std::string& index_override = "") {
   const std::size_t half = hf.size() / 2;
-  const std::vector<std::pair<std::string, Tensor>> first(hf.begin(), hf.begin() + static_cast<std::ptrdiff_t>(half));
-  const std::vector<std::pair<std::string, Tensor>> second(hf.begin() + static_cast<std::ptrdiff_t>(half), hf.end());
+  const std::vector<std::pair<std::string, Tensor>> first(
+      hf.begin(), hf.begin() + static_cast<std::ptrdiff_t>(half));
+  const std::vector<std::pair<std::string, Tensor>> second(
+      hf.begin() + static_cast<std::ptrdiff_t>(half), hf.end());
   write_safetensors(dir.file("model-00001-of-00002.safetensors"), first);
   write_safetensors(dir.file("model-00002-of-00002.safetensors"), second);
   std::ofstream index(dir.file("model.safetensors.index.json"));
@@ -139,14 +141,16 @@ TEST(HfImportFiles, DamagedIndexesAreRefusedNamingWhatIsWrong) {
       ADD_FAILURE() << "accepted: " << index;
     } catch (const CheckpointError& e) {
       const std::string what = e.what();
-      EXPECT_NE(what.find("model.init_from '" + dir.path().string() + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find("model.init_from '" + dir.path().string() + "'"), std::string::npos)
+          << what;
       EXPECT_NE(what.find(message), std::string::npos) << what;
     }
   };
   expect_refused("{\"weight_map\": [", "model.safetensors.index.json' is not valid JSON");
   expect_refused("{\"metadata\": {}}", "has no \"weight_map\"");
-  expect_refused("{\"weight_map\": {\"wte\": \"../elsewhere.safetensors\"}}",
-                 "tensor 'wte' maps to '../elsewhere.safetensors', not a file name in the directory");
+  expect_refused(
+      "{\"weight_map\": {\"wte\": \"../elsewhere.safetensors\"}}",
+      "tensor 'wte' maps to '../elsewhere.safetensors', not a file name in the directory");
   // The index names one shard: the other's tensors are missing.
   expect_refused("{\"weight_map\": {\"a\": \"model-00001-of-00002.safetensors\"}}",
                  "GPT-2 weights have no 'transformer.h.1.ln_1.weight'");

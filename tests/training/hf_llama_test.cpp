@@ -371,9 +371,9 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
   expect_checkpoint_error([&] { check_hf_llama_config(plain, llama3_4x, "c.json"); },
                           {"'c.json' gives rope_scaling with rope_type 'llama3'",
                            "model.rope_scaling_factor is 0"});
-  expect_checkpoint_error([&] { check_hf_llama_config(scaled, R"({"rope_theta": 10000.0})", "c.json"); },
-                          {"'c.json' gives no Llama 3 rotary scaling",
-                           "model.rope_scaling_factor is 8"});
+  expect_checkpoint_error(
+      [&] { check_hf_llama_config(scaled, R"({"rope_theta": 10000.0})", "c.json"); },
+      {"'c.json' gives no Llama 3 rotary scaling", "model.rope_scaling_factor is 8"});
   ModelConfig other = scaled;
   other.rope_scaling_original_context = 4096;
   expect_checkpoint_error([&] { check_hf_llama_config(other, llama3_5x, "c.json"); },
@@ -385,8 +385,9 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
                               "c.json");
       },
       {"rope_scaling.low_freq_factor is missing"});
-  for (const char* json : {R"({"rope_scaling": {"type": "linear", "factor": 2.0}})",
-                           R"({"rope_parameters": {"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0}})"})
+  for (const char* json :
+       {R"({"rope_scaling": {"type": "linear", "factor": 2.0}})",
+        R"({"rope_parameters": {"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0}})"})
     expect_checkpoint_error([&] { check_hf_llama_config(plain, json, "c.json"); },
                             {"'c.json' gives rope_", "'default'", "'llama3'"});
   expect_checkpoint_error(

@@ -679,22 +679,23 @@ WorkHandle post_point_to_point(const std::shared_ptr<NcclCommState>& state,
   all.insert(all.end(), ops.begin(), ops.end());
   std::vector<Tensor> buffers;
   for (const P2POp& op : all) buffers.push_back(op.tensor);
-  WorkHandle work = enqueue(state, where, std::move(buffers), [&](ncclComm_t comm, cudaStream_t stream) {
-    NcclGroup group(where);
-    for (const P2POp& op : all) {
-      if (op.tensor.numel() == 0) continue;
-      if (op.kind == P2POp::Kind::Send) {
-        TN_NCCL_CHECK_STARTED(ncclSend(op.tensor.raw_data(), op.tensor.nbytes(), ncclUint8,
-                                       op.peer, comm, stream),
-                              where);
-      } else {
-        TN_NCCL_CHECK_STARTED(ncclRecv(op.tensor.raw_data(), op.tensor.nbytes(), ncclUint8,
-                                       op.peer, comm, stream),
-                              where);
-      }
-    }
-    group.end();
-  });
+  WorkHandle work =
+      enqueue(state, where, std::move(buffers), [&](ncclComm_t comm, cudaStream_t stream) {
+        NcclGroup group(where);
+        for (const P2POp& op : all) {
+          if (op.tensor.numel() == 0) continue;
+          if (op.kind == P2POp::Kind::Send) {
+            TN_NCCL_CHECK_STARTED(ncclSend(op.tensor.raw_data(), op.tensor.nbytes(), ncclUint8,
+                                           op.peer, comm, stream),
+                                  where);
+          } else {
+            TN_NCCL_CHECK_STARTED(ncclRecv(op.tensor.raw_data(), op.tensor.nbytes(), ncclUint8,
+                                           op.peer, comm, stream),
+                                  where);
+          }
+        }
+        group.end();
+      });
   for (const auto& send : sends) send->issued = work;
   return work;
 }
