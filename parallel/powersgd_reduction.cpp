@@ -1,7 +1,9 @@
 #include "parallel/powersgd_reduction.h"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
+#include <utility>
 
 #include "framework/error.h"
 #include "framework/philox.h"
@@ -20,7 +22,9 @@ void orthonormalize(Tensor& out, const Tensor& p) {
   const std::int64_t n = p.size(0), r = p.size(1);
   const std::vector<float> in = p.to_vector();
   std::vector<double> q(in.begin(), in.end());
-  const auto at = [r](std::int64_t i, std::int64_t j) { return static_cast<std::size_t>(i * r + j); };
+  const auto at = [r](std::int64_t i, std::int64_t j) {
+    return static_cast<std::size_t>(i * r + j);
+  };
   const auto column_norm = [&](std::int64_t j) {
     double s = 0;
     for (std::int64_t i = 0; i < n; ++i) s += q[at(i, j)] * q[at(i, j)];
@@ -51,7 +55,8 @@ PowerSgdReduction::PowerSgdReduction(Communicator& data, int rank, std::uint64_t
       start_step_(start_step),
       min_compression_rate_(min_compression_rate) {
   TN_CHECK(rank >= 1, "PowerSGD rank ", rank);
-  TN_CHECK(comm_ != nullptr, "PowerSGD: the split of ", data.name(), " left rank ", data.rank(), " out");
+  TN_CHECK(comm_ != nullptr, "PowerSGD: the split of ", data.name(), " left rank ", data.rank(),
+           " out");
 }
 
 void PowerSgdReduction::plan(const std::vector<std::vector<BucketMember>>& buckets) {
@@ -93,10 +98,12 @@ void PowerSgdReduction::make_state(Bucket& bucket, Device device) const {
     at += m.cols * r;
   }
   bucket.qs = Tensor::from_vector(q, {q_elements}).to(device);
+  bucket.next_qs = Tensor::empty({q_elements}, DType::F32, device);
   at = 0;
   for (Matrix& m : bucket.matrices) {
     m.residual = Tensor::zeros({m.rows, m.cols}, DType::F32, device);
     m.q = bucket.qs.slice(0, at, m.cols * r).view({m.cols, r});
+    m.next_q = bucket.next_qs.slice(0, at, m.cols * r).view({m.cols, r});
     at += m.cols * r;
   }
 }
@@ -117,7 +124,8 @@ WorkHandle PowerSgdReduction::all_reduce(std::size_t b, Tensor& whole_bucket) {
   Bucket* k = &bucket;  // buckets_ is not resized after plan()
   const float inverse_ranks = 1.0f / static_cast<float>(comm_->size());
   // The first all-reduce: every P, then the elements sent whole. `ortho` holds the P's made
-  // orthonormal, for the second stage and the update.
+  // orthonormal, for the second stage and the update. M = G + E is made in the bucket, so that
+  // E and Q stay as they were until the sums are known to be finite.
   Tensor first = Tensor::empty({k->p_elements + k->whole_elements}, DType::F32, device);
   Tensor ortho = Tensor::empty({std::max<std::int64_t>(k->p_elements, 1)}, DType::F32, device);
   const auto p_of = [k, r](const Tensor& buffer, std::size_t i) {
@@ -136,9 +144,10 @@ WorkHandle PowerSgdReduction::all_reduce(std::size_t b, Tensor& whole_bucket) {
        [comm, k, first, whole, gradient, p_of]() mutable {
          for (std::size_t i = 0; i < k->matrices.size(); ++i) {
            Matrix& m = k->matrices[i];
-           accumulate(m.residual, gradient(i));  // M = G + E
+           Tensor g = gradient(i);
+           accumulate(g, m.residual);  // M = G + E
            Tensor p = p_of(first, i);
-           matmul(p, m.residual, m.q, false, false);
+           matmul(p, g, m.q, false, false);
          }
          std::int64_t at = k->p_elements;
          for (const auto& [offset, numel] : k->whole) {
@@ -159,22 +168,34 @@ WorkHandle PowerSgdReduction::all_reduce(std::size_t b, Tensor& whole_bucket) {
          }
        }});
   if (k->matrices.empty()) return chains_.submit(std::move(stages));
-  // The second: every Q = M^T P; then G = P Q^T and E = M - P Q^T / D.
+  // The second: every next Q = M^T P; then E = M - P Q^T / D and G = P Q^T. Where a rank's M
+  // was not finite (a loss spike: the trainer skips the step), the sums show it on every rank
+  // alike: E and Q stay as they were, so the next step compresses as if this one had not
+  // happened, and G is NaN, so that the step is skipped whatever P Q^T gives.
   stages.push_back(
       {comm,
-       [comm, k, ortho, p_of]() mutable {
+       [comm, k, ortho, gradient, p_of]() mutable {
          for (std::size_t i = 0; i < k->matrices.size(); ++i)
-           matmul(k->matrices[i].q, k->matrices[i].residual, p_of(ortho, i), true, false);
-         return comm->all_reduce_async(k->qs, ReduceOp::Sum);
+           matmul(k->matrices[i].next_q, gradient(i), p_of(ortho, i), true, false);
+         return comm->all_reduce_async(k->next_qs, ReduceOp::Sum);
        },
-       [k, ortho, gradient, p_of, inverse_ranks]() mutable {
+       [k, first, ortho, gradient, p_of, inverse_ranks]() mutable {
+         const bool finite = all_finite(first.slice(0, 0, k->p_elements)) &&
+                             all_finite(k->next_qs);
          for (std::size_t i = 0; i < k->matrices.size(); ++i) {
            Matrix& m = k->matrices[i];
-           const Tensor p = p_of(ortho, i);
            Tensor g = gradient(i);
-           matmul(g, p, m.q, false, true);
-           matmul(m.residual, p, m.q, false, true, -inverse_ranks, 1.0f);
+           if (!finite) {
+             g.fill(std::numeric_limits<float>::quiet_NaN());
+             continue;
+           }
+           const Tensor p = p_of(ortho, i);
+           m.residual.copy_from(g);
+           matmul(m.residual, p, m.next_q, false, true, -inverse_ranks, 1.0f);
+           matmul(g, p, m.next_q, false, true);
+           std::swap(m.q, m.next_q);
          }
+         if (finite) std::swap(k->qs, k->next_qs);
        }});
   return chains_.submit(std::move(stages));
 }
@@ -216,9 +237,10 @@ std::string PowerSgdReduction::describe() const {
   std::ostringstream text;
   text << "PowerSGD of rank " << rank_ << " over " << comm_->name();
   if (start_step_ > 0) text << " from step " << start_step_ + 1;
-  text << ", "
-       << wire_elements_ << " of " << bucket_elements_ << " elements on the wire ("
-       << (wire_elements_ > 0 ? static_cast<double>(bucket_elements_) / static_cast<double>(wire_elements_) : 0.0)
+  text << ", " << wire_elements_ << " of " << bucket_elements_ << " elements on the wire ("
+       << (wire_elements_ > 0
+               ? static_cast<double>(bucket_elements_) / static_cast<double>(wire_elements_)
+               : 0.0)
        << "x fewer)";
   return text.str();
 }

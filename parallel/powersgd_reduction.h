@@ -8,6 +8,10 @@
 //   M = G + E;  P = M Q;  all-reduce P;  P = orthonormal columns of P;
 //   Q = M^T P;  all-reduce Q;  G = P Q^T  (the sum over ranks of M, projected on P's columns);
 //   E = M - P Q^T / D   (the residuals of the D ranks together hold what the sum lost).
+// A bucket whose sums are not finite (a rank's gradient spiked: the trainer skips the step)
+// keeps its E and Q and hands back NaN, so the next step goes on as if this one had not come.
+// A step skipped for another bucket's spike still moves this bucket's E and Q on: undoing that
+// would take a second copy of every residual.
 // The first `start_step` reductions of each bucket are plain all-reduces (PyTorch's
 // start_powerSGD_iter: compressing the large, fast-changing gradients of the first steps
 // costs more in learning than it saves).
@@ -16,7 +20,8 @@
 // in the first all-reduce. The bytes on the wire per step: (n + m) r per compressed matrix.
 //
 // Orthonormalisation is modified Gram-Schmidt on the host (P is n x r, r small): a column that
-// depends on the earlier ones (a gradient of rank below r) becomes zero, not amplified noise. Sums, not averages: the reducer sums gradients (gradient_reducer.h).
+// depends on the earlier ones (a gradient of rank below r) becomes zero, not amplified noise. Sums,
+// not averages: the reducer sums gradients (gradient_reducer.h).
 //
 // Flat over the data group, all-reduce only: ZeRO's reduce-scatter is refused (the config
 // refuses ZeRO with PowerSGD), as is a bf16 wire.
@@ -59,14 +64,16 @@ class PowerSgdReduction final : public BucketReduction {
   struct Matrix {
     std::string name;
     std::int64_t offset = 0, rows = 0, cols = 0;
-    Tensor residual;  // E, then M while a reduction runs (rows x cols)
-    Tensor q;         // cols x r, a view of its bucket's q buffer
+    Tensor residual;  // E (rows x cols)
+    Tensor q;         // cols x r, a view of its bucket's qs
+    Tensor next_q;    // the next step's Q while a reduction runs: a view of its bucket's next_qs
   };
   struct Bucket {
     std::vector<Matrix> matrices;
     std::vector<std::pair<std::int64_t, std::int64_t>> whole;  // (offset, numel) sent uncompressed
     std::int64_t p_elements = 0, whole_elements = 0;
-    Tensor qs;  // every matrix's Q back to back: what the second all-reduce sums
+    Tensor qs;       // every matrix's Q back to back
+    Tensor next_qs;  // the next Qs: what the second all-reduce sums; swapped with qs after it
     std::int64_t reductions = 0;  // all_reduce calls so far: one a step
   };
   // First use: residuals zero, Q random and the same on every rank.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,8 +45,9 @@ struct CompressedRun {
     reducer = std::make_unique<GradientReducer>(params, std::vector<bool>(params.size(), false),
                                                 std::move(reduction), 4 * 300, 0);
   }
-  // One step of this rank's gradients; returns each parameter's reduced gradient.
-  std::vector<std::vector<float>> step(int step_index) {
+  // One step of this rank's gradients; returns each parameter's reduced gradient. On rank
+  // `spike_rank`, every gradient holds an infinity (a loss spike), so every bucket sees it.
+  std::vector<std::vector<float>> step(int step_index, int spike_rank = -1) {
     const int rank = testing_mpi::world().rank();
     reducer->begin_step();
     for (std::size_t i = 0; i < params.size(); ++i) {
@@ -53,6 +55,7 @@ struct CompressedRun {
       std::vector<float> g(static_cast<std::size_t>(params[i]->grad.numel()));
       for (std::size_t e = 0; e < g.size(); ++e)
         g[e] = static_cast<float>(gradient(rank, i, static_cast<std::int64_t>(e), step_index));
+      if (rank == spike_rank) g[3] = std::numeric_limits<float>::infinity();
       params[i]->grad.view({-1}).copy_from(
           Tensor::from_vector(g, {static_cast<std::int64_t>(g.size())}));
       reducer->mark_ready({params[i]});
@@ -129,6 +132,33 @@ TEST(PowerSgd, TheStepsBeforeItsStartAreExactSums) {
       EXPECT_GT(worst, 1e-2) << "step " << t << " was not compressed";
     }
   }
+}
+
+// A step whose gradients are not finite on one rank (the trainer skips it) hands back NaN for
+// the compressed matrices and leaves the residuals and Q as they were: the steps after it
+// reduce exactly as in a run that never had it.
+TEST(PowerSgd, ASpikeLeavesTheStateAsItWas) {
+  const std::vector<Shape> shapes = {{16, 12}, {7}, {10, 20}};
+  CompressedRun plain(shapes, /*rank=*/2, /*min_rate=*/0);
+  CompressedRun spiked(shapes, /*rank=*/2, /*min_rate=*/0);
+  const int last = testing_mpi::world().size() - 1;
+  EXPECT_EQ(plain.step(0), spiked.step(0));
+  const auto spike = spiked.step(1, /*spike_rank=*/last);
+  for (std::size_t i : {std::size_t{0}, std::size_t{2}})  // the compressed matrices
+    for (float v : spike[i]) ASSERT_TRUE(std::isnan(v)) << "p" << i;
+  EXPECT_FALSE(std::isfinite(spike[1][3]));  // the vector travels whole, its sum infinite
+  for (int t = 1; t < 4; ++t) {
+    EXPECT_EQ(plain.step(t), spiked.step(t)) << "step " << t;
+    const std::vector<Tensor> a = plain.powersgd->residuals(), b = spiked.powersgd->residuals();
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_vector(), b[i].to_vector());
+  }
+  const auto state_of = [](PowerSgdReduction& r) {
+    std::vector<std::vector<float>> out;
+    for (const auto& [name, tensor] : r.state(Device::cpu())) out.push_back(tensor.to_vector());
+    return out;
+  };
+  EXPECT_EQ(state_of(*plain.powersgd), state_of(*spiked.powersgd));
 }
 
 TEST(PowerSgd, SendsTenTimesFewerElementsAtGptShapes) {
