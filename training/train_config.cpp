@@ -23,7 +23,8 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   const TrainingConfig& t = c.training;
   const char* kSection = "training";
   if (t.steps < 1) config_fail(doc, kSection, "steps", "must be at least 1");
-  if (t.global_batch_size < 1) config_fail(doc, kSection, "global_batch_size", "must be at least 1");
+  if (t.global_batch_size < 1)
+    config_fail(doc, kSection, "global_batch_size", "must be at least 1");
   const std::int64_t per_pass = c.parallel.micro_batch_size * c.parallel.data_size(world_size);
   if (t.global_batch_size % per_pass != 0)
     config_fail(doc, kSection, "global_batch_size",
@@ -108,7 +109,8 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
     config_fail(doc, "logging", "trace_file",
                 "records a pipeline schedule's timeline: it needs parallel.pipeline > 1");
   if (c.logging.trace_step < 0 || c.logging.trace_step > t.steps)
-    config_fail(doc, "logging", "trace_step", "must be between 0 (the last step) and training.steps");
+    config_fail(doc, "logging", "trace_step",
+                "must be between 0 (the last step) and training.steps");
   refuse_unused_keys(doc, "logging", c.logging, c.logging.unused_keys(),
                      "picks the step logging.trace_file records: it needs logging.trace_file");
   if (p.schedule != "1f1b" && p.schedule != "gpipe" && p.schedule != "zb-h1")
@@ -125,13 +127,23 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
                     " model chunks (parallel.pipeline x parallel.virtual_stages) need at least as "
                     "many blocks, but model.n_layer is " + std::to_string(c.model.n_layer));
   if (p.pipeline > 1 || p.virtual_stages > 1) {
-    // Pipeline messages are tagged by (micro-batch, chunk, kind); MPI guarantees tags to 32767.
-    const std::int64_t batches = std::max(c.micro_batches_per_step(world_size), t.eval_batches);
-    if (2 * batches * p.virtual_stages > 32767)
-      config_fail(doc, "parallel", "virtual_stages",
-                  "too many micro-batches x model chunks per step for MPI's message tags (" +
-                      std::to_string(batches) + " x " + std::to_string(p.virtual_stages) +
-                      "; at most 16383)");
+    // Pipeline messages are tagged by (micro-batch, chunk, kind); MPI guarantees tags to 32767,
+    // so a rank runs at most 16383 micro-batches x model chunks in a step or an evaluation.
+    const std::int64_t dp = p.data_size(world_size);
+    const std::int64_t most = 16383 / p.virtual_stages;
+    const std::string tags = "; with parallel.virtual_stages " +
+                             std::to_string(p.virtual_stages) +
+                             ", MPI's message tags allow at most " + std::to_string(most);
+    const std::int64_t step_batches = c.micro_batches_per_step(world_size);
+    if (step_batches > most)
+      config_fail(doc, kSection, "global_batch_size",
+                  "makes " + std::to_string(step_batches) + " micro-batches per step on each "
+                  "data-parallel rank (global_batch_size / (micro_batch_size x data))" + tags);
+    const std::int64_t eval_batches = (t.eval_batches + dp - 1) / dp;  // each replica's share
+    if (t.eval_interval > 0 && eval_batches > most)
+      config_fail(doc, kSection, "eval_batches",
+                  "makes " + std::to_string(eval_batches) + " micro-batches per evaluation on "
+                  "each data-parallel rank" + tags);
     try {
       validate_pipeline_schedule(p.pipeline_schedule(), static_cast<int>(p.pipeline),
                                  static_cast<int>(c.micro_batches_per_step(world_size)),

@@ -107,7 +107,8 @@ TEST(TrainConfig, PipelineScheduleChoices) {
                 .find("parallel.schedule: must be 1f1b, gpipe or zb-h1, got 'zb-h2'"),
             std::string::npos);
   const std::string interleaved = error_on(
-      {"parallel.schedule=zb-h1", "parallel.pipeline=2", "parallel.virtual_stages=2", n_layer_4}, 2);
+      {"parallel.schedule=zb-h1", "parallel.pipeline=2", "parallel.virtual_stages=2", n_layer_4},
+      2);
   EXPECT_NE(interleaved.find("parallel.virtual_stages: interleaving (virtual_stages > 1) runs the "
                              "interleaved 1F1B schedule, not zb-h1"),
             std::string::npos)
@@ -119,6 +120,45 @@ TEST(TrainConfig, PipelineScheduleChoices) {
                      "(4) to defer its weight gradients into, got 2"),
             std::string::npos)
       << few;
+}
+
+// A pipeline rank's micro-batches x chunks in a step or an evaluation stay within MPI's tags:
+// the key that makes too many is named, and evaluation counts only where it runs, by replica.
+TEST(TrainConfig, PipelineMicroBatchesFitMpisTags) {
+  auto error_on = [](const std::vector<std::string>& overrides, std::int64_t world) {
+    try {
+      TrainConfig::parse(kValid, "run.yaml", overrides, world);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::vector<std::string> pp2 = {"model.n_layer=4", "parallel.pipeline=2"};
+  auto with = [&pp2](std::vector<std::string> more) {
+    more.insert(more.begin(), pp2.begin(), pp2.end());
+    return more;
+  };
+  EXPECT_EQ(error_on(with({"parallel.virtual_stages=2", "training.global_batch_size=16380"}), 2),
+            "");
+  const std::string step =
+      error_on(with({"parallel.virtual_stages=2", "training.global_batch_size=16384"}), 2);
+  EXPECT_NE(step.find("training.global_batch_size: makes 8192 micro-batches per step on each "
+                      "data-parallel rank (global_batch_size / (micro_batch_size x data)); with "
+                      "parallel.virtual_stages 2, MPI's message tags allow at most 8191"),
+            std::string::npos)
+      << step;
+  EXPECT_EQ(error_on(with({"training.eval_batches=20000"}), 2), "");  // never evaluates
+  const std::vector<std::string> eval = {"training.eval_batches=20000", "training.eval_interval=1",
+                                         "data.val=val.bin"};
+  const std::string evaluated = error_on(with(eval), 2);
+  EXPECT_NE(evaluated.find("training.eval_batches: makes 20000 micro-batches per evaluation on "
+                           "each data-parallel rank; with parallel.virtual_stages 1, MPI's "
+                           "message tags allow at most 16383"),
+            std::string::npos)
+      << evaluated;
+  std::vector<std::string> shared = with(eval);
+  shared.push_back("parallel.data=2");
+  EXPECT_EQ(error_on(shared, 4), "");  // 10000 on each of the two replicas
 }
 
 // training.attention: the three names, and cudnn only where cuDNN's fused attention can run.
