@@ -32,6 +32,16 @@ std::string error_of(const std::string& yaml, const std::vector<std::string>& ov
   return "";
 }
 
+// The error kValid with `overrides` gives on `world` ranks, or "".
+std::string error_on(const std::vector<std::string>& overrides, std::int64_t world) {
+  try {
+    TrainConfig::parse(kValid, "run.yaml", overrides, world);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(TrainConfig, ValidConfigReadsAndDerivesMicroBatches) {
   TrainConfig c = TrainConfig::parse(kValid, "run.yaml", {"training.steps=5"});
   EXPECT_EQ(c.model.seq_len, 16);
@@ -89,14 +99,6 @@ TEST(TrainConfig, ImpossibleValuesAreRefusedByKey) {
 // parallel.schedule: the names, and zb-h1's limits (one chunk per rank, enough micro-batches)
 // named with their keys; on one stage it is accepted (the trainer says it equals 1f1b).
 TEST(TrainConfig, PipelineScheduleChoices) {
-  auto error_on = [](const std::vector<std::string>& overrides, std::int64_t world) {
-    try {
-      TrainConfig::parse(kValid, "run.yaml", overrides, world);
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
   const std::string n_layer_4 = "model.n_layer=4";
   for (const char* name : {"1f1b", "gpipe", "zb-h1"}) {
     EXPECT_EQ(error_on({std::string("parallel.schedule=") + name}, 1), "") << name;
@@ -125,14 +127,6 @@ TEST(TrainConfig, PipelineScheduleChoices) {
 // A pipeline rank's micro-batches x chunks in a step or an evaluation stay within MPI's tags:
 // the key that makes too many is named, and evaluation counts only where it runs, by replica.
 TEST(TrainConfig, PipelineMicroBatchesFitMpisTags) {
-  auto error_on = [](const std::vector<std::string>& overrides, std::int64_t world) {
-    try {
-      TrainConfig::parse(kValid, "run.yaml", overrides, world);
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
   const std::vector<std::string> pp2 = {"model.n_layer=4", "parallel.pipeline=2"};
   auto with = [&pp2](std::vector<std::string> more) {
     more.insert(more.begin(), pp2.begin(), pp2.end());
