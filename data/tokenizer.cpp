@@ -1,5 +1,10 @@
 #include "data/tokenizer.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "data/byte_tokenizer.h"
 #include "framework/error.h"
 
@@ -56,12 +61,27 @@ std::string Tokenizer::prompt_problem(std::string_view prompt, std::int64_t voca
   if (bad_byte >= 0)
     return "the prompt is not UTF-8 (byte " + std::to_string(bad_byte) +
            "), which a BPE tokenizer needs";
-  for (std::int32_t id : bpe_->encode(prompt)) {
+  const std::vector<std::int32_t> ids = bpe_->encode(prompt);
+  for (std::int32_t id : ids) {
     if (id < vocab_size) continue;
     return "the prompt encodes to token " + std::to_string(id) +
            ", outside the model's vocabulary of " + std::to_string(vocab_size);
   }
-  return "";
+  // A byte without a token is dropped, or read as unk_token: the model would continue a prompt
+  // other than the one printed.
+  const std::string decoded = bpe_->decode(ids);
+  if (decoded == prompt) return "";
+  const auto [given, _] = std::mismatch(prompt.begin(), prompt.end(), decoded.begin(),
+                                        decoded.end());
+  const auto at = static_cast<std::size_t>(given - prompt.begin());
+  if (at == prompt.size()) return "the prompt does not encode to itself with this tokenizer";
+  char byte[32];
+  std::snprintf(byte, sizeof byte, "byte %zu (0x%02X)", at, static_cast<unsigned char>(prompt[at]));
+  if (ids.empty())
+    return std::string("the prompt encodes to no tokens: the tokenizer has no token for its ") +
+           byte + ", and a sample continues at least one token";
+  return std::string("the prompt's ") + byte + " has no token in the tokenizer, which drops " +
+         "it or reads it as unk_token: the model would continue a prompt other than the one given";
 }
 
 }  // namespace ternion

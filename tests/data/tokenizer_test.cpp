@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "data/byte_level.h"
 #include "data_test_support.h"
 #include "framework/strict_json.h"
 
@@ -43,6 +44,33 @@ TEST(Tokenizer, PromptProblems) {
   EXPECT_NE(Tokenizer::bytes().prompt_problem("z", 100).find("0x7A"), std::string::npos);
   EXPECT_EQ(Tokenizer::bytes().describe(), "bytes (256 tokens)");
   EXPECT_EQ(bpe.describe(), "byte-level BPE (" + std::to_string(bpe.vocab_size()) + " tokens)");
+}
+
+// Bytes the tokenizer has no token for are dropped (or read as unk_token), so the model would
+// continue a prompt other than the one printed: refused, naming the first; a prompt of such
+// bytes alone encodes to no tokens at all.
+TEST(Tokenizer, PromptBytesWithoutATokenAreRefused) {
+  const BpeTokenizer trained = BpeTokenizer::train("the cat sat on the mat. ", 262, {});
+  Json file = Json::parse(trained.to_json());
+  const std::string lead = byte_level::to_text("\xCE"), trail = byte_level::to_text("\xA9");
+  const std::int64_t lead_id = file["model"]["vocab"][lead];
+  file["model"]["vocab"].erase(lead);
+  file["model"]["vocab"].erase(trail);
+  const Tokenizer dropping(BpeTokenizer::from_json(file.dump(), "partial.json"));
+  const std::int64_t vocab = dropping.vocab_size();
+  EXPECT_EQ(dropping.prompt_problem("the cat", vocab), "");
+  const std::string dropped =
+      "the prompt's byte 4 (0xCE) has no token in the tokenizer, which drops it or reads it as "
+      "unk_token: the model would continue a prompt other than the one given";
+  EXPECT_EQ(dropping.prompt_problem("the \xCE\xA9 cat", vocab), dropped);
+  EXPECT_EQ(dropping.prompt_problem("\xCE\xA9", vocab),
+            "the prompt encodes to no tokens: the tokenizer has no token for its byte 0 (0xCE), "
+            "and a sample continues at least one token");
+  file["model"]["vocab"]["<unk>"] = lead_id;
+  file["model"]["unk_token"] = "<unk>";
+  const Tokenizer unknown(BpeTokenizer::from_json(file.dump(), "unk.json"));
+  EXPECT_EQ(unknown.prompt_problem("the \xCE\xA9 cat", vocab), dropped);
+  EXPECT_EQ(unknown.prompt_problem("the cat", vocab), "");
 }
 
 }  // namespace
