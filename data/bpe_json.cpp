@@ -244,14 +244,25 @@ void read_merges(const FieldReader& in, const Json& merges,
   }
 }
 
-void read_model(const FieldReader& in, const Json& root, BpeTokenizer::State* state,
-                std::unordered_map<std::string, std::int32_t>* ids,
-                std::map<std::int32_t, std::string>* tokens) {
+// The kind of tokenizer is checked first: a WordPiece, Unigram or SentencePiece-style file
+// (Llama 2's BPE with byte fallback) is refused for what it is, not for whichever of its other
+// parts (a normalizer, say) this reader does not take.
+void check_model_kind(const FieldReader& in, const Json& root) {
   const Json* model = FieldReader::given(root, "model");
   if (model == nullptr) in.fail("model", "missing");
   const std::string type = in.type_of(*model, "model");
   if (type != "BPE")
-    in.fail("model.type", in_quotes(type) + " is not supported (this reader takes BPE)");
+    in.fail("model.type", in_quotes(type) + " is not supported (this reader takes byte-level BPE)");
+  if (in.boolean(*model, "byte_fallback", "model", false))
+    in.fail("model.byte_fallback",
+            "must be false: a BPE with byte fallback (SentencePiece's, as Llama 2's) is not "
+            "byte-level, and this reader takes byte-level BPE");
+}
+
+void read_model(const FieldReader& in, const Json& root, BpeTokenizer::State* state,
+                std::unordered_map<std::string, std::int32_t>* ids,
+                std::map<std::int32_t, std::string>* tokens) {
+  const Json* model = FieldReader::given(root, "model");  // check_model_kind read it
   in.only_keys(*model,
                {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix",
                 "fuse_unk", "byte_fallback", "ignore_merges", "vocab", "merges"},
@@ -266,8 +277,6 @@ void read_model(const FieldReader& in, const Json& root, BpeTokenizer::State* st
       in.fail(std::string("model.") + affix,
               "must be null (byte-level BPE has none), got " + describe_json(*value));
   }
-  if (in.boolean(*model, "byte_fallback", "model", false))
-    in.fail("model.byte_fallback", "must be false (byte-level BPE needs no fallback)");
   state->fuse_unk = in.boolean(*model, "fuse_unk", "model", false);
   state->ignore_merges = in.boolean(*model, "ignore_merges", "model", false);
 
@@ -350,6 +359,7 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::stri
   if (const Json* version = FieldReader::given(root, "version");
       version != nullptr && *version != "1.0")
     in.fail("version", "expected \"1.0\", got " + describe_json(*version));
+  check_model_kind(in, root);
   for (const char* key : {"truncation", "padding", "normalizer"})
     if (const Json* value = FieldReader::given(root, key))
       in.fail(key, "must be null (this reader encodes without one), got " + describe_json(*value));

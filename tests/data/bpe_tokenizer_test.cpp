@@ -218,6 +218,19 @@ TEST(BpeTokenizer, RefusesWhatItCannotEncodeAsTokenizers) {
          f["normalizer"] = {{"type", "NFC"}};
        },
        {"normalizer: must be null"}},
+      // Real WordPiece and SentencePiece-style files have a normalizer too: their kind is named.
+      {"WordPiece with its normalizer",
+       [](Json& f) {
+         f["model"]["type"] = "WordPiece";
+         f["normalizer"] = {{"type", "BertNormalizer"}};
+       },
+       {"model.type: 'WordPiece' is not supported (this reader takes byte-level BPE)"}},
+      {"byte fallback with a normalizer",
+       [](Json& f) {
+         f["model"]["byte_fallback"] = true;
+         f["normalizer"] = {{"type", "Replace"}};
+       },
+       {"model.byte_fallback: must be false: a BPE with byte fallback (SentencePiece's"}},
       {"truncation",
        [](Json& f) {
          f["truncation"] = {{"max_length", 5}};
