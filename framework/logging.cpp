@@ -11,19 +11,22 @@ LogState g_log_state;
 void set_log_rank(int rank, int world_size) { g_log_state = {rank, world_size}; }
 const LogState& log_state() { return g_log_state; }
 
-void log_line(const std::string& line) {
-  if (g_log_state.world_size > 1) {
-    std::printf("[rank %d] %s\n", g_log_state.rank, line.c_str());
-  } else {
-    std::printf("%s\n", line.c_str());
-  }
+namespace {
+// The whole line, NUL bytes included (a byte-level sample may hold them), then a newline.
+void write_line(const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fputc('\n', stdout);
   std::fflush(stdout);
+}
+}  // namespace
+
+void log_line(const std::string& line) {
+  if (g_log_state.world_size > 1) std::printf("[rank %d] ", g_log_state.rank);
+  write_line(line);
 }
 
 void log_rank0(const std::string& line) {
-  if (g_log_state.rank != 0) return;
-  std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
+  if (g_log_state.rank == 0) write_line(line);
 }
 
 std::string human_bytes(double bytes) {
