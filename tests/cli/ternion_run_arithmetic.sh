@@ -3,7 +3,8 @@
 # read from a stand-in mpirun (TERNION_MPIRUN) that prints its arguments, on 1 and 2 cores
 # (taskset): the world size from the layout, or from -np / TERNION_NP with parallel.data: 0;
 # threads per rank = cores / ranks (at least 1) unless OMP_NUM_THREADS is set; --oversubscribe
-# exactly when ranks outnumber the cores; and the world sizes it refuses, with their reasons.
+# exactly when ranks outnumber the cores; and the world sizes it refuses, with their reasons,
+# as it refuses a missing mpirun.
 # CONFIG is a tensor 2 x data 2 layout.
 set -u
 run=$1 train=$2 config=$3 scratch=$4
@@ -19,15 +20,17 @@ FAKE
 chmod +x "$fake"
 [ "$(nproc)" -ge 2 ] || { echo "needs 2 cores"; exit 77; }
 
-# launch CORES [ENV=VALUE ...] -- ARGS: ternion-run's mpirun line (or its error) on CORES cores.
+# launch CORES [ENV=VALUE ...] -- ARGS: ternion-run's mpirun line (or its error) on CORES cores,
+# then "EXIT status".
 launch() {
   local cores=$1 envs=()
   shift
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
-  env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u TERNION_NP "${envs[@]+"${envs[@]}"}" \
-    TERNION_TRAIN="$train" TERNION_MPIRUN="$fake" \
+  env -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u TERNION_NP \
+    TERNION_TRAIN="$train" TERNION_MPIRUN="$fake" "${envs[@]+"${envs[@]}"}" \
     taskset -c "$(seq -s, 0 $((cores - 1)))" "$run" "$@" 2>&1
+  echo "EXIT $?"
 }
 # expect NAME OUTPUT PATTERN...: each extended regex must match the output.
 expect() {
@@ -37,8 +40,8 @@ expect() {
     grep -qE -- "$pattern" <<<"$output" || { echo "$output"; fail "$name: no match for '$pattern'"; }
   done
 }
-refuse() {  # NAME OUTPUT PATTERN: refused with that reason, mpirun never started
-  expect "$1" "$2" "$3"
+refuse() {  # NAME OUTPUT PATTERN: refused with that reason and status 2, mpirun never started
+  expect "$1" "$2" "$3" "^EXIT 2$"
   ! grep -q "^MPIRUN" <<<"$2" || { echo "$2"; fail "$1: mpirun was started"; }
 }
 
@@ -72,5 +75,9 @@ out=$(launch 2 -- -np 8 "$config")
 refuse np_disagrees "$out" "^ternion-run: error: the config's layout is .* = 4 ranks, but the world size given is 8$"
 out=$(launch 2 -- -np 0 "$config")
 refuse np_0 "$out" "^ternion-run: error: the world size must be a positive integer, got '0'$"
+# No mpirun: said so, before its --version probe (which would take it for MPICH's).
+out=$(launch 2 TERNION_MPIRUN=$scratch/no/mpirun -- "$config" --set parallel.data=1)
+refuse no_mpirun "$out" \
+  "^ternion-run: error: no mpirun at '.*/no/mpirun' \(TERNION_MPIRUN\): install Open MPI or set "
 echo "ternion-run: world sizes, threads per rank and oversubscription as documented"
 rm -rf "$scratch"
