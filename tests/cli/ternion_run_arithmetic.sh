@@ -4,7 +4,7 @@
 # (taskset): the world size from the layout, or from -np / TERNION_NP with parallel.data: 0;
 # threads per rank = cores / ranks (at least 1) unless OMP_NUM_THREADS is set; --oversubscribe
 # exactly when ranks outnumber the cores; and the world sizes it refuses, with their reasons,
-# as it refuses a missing mpirun.
+# as it refuses a missing mpirun; and the ternion-train it runs when called through a symlink.
 # CONFIG is a tensor 2 x data 2 layout.
 set -u
 run=$1 train=$2 config=$3 scratch=$4
@@ -79,5 +79,13 @@ refuse np_0 "$out" "^ternion-run: error: the world size must be a positive integ
 out=$(launch 2 TERNION_MPIRUN=$scratch/no/mpirun -- "$config" --set parallel.data=1)
 refuse no_mpirun "$out" \
   "^ternion-run: error: no mpirun at '.*/no/mpirun' \(TERNION_MPIRUN\): install Open MPI or set "
+# Called through a symlink elsewhere, it runs the ternion-train of the repository holding it.
+mkdir -p "$scratch/repo/launch" "$scratch/repo/build" "$scratch/bin"
+cp "$run" "$scratch/repo/launch/ternion-run"
+ln -s "$train" "$scratch/repo/build/ternion-train"
+ln -s ../repo/launch/ternion-run "$scratch/bin/ternion-run"
+out=$(env -u TERNION_TRAIN -u OMP_NUM_THREADS -u OPENBLAS_NUM_THREADS -u TERNION_NP \
+        TERNION_MPIRUN="$fake" "$scratch/bin/ternion-run" "$config" --set parallel.data=1 2>&1)
+expect through_symlink "$out" "^MPIRUN -np 2 .* [^ ]*/repo/build/ternion-train --config "
 echo "ternion-run: world sizes, threads per rank and oversubscription as documented"
 rm -rf "$scratch"
