@@ -4,7 +4,8 @@
 # (taskset): the world size from the layout, or from -np / TERNION_NP with parallel.data: 0;
 # threads per rank = cores / ranks (at least 1) unless OMP_NUM_THREADS is set; --oversubscribe
 # exactly when ranks outnumber the cores; and the world sizes it refuses, with their reasons,
-# as it refuses a missing mpirun; and the ternion-train it runs when called through a symlink.
+# as it refuses a missing mpirun and arguments ternion-train does not take; and the ternion-train
+# it runs when called through a symlink.
 # CONFIG is a tensor 2 x data 2 layout.
 set -u
 run=$1 train=$2 config=$3 scratch=$4
@@ -40,8 +41,8 @@ expect() {
     grep -qE -- "$pattern" <<<"$output" || { echo "$output"; fail "$name: no match for '$pattern'"; }
   done
 }
-refuse() {  # NAME OUTPUT PATTERN: refused with that reason and status 2, mpirun never started
-  expect "$1" "$2" "$3" "^EXIT 2$"
+refuse() {  # NAME OUTPUT PATTERN...: refused with that reason and status 2, mpirun never started
+  expect "$@" "^EXIT 2$"
   ! grep -q "^MPIRUN" <<<"$2" || { echo "$2"; fail "$1: mpirun was started"; }
 }
 
@@ -79,6 +80,24 @@ refuse np_0 "$out" "^ternion-run: error: the world size must be a positive integ
 out=$(launch 2 TERNION_MPIRUN=$scratch/no/mpirun -- "$config" --set parallel.data=1)
 refuse no_mpirun "$out" \
   "^ternion-run: error: no mpirun at '.*/no/mpirun' \(TERNION_MPIRUN\): install Open MPI or set "
+# Arguments after the config go to ternion-train on every rank: what it does not take, a --set
+# without its value (left out of the layout) and a flag for the config are refused here.
+hint="^  launch/ternion-run \[-np N\] CONFIG \[ternion-train args\.\.\.\]$"
+out=$(launch 2 -- "$config" -np 4)
+refuse np_after_config "$out" \
+  "^ternion-run: error: '-np' after the config: the world size goes before it " "$hint"
+out=$(launch 2 -- "$config" --set parallel.data=1 --oversubscribe --dry-run)
+refuse unknown_option "$out" "^ternion-run: error: unknown argument '--oversubscribe': " "$hint"
+out=$(launch 2 -- "$config" --dry-run --set)
+refuse set_without_value "$out" \
+  "^ternion-run: error: --set needs a value: --set section.key=value$" "$hint"
+out=$(launch 2 -- --set parallel.data=1)
+refuse no_config "$out" "^ternion-run: error: no config: .*, got '--set'$" "$hint"
+out=$(launch 2 -- -np 2 --config= --dry-run)
+refuse empty_config "$out" "^ternion-run: error: no config: .*, got ''$" "$hint"
+# What ternion-train takes passes through, --set=K=V counted in the layout.
+out=$(launch 2 -- "$config" --set=parallel.data=1 --set parallel.tensor=1 --dry-run)
+expect train_args "$out" "^MPIRUN -np 1 .* --set=parallel.data=1 --set parallel.tensor=1 --dry-run$"
 # Called through a symlink elsewhere, it runs the ternion-train of the repository holding it.
 mkdir -p "$scratch/repo/launch" "$scratch/repo/build" "$scratch/bin"
 cp "$run" "$scratch/repo/launch/ternion-run"
