@@ -80,14 +80,12 @@ refuse np_0 "$out" "^ternion-run: error: the world size must be a positive integ
 out=$(launch 2 TERNION_MPIRUN=$scratch/no/mpirun -- "$config" --set parallel.data=1)
 refuse no_mpirun "$out" \
   "^ternion-run: error: no mpirun at '.*/no/mpirun' \(TERNION_MPIRUN\): install Open MPI or set "
-# Arguments after the config go to ternion-train on every rank: what it does not take, a --set
-# without its value (left out of the layout) and a flag for the config are refused here.
+# Arguments after the config go to ternion-train on every rank: -np there, a --set without its
+# value (left out of the layout) and a flag for the config are refused here.
 hint="^  launch/ternion-run \[-np N\] CONFIG \[ternion-train args\.\.\.\]$"
 out=$(launch 2 -- "$config" -np 4)
 refuse np_after_config "$out" \
   "^ternion-run: error: '-np' after the config: the world size goes before it " "$hint"
-out=$(launch 2 -- "$config" --set parallel.data=1 --oversubscribe --dry-run)
-refuse unknown_option "$out" "^ternion-run: error: unknown argument '--oversubscribe': " "$hint"
 out=$(launch 2 -- "$config" --dry-run --set)
 refuse set_without_value "$out" \
   "^ternion-run: error: --set needs a value: --set section.key=value$" "$hint"
