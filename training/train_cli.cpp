@@ -471,12 +471,17 @@ int run_training(Communicator& world, const Setup& s) {
   if (world.size() > 1) {
     layout = detail::concat(", layout tensor ", parallel.tensor, " x pipeline ", parallel.pipeline,
                             " x data ", parallel.data_size(world.size()));
-    if (parallel.sequence_parallel) layout += ", sequence parallel";
+    // Settings the layout leaves nothing to do are named as such, not as if they ran.
+    if (parallel.sequence_parallel)
+      layout +=
+          parallel.tensor > 1 ? ", sequence parallel" : ", sequence parallel (no effect: tensor 1)";
     if (parallel.pipeline > 1)
       layout += parallel.virtual_stages > 1
                     ? detail::concat(", interleaved 1F1B with ", parallel.virtual_stages, " chunks")
                     : ", " + parallel.schedule;
-    if (parallel.zero_stage > 0) layout += detail::concat(", ZeRO-", parallel.zero_stage);
+    if (parallel.zero_stage > 0)
+      layout += detail::concat(", ZeRO-", parallel.zero_stage,
+                               parallel.data_size(world.size()) > 1 ? "" : " (no effect: data 1)");
   }
   const std::int64_t local_params = count_elements(trainer->parameters());
   if (world.size() > 1) log_built_parameters(world, *groups, local_params);

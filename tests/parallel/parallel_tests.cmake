@@ -103,6 +103,13 @@ parallel_mpi_cli_test(hierarchical_on_one_node_reduces_flat_bf16 2 0
   --once "^step +2/2 "
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set parallel.grad_reduce=hierarchical --set parallel.grad_reduce_dtype=bf16)
+# Data-parallel and sequence-parallel settings that one data or tensor rank leaves nothing to do
+# are named as such in the run's summary.
+parallel_mpi_cli_test(settings_without_effect_are_named 2 0
+  --once "layout tensor 1 x pipeline 2 x data 1, sequence parallel \\(no effect: tensor 1\\), 1f1b, ZeRO-2 \\(no effect: data 1\\),"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.pipeline=2 --set parallel.data=1 --set parallel.zero_stage=2
+     --set parallel.sequence_parallel=true --set training.steps=1)
 parallel_mpi_cli_test(training_refuses_powersgd_with_zero 2 1
   --once "--set parallel.grad_compression=powersgd: parallel.grad_compression: powersgd needs parallel.zero_stage 0"
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
