@@ -28,6 +28,7 @@
 #include "training/run_outputs.h"
 #include "training/hf_import.h"
 #include "training/pipeline_trace.h"
+#include "training/resume_changes.h"
 
 namespace ternion {
 
@@ -513,9 +514,14 @@ StepMetrics Trainer::run() {
   const TrainingConfig& t = config_.training;
   const CheckpointConfig& k = config_.checkpoint;
   const std::int64_t first_step = resumed_step_ + 1;
-  if (resumed_step_ > 0)
+  if (resumed_step_ > 0) {
     log_info("ternion: resumed from ", resumed_from_, " after step ", resumed_step_, " (",
              resume_transfer_.str(), ")");
+    if (writes_output())
+      if (const std::string changes = resume_changes(resumed_from_, config_, resumed_step_);
+          !changes.empty())
+        log_info("ternion: resumed with settings other than the saved run's: ", changes);
+  }
   if (first_step > t.steps) {
     log_info("ternion: nothing to train: the checkpoint is at step ", resumed_step_,
              " and training.steps is ", t.steps);
