@@ -22,12 +22,21 @@ void layer_norm_forward(T* out, T* mean, T* rstd, const T* x, const T* weight, c
     T sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (i64 c = 0; c < cols; ++c) sum += xr[c];
-    const T mu = sum / static_cast<T>(cols);
+    const T first_mu = sum / static_cast<T>(cols);
     // Two passes (mean, then squared deviations) rather than E[x^2] - E[x]^2, which cancels.
-    T squares = 0;
-#pragma omp simd reduction(+ : squares)
-    for (i64 c = 0; c < cols; ++c) squares += (xr[c] - mu) * (xr[c] - mu);
-    const T s = static_cast<T>(1) / std::sqrt(squares / static_cast<T>(cols) + eps);
+    // The second also sums the deviations: they correct the mean's rounding, which would
+    // otherwise stand as a variance of its own (a constant row would normalise to +-1, not 0).
+    T deviations = 0, squares = 0;
+#pragma omp simd reduction(+ : deviations, squares)
+    for (i64 c = 0; c < cols; ++c) {
+      const T d = xr[c] - first_mu;
+      deviations += d;
+      squares += d * d;
+    }
+    const T shift = deviations / static_cast<T>(cols);
+    const T mu = first_mu + shift;
+    const T variance = std::max(squares / static_cast<T>(cols) - shift * shift, static_cast<T>(0));
+    const T s = static_cast<T>(1) / std::sqrt(variance + eps);
     T* outr = out + r * cols;
     #pragma omp simd
     for (i64 c = 0; c < cols; ++c) outr[c] = (xr[c] - mu) * s * weight[c] + bias[c];

@@ -55,6 +55,27 @@ TEST(LayerNorm, ForwardMatchesNaive) {
   test::expect_close("layer_norm rstd", rstd, want_rstd, 1e-12, 1e-12);
 }
 
+// A constant row has no variance: it normalises to the bias, at rstd 1/sqrt(eps), however its
+// value rounds in the mean (a float mean off by an ulp used to read as a variance of its own
+// and normalise the row to about +-1).
+TEST(LayerNorm, ConstantRowsNormaliseToTheBias) {
+  const int cols = 768;
+  const std::vector<float> values = {150.3f, 1234.567f, 12345.678f, 1234567.1f, -3.7f};
+  std::vector<float> x, weight(cols, 1.5f), bias(cols);
+  for (float v : values) x.insert(x.end(), cols, v);
+  for (int c = 0; c < cols; ++c) bias[c] = 0.01f * static_cast<float>(c % 7);
+  const int rows = static_cast<int>(values.size());
+  std::vector<float> out(x.size()), mean(rows), rstd(rows);
+  const float eps = 1e-5f;
+  cpu::layer_norm_forward<float>(out.data(), mean.data(), rstd.data(), x.data(), weight.data(),
+                                 bias.data(), rows, cols, eps);
+  for (int r = 0; r < rows; ++r) {
+    EXPECT_EQ(mean[r], values[r]) << "row " << r;
+    EXPECT_FLOAT_EQ(rstd[r], 1.0f / std::sqrt(eps)) << "row " << r;
+    for (int c = 0; c < cols; ++c) ASSERT_EQ(out[r * cols + c], bias[c]) << r << ", " << c;
+  }
+}
+
 TEST(LayerNorm, BackwardMatchesFiniteDifferences) {
   LayerNormInputs in = random_inputs(kRows, kCols, 2);
   const auto r = test::convert<double>(test::random_floats(in.x.size(), 10));
