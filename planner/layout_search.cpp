@@ -12,6 +12,7 @@
 #include "framework/config_reader.h"
 #include "framework/error.h"
 #include "layers/model_facts.h"
+#include "parallel/process_groups.h"
 #include "parallel/rank_layout.h"
 
 namespace ternion {
@@ -23,6 +24,16 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   for (std::int64_t d = 1; d <= n; ++d)
     if (n % d == 0) out.push_back(d);
   return out;
+}
+
+// The tensor groups of `ranks` that span nodes, by the rule ternion-train refuses them with at
+// start-up, over the cluster's placement of ranks (node after node).
+std::vector<std::vector<int>> tensor_groups_across_nodes(const RankLayout& ranks,
+                                                         const ClusterSpec& cluster) {
+  std::vector<int> node_of_rank(static_cast<std::size_t>(ranks.world_size));
+  for (int rank = 0; rank < ranks.world_size; ++rank)
+    node_of_rank[static_cast<std::size_t>(rank)] = cluster.node_of(rank);
+  return tensor_groups_spanning_nodes(ranks, node_of_rank);
 }
 
 // The meta step reads the data's headers and samples token ids (training/trainer.h); a plan
@@ -101,6 +112,13 @@ PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
   counted.data.val.clear();
   const RankLayout ranks = make_rank_layout(cluster.world_size(), layout.tensor, layout.pipeline,
                                             layout.data);
+  const std::vector<std::vector<int>> spanning = tensor_groups_across_nodes(ranks, cluster);
+  TN_CHECK_AS(ConfigError, spanning.empty(), "parallel.tensor = ", layout.tensor,
+              " on nodes of ", cluster.gpus_per_node, " GPUs (", cluster.source,
+              "): tensor group ", rank_list_str(spanning.empty() ? std::vector<int>{}
+                                                                 : spanning.front()),
+              " spans nodes, which ternion-train refuses; the tensor size must divide "
+              "cluster.gpus_per_node (", cluster.gpus_per_node, ")");
   // Stages with the same part of the model run the same step: the middle ones holding as
   // many parameters (over all their chunks) are counted once. (Their groups price the same
   // where tensor x data fills whole nodes; elsewhere the first one's placement stands for the
@@ -140,6 +158,10 @@ std::vector<LayoutChoice> candidate_layouts(const TrainConfig& config, const Clu
   const std::int64_t world = cluster.world_size();
   for (std::int64_t tensor = 1; tensor <= cluster.gpus_per_node; tensor *= 2) {
     if (world % tensor != 0) continue;
+    // Tensor groups are consecutive ranks whatever the pipeline and data sizes.
+    if (!tensor_groups_across_nodes(make_rank_layout(world, tensor, 1, world / tensor), cluster)
+             .empty())
+      continue;
     for (std::int64_t pipeline : divisors(world / tensor)) {
       if (pipeline > config.model.n_layer) break;
       const std::int64_t data = world / (tensor * pipeline);

@@ -1,11 +1,12 @@
 // The layouts the planner considers for a config on a cluster, and each one's prediction:
-// every tensor x pipeline x data split of the cluster's GPUs with the tensor group inside a
-// node (a power of two up to gpus_per_node), pipeline stages up to the number of blocks, data
-// ranks that divide the global batch, micro-batch sizes that divide each data rank's share, and
-// interleaving (virtual stages 2 and 4) where the micro-batch count allows it. The schedule,
-// ZeRO stage, recomputation, precision and sequence parallelism are the config's. Each
-// candidate is validated as the run would validate it (a ConfigError drops it) and predicted
-// from its ranks' counted steps (planner/step_model.h).
+// every tensor x pipeline x data split of the cluster's GPUs with each tensor group inside a
+// node (a power of two that divides gpus_per_node, as ternion-train refuses a tensor group
+// across nodes), pipeline stages up to the number of blocks, data ranks that divide the global
+// batch, micro-batch sizes that divide each data rank's share, and interleaving (virtual stages
+// 2 and 4) where the micro-batch count allows it. The schedule, ZeRO stage, recomputation,
+// precision and sequence parallelism are the config's. Each candidate is validated as the run
+// would validate it (a ConfigError drops it) and predicted from its ranks' counted steps
+// (planner/step_model.h).
 #pragma once
 
 #include <cstdint>
@@ -41,8 +42,9 @@ LayoutChoice parse_layout_choice(const std::string& text, const TrainConfig& con
 TrainConfig apply_layout(const TrainConfig& config, const LayoutChoice& layout,
                          std::int64_t world_size);
 
-// Predicts one layout (ConfigError if it cannot run the config). With `skip_misfit`, a layout
-// that cannot fit because of what a rank holds between steps is not stepped (`counted`).
+// Predicts one layout (ConfigError if it cannot run the config, or a tensor group would span
+// nodes). With `skip_misfit`, a layout that cannot fit because of what a rank holds between
+// steps is not stepped (`counted`).
 PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,
                           const LayoutChoice& layout, bool skip_misfit = false);
 

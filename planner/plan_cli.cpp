@@ -193,8 +193,9 @@ int run(int argc, char** argv) {
     }
     if (result.candidates == 0)
       TN_THROW(ConfigError, "no split of ", cluster.world_size(), " GPUs runs ", config.source,
-               ": the tensor group must be a power of two within a node (", cluster.gpus_per_node,
-               " GPUs), the pipeline at most model.n_layer (", config.model.n_layer,
+               ": the tensor size must be a power of two that divides a node's GPUs (",
+               cluster.gpus_per_node, "), the pipeline at most model.n_layer (",
+               config.model.n_layer,
                ") stages, and the data ranks must divide training.global_batch_size (",
                config.training.global_batch_size, ")");
     TN_THROW(ConfigError, "no split of ", cluster.world_size(), " GPUs runs ", config.source,

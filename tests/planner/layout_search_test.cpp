@@ -48,6 +48,41 @@ TEST(LayoutSearch, CandidatesSplitTheGpusAndTheBatch) {
   EXPECT_TRUE(has({1, 4, 1, 1, 1}));
 }
 
+ClusterSpec nodes_of(int nodes, int gpus) {
+  ClusterSpec c = one_node_of(gpus);
+  c.nodes = nodes;
+  c.inter_node = {1, 5};
+  return c;
+}
+
+// ternion-train refuses a tensor group that spans nodes, so the search never offers one and a
+// layout asked for is refused: on nodes of 6 GPUs a tensor group of 4 would (ranks 4-7).
+TEST(LayoutSearch, TensorGroupsStayWithinANode) {
+  ScratchDir dir("plan-tensor-nodes");
+  testing_support::prepare_builtin(dir);
+  TrainConfig c = small_model(dir);
+  c.training.global_batch_size = 12;
+  for (const auto& [nodes, gpus] : {std::pair{2, 6}, std::pair{2, 3}, std::pair{4, 1}}) {
+    const ClusterSpec cluster = nodes_of(nodes, gpus);
+    std::set<std::int64_t> tensors;
+    for (const LayoutChoice& l : candidate_layouts(c, cluster)) {
+      EXPECT_EQ(gpus % l.tensor, 0) << gpus << " GPUs a node, " << l.str();
+      tensors.insert(l.tensor);
+    }
+    EXPECT_EQ(tensors, (gpus == 6 ? std::set<std::int64_t>{1, 2} : std::set<std::int64_t>{1}));
+  }
+  try {
+    plan_layout(c, nodes_of(2, 6), {4, 1, 3, 1, 1});
+    ADD_FAILURE() << "a tensor group across nodes was planned";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("parallel.tensor = 4 on nodes of 6 GPUs (test): tensor "
+                                         "group [4,5,6,7] spans nodes"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(plan_layout(c, nodes_of(2, 6), {2, 1, 6, 1, 1}));
+}
+
 TEST(LayoutSearch, PredictsEachTermOfALayout) {
   ScratchDir dir("plan-terms");
   testing_support::prepare_builtin(dir);
