@@ -43,4 +43,7 @@ run "6 ranks on 2 nodes, 3 threads each" SLURM_NTASKS=6
 run "^mpirun -np 6 --map-by slot:pe=3 " TERNION_LAUNCH=mpirun SLURM_NTASKS=6
 refuse "^ternion.sbatch: error: TERNION_LAUNCH must be srun or mpirun, got 'bogus'$" \
   TERNION_LAUNCH=bogus SLURM_NTASKS_PER_NODE=4 SLURM_NTASKS=8
+# Its sizing advice is ternion-train's rule (a tensor group on one node), not just a bound.
+grep -q "make ntasks-per-node a multiple of parallel.tensor" "$repo/launch/slurm/ternion.sbatch" ||
+  fail "the template does not say ntasks-per-node must be a multiple of parallel.tensor"
 echo "slurm_template: passed"
