@@ -1,5 +1,6 @@
 #include "planner/plan_cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -171,6 +172,10 @@ int run(int argc, char** argv) {
   for (const char* key : {"parallel.tensor=1", "parallel.pipeline=1", "parallel.data=1",
                           "parallel.virtual_stages=1"})
     overrides.push_back(key);
+  // So is its micro-batch size, which the search chooses and --layout T,P,D,MB names: only a
+  // --layout without one runs (and checks) the config's.
+  if (layout_text.empty() || std::count(layout_text.begin(), layout_text.end(), ',') >= 3)
+    overrides.push_back("parallel.micro_batch_size=1");
   const TrainConfig config = TrainConfig::load(config_path, overrides, 1);
 
   if (!layout_text.empty()) {
