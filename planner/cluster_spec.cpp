@@ -122,7 +122,7 @@ ClusterSpec ClusterSpec::parse(const std::string& yaml, const std::string& sourc
     cluster.fail(cluster.child("gpus_per_node", true),
                  "cluster.nodes x cluster.gpus_per_node: " + std::to_string(spec.nodes) + " x " +
                      std::to_string(spec.gpus_per_node) + " GPUs, more than the " +
-                     std::to_string(kMaxClusterGpus) + " a job may have");
+                     std::to_string(kMaxClusterGpus) + " the planner plans for");
 
   MapReader gpu(cluster.child("gpu", true), "cluster.gpu", source_name);
   spec.gpu.name = gpu.text("name");

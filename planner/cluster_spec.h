@@ -37,9 +37,10 @@ struct GpuSpec {
   double overlap_cost = 0;
 };
 
-// The most GPUs a cluster may have (nodes x gpus_per_node): a job has fewer ranks
-// (parallel/process_groups.cpp numbers them in floats, exact to 2^24).
-inline constexpr std::int64_t kMaxClusterGpus = std::int64_t{1} << 24;
+// The most GPUs a cluster may have (nodes x gpus_per_node): each candidate layout lays out
+// every rank, so the search's time and memory grow with the GPUs; 2^18 plans in seconds and
+// under 200 MB, where 2^24 (the most ranks a job may have) ran out of memory or took minutes.
+inline constexpr std::int64_t kMaxClusterGpus = std::int64_t{1} << 18;
 
 struct ClusterSpec {
   std::string source;  // the file it came from, for messages

@@ -95,7 +95,9 @@ TEST(ClusterSpec, RefusesAKeyGivenTwiceAsATrainingConfigDoes) {
   expect_refused(good + "cluster: {nodes: 1}\n", "bad.yaml:7: key 'cluster' appears twice");
 }
 
-TEST(ClusterSpec, RefusesMoreGpusThanAJobMayHave) {
+// The search's time and memory grow with the GPUs: a cluster past what it plans in seconds is
+// refused as it is read, naming the key, rather than ending in bad_alloc after minutes.
+TEST(ClusterSpec, RefusesMoreGpusThanThePlannerPlansFor) {
   const std::string good = kTwoNodes;
   auto sized = [&](const std::string& nodes, const std::string& gpus) {
     std::string text = good;
@@ -105,13 +107,14 @@ TEST(ClusterSpec, RefusesMoreGpusThanAJobMayHave) {
   };
   // Whole but too large is said so, not "must be a whole number".
   expect_refused(sized("2147483647", "4"),
-                 "bad.yaml:2: cluster.nodes: must be at most 16777216, got 2147483647");
-  expect_refused(sized("2", "1e12"), "cluster.gpus_per_node: must be at most 16777216, got 1e12");
-  // Each within the cap, the product past it: the search is linear in the GPUs.
-  expect_refused(sized("100000", "100000"),
-                 "cluster.nodes x cluster.gpus_per_node: 100000 x 100000 GPUs, more than the "
-                 "16777216 a job may have");
-  const ClusterSpec largest = ClusterSpec::parse(sized("2048", "8192"), "largest.yaml");
+                 "bad.yaml:2: cluster.nodes: must be at most 262144, got 2147483647");
+  expect_refused(sized("2", "1e12"), "cluster.gpus_per_node: must be at most 262144, got 1e12");
+  expect_refused(sized("2097152", "8"), "cluster.nodes: must be at most 262144, got 2097152");
+  // Each within the cap, the product past it.
+  expect_refused(sized("32769", "8"),
+                 "cluster.nodes x cluster.gpus_per_node: 32769 x 8 GPUs, more than the 262144 "
+                 "the planner plans for");
+  const ClusterSpec largest = ClusterSpec::parse(sized("32768", "8"), "largest.yaml");
   EXPECT_EQ(largest.world_size(), kMaxClusterGpus);
 }
 
