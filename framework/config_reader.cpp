@@ -141,7 +141,7 @@ YAML::Node ConfigDocument::section_node(const std::string& section) const {
   return root[section];
 }
 
-void ConfigDocument::apply_override(const std::string& assignment) {
+void ConfigDocument::apply_override(const std::string& assignment, const std::string& origin) {
   const auto eq = assignment.find('=');
   const auto dot = assignment.find('.');
   TN_CHECK_AS(UsageError, eq != std::string::npos && dot != std::string::npos && dot < eq &&
@@ -160,7 +160,7 @@ void ConfigDocument::apply_override(const std::string& assignment) {
   }
   if (!root_[section] || root_[section].IsNull()) root_[section] = YAML::Node(YAML::NodeType::Map);
   root_[section][key] = value;
-  override_origin_[section + "." + key] = "--set " + assignment;
+  override_origin_[section + "." + key] = origin.empty() ? "--set " + assignment : origin;
   override_text_[section + "." + key] = text;
 }
 

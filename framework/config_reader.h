@@ -37,8 +37,9 @@ class ConfigDocument {
   static ConfigDocument parse(const std::string& text, const std::string& source_name);
 
   // "section.key=value"; UsageError if malformed. The value is read as a YAML scalar, except by
-  // a string key, which takes the text after '=' as it is (override_text).
-  void apply_override(const std::string& assignment);
+  // a string key, which takes the text after '=' as it is (override_text). Messages place the
+  // value at `origin`, "--set ASSIGNMENT" if empty (a program's own option that sets the key).
+  void apply_override(const std::string& assignment, const std::string& origin = "");
   // The text a --set gave section.key, or null where none did.
   const std::string* override_text(const std::string& section, const std::string& key) const;
 

@@ -97,7 +97,14 @@ TrainConfig apply_layout(const TrainConfig& config, const LayoutChoice& layout,
       "parallel.data=" + std::to_string(layout.data),
       "parallel.micro_batch_size=" + std::to_string(layout.micro_batch_size),
       "parallel.virtual_stages=" + std::to_string(layout.virtual_stages)};
-  return TrainConfig::parse(config_yaml(config), config.source, overrides, world_size);
+  // A refused layout key is placed at the option that names it, not at a --set nobody typed.
+  const std::string origin = "--layout " + std::to_string(layout.tensor) + "," +
+                             std::to_string(layout.pipeline) + "," + std::to_string(layout.data) +
+                             "," + std::to_string(layout.micro_batch_size) + "," +
+                             std::to_string(layout.virtual_stages);
+  ConfigDocument doc = ConfigDocument::parse(config_yaml(config), config.source);
+  for (const std::string& assignment : overrides) doc.apply_override(assignment, origin);
+  return TrainConfig::from_document(std::move(doc), {}, world_size);
 }
 
 PlannedLayout plan_layout(const TrainConfig& config, const ClusterSpec& cluster,

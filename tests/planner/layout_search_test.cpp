@@ -205,5 +205,19 @@ TEST(LayoutSearch, ParsesLayoutsFromTheCommandLine) {
   EXPECT_THROW(parse_layout_choice("1,1,1,1,1,1", c), UsageError);
 }
 
+// A layout the config refuses is placed at --layout, the option that names it.
+TEST(LayoutSearch, ARefusedLayoutIsNamedAsTheLayout) {
+  ScratchDir dir("plan-refused");
+  const TrainConfig c = small_model(dir);
+  try {
+    apply_layout(c, {1, 4, 1, 1, 4}, 4);  // 16 chunks, 4 blocks
+    ADD_FAILURE() << "16 chunks of 4 blocks applied";
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("--layout 1,4,1,1,4: parallel.virtual_stages: ", 0), 0u) << message;
+    EXPECT_EQ(message.find("--set"), std::string::npos) << message;
+  }
+}
+
 }  // namespace
 }  // namespace ternion
