@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <tuple>
@@ -41,10 +42,18 @@ std::vector<std::vector<int>> tensor_groups_across_nodes(const RankLayout& ranks
 class StandInTokenFile {
  public:
   explicit StandInTokenFile(std::int64_t seq_len) {
-    path_ =
-        (std::filesystem::temp_directory_path() /
-         ("ternion-plan-" + std::to_string(::getpid()) + "-" + std::to_string(seq_len) + ".bin"))
-            .string();
+    // A TMPDIR that is not a directory is the user's to fix: said so, not a filesystem_error.
+    std::error_code error;
+    const std::filesystem::path dir = std::filesystem::temp_directory_path(error);
+    if (error) {
+      const char* tmpdir = std::getenv("TMPDIR");
+      TN_THROW(DataError, "TMPDIR=", tmpdir != nullptr ? tmpdir : "(unset)",
+               ": no temporary directory for the planner's stand-in token file (",
+               error.message(), "); set TMPDIR to a writable directory");
+    }
+    path_ = (dir / ("ternion-plan-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(seq_len) + ".bin"))
+                .string();
     const std::vector<std::int64_t> zeros(static_cast<std::size_t>(seq_len + 1), 0);
     write_token_file(path_, zeros);
   }
@@ -78,8 +87,9 @@ LayoutChoice parse_layout_choice(const std::string& text, const TrainConfig& con
                 "(positive whole numbers): '", item, "'");
     values.push_back(value);
   }
-  TN_CHECK_AS(UsageError, values.size() >= 3 && values.size() <= 5, "--layout: '", text,
-              "' is not tensor,pipeline,data[,micro_batch[,virtual_stages]]");
+  // getline drops a last empty item: "1,1,2," is refused, not read as "1,1,2".
+  TN_CHECK_AS(UsageError, values.size() >= 3 && values.size() <= 5 && text.back() != ',',
+              "--layout: '", text, "' is not tensor,pipeline,data[,micro_batch[,virtual_stages]]");
   LayoutChoice layout;
   layout.tensor = values[0];
   layout.pipeline = values[1];

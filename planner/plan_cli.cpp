@@ -80,7 +80,7 @@ void print_table(const PlanResult& result, const ClusterSpec& cluster, int top) 
         p.data_comm_exposed_s);
   }
   std::printf("(tensor: tensor-parallel communication; data: the exposed part of the data-parallel "
-              "reduction; memory of %.0f GB a GPU)\n", cluster.gpu.memory_gb);
+              "reduction; memory of %.3g GB a GPU)\n", cluster.gpu.memory_gb);
 }
 
 void explain(const PlannedLayout& planned, const ClusterSpec& cluster) {
@@ -110,7 +110,7 @@ void explain(const PlannedLayout& planned, const ClusterSpec& cluster) {
               seconds_str(p.optimizer_s).c_str());
   std::printf("step %s: %.0f tokens/s, %.2f TFLOP/s a GPU, MFU %.1f%%\n",
               seconds_str(p.step_time_s).c_str(), p.tokens_per_s, p.tflops_per_gpu, 100 * p.mfu);
-  std::printf("memory a GPU: %s (%s %.0f GB)\n", describe(p.memory).c_str(),
+  std::printf("memory a GPU: %s (%s %.3g GB)\n", describe(p.memory).c_str(),
               planned.fits ? "fits in" : "DOES NOT FIT in", cluster.gpu.memory_gb);
 }
 
@@ -135,15 +135,17 @@ void write_config(const std::string& path, const TrainConfig& config) {
 int run(int argc, char** argv) {
   std::string config_path, cluster_path, layout_text, write_path, top_text;
   std::vector<std::string> overrides;
-  bool json = false;
+  bool json = false, layout_given = false;  // --layout '' is refused, not the search
   CliOptionValues values({"--config", "--cluster", "--layout", "--write-config", "--top", "--set"});
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() { return values.take(argc, argv, i); };
     if (arg == "--config") config_path = value();
     else if (arg == "--cluster") cluster_path = value();
-    else if (arg == "--layout") layout_text = value();
-    else if (arg == "--write-config") write_path = value();
+    else if (arg == "--layout") {
+      layout_text = value();
+      layout_given = true;
+    } else if (arg == "--write-config") write_path = value();
     else if (arg == "--top") top_text = value();
     else if (arg == "--json") json = true;
     else if (arg == "--set") {
@@ -174,11 +176,11 @@ int run(int argc, char** argv) {
     overrides.push_back(key);
   // So is its micro-batch size, which the search chooses and --layout T,P,D,MB names: only a
   // --layout without one runs (and checks) the config's.
-  if (layout_text.empty() || std::count(layout_text.begin(), layout_text.end(), ',') >= 3)
+  if (!layout_given || std::count(layout_text.begin(), layout_text.end(), ',') >= 3)
     overrides.push_back("parallel.micro_batch_size=1");
   const TrainConfig config = TrainConfig::load(config_path, overrides, 1);
 
-  if (!layout_text.empty()) {
+  if (layout_given) {
     const PlannedLayout planned =
         plan_layout(config, cluster, parse_layout_choice(layout_text, config));
     if (json) std::cout << nlohmann::ordered_json::array({to_json(planned)}).dump(2) << '\n';
@@ -211,13 +213,15 @@ int run(int argc, char** argv) {
     for (const PlannedLayout& planned : result.ranked) all.push_back(to_json(planned));
     std::cout << all.dump(2) << '\n';
   } else {
-    std::printf("%s on %s: %lld GPUs (%lld node%s x %lld%s%s); %d layouts considered, %d refused "
-                "by the config, %d too large, %zu fit\n",
+    std::printf("%s on %s: %lld GPU%s (%lld node%s x %lld%s%s); %d layout%s considered, %d "
+                "refused by the config, %d too large, %zu fit\n",
                 config.source.c_str(), cluster.source.c_str(),
-                static_cast<long long>(cluster.world_size()), static_cast<long long>(cluster.nodes),
+                static_cast<long long>(cluster.world_size()), cluster.world_size() == 1 ? "" : "s",
+                static_cast<long long>(cluster.nodes),
                 cluster.nodes == 1 ? "" : "s", static_cast<long long>(cluster.gpus_per_node),
                 cluster.gpu.name.empty() ? "" : " ", cluster.gpu.name.c_str(), result.candidates,
-                result.invalid, result.too_large, result.ranked.size());
+                result.candidates == 1 ? "" : "s", result.invalid, result.too_large,
+                result.ranked.size());
     print_table(result, cluster, top);
   }
   if (!write_path.empty()) write_config(write_path, result.ranked.front().config);

@@ -203,6 +203,8 @@ TEST(LayoutSearch, ParsesLayoutsFromTheCommandLine) {
   EXPECT_THROW(parse_layout_choice("2,x,4", c), UsageError);
   EXPECT_THROW(parse_layout_choice("2,0,4", c), UsageError);
   EXPECT_THROW(parse_layout_choice("1,1,1,1,1,1", c), UsageError);
+  EXPECT_THROW(parse_layout_choice("1,1,2,", c), UsageError);  // not "1,1,2"
+  EXPECT_THROW(parse_layout_choice("", c), UsageError);
 }
 
 // A layout the config refuses is placed at --layout, the option that names it.

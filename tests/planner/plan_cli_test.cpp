@@ -53,5 +53,15 @@ TEST(PlanCli, AConfigThatCannotBeWrittenLeavesNoTemporaryBehind) {
   EXPECT_EQ(names_in(dir), after);
 }
 
+// An empty --layout is a bad layout, not a request for the search.
+TEST(PlanCli, AnEmptyLayoutIsRefused) {
+  ScratchDir dir("plan-empty-layout");
+  std::ofstream(dir.file("small.yaml")) << config_yaml(small_model(dir));
+  EXPECT_EQ(run_plan({"--config", dir.file("small.yaml"), "--cluster",
+                      std::string(TERNION_SOURCE_DIR) + "/configs/clusters/cpu-local.yaml",
+                      "--layout", ""}),
+            2);
+}
+
 }  // namespace
 }  // namespace ternion
