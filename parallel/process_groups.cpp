@@ -126,7 +126,7 @@ ProcessGroups::ProcessGroups(Communicator& world, RankLayout layout)
         " tensor groups span nodes, e.g. tp_group=", rank_list_str(spanning.front()), " on nodes ",
         rank_list_str(nodes),
         " (a node named by its first rank); tensor parallelism all-reduces activations every "
-        "layer, so keep parallel.tensor within the ranks of one node"));
+        "layer, so give each node a multiple of parallel.tensor ranks"));
   }
 }
 
