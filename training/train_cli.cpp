@@ -517,7 +517,14 @@ int run_training(Communicator& world, const Setup& s) {
     return 0;
   }
   trainer->run();
-  if (config.training.sample_tokens > 0 && !trainer->stopped_by_signal()) trainer->log_sample("");
+  if (trainer->stopped_by_signal()) {
+    if (!config.checkpoint.save_dir.empty()) return 0;  // saved: a resume goes on from there
+    // Nothing saved and the run unfinished: a scheduler must not count it as done.
+    log_info("ternion: the run did not finish and nothing was saved (checkpoint.save_dir is "
+             "not set): exit status 1");
+    return 1;
+  }
+  if (config.training.sample_tokens > 0) trainer->log_sample("");
   return 0;
 }
 

@@ -6,8 +6,9 @@
 #    the save and the load the same megabytes;
 #    ternion-generate on the last checkpoint prints the trainer's own final sample;
 #    ternion-export writes GPT-2's names and layouts (checked by tests/cli/check_hf_export.py);
-# 3. starts a long run, sends it SIGTERM after step 3: it must save, say so, exit 0, and the
-#    checkpoint must resume;
+# 3. starts a long run, sends it SIGTERM after step 3: without a save_dir it must say that
+#    nothing was saved and exit 1; with one it must save, say so, exit 0, and the checkpoint
+#    must resume;
 # 4. a run saving every step is SIGKILLed: `latest` still loads, and the run resumed from it
 #    keeps the killed run's metrics up to its step (each step once, the same values);
 # 5. checkpoint.keep prunes a run that saves every step, and a resumed one.
@@ -50,14 +51,27 @@ paste <(tail -n 5 "$out/reference.jsonl" | loss /dev/stdin) <(loss "$out/resumed
   fail "ternion-export"
 python3 "$(dirname "$0")/check_hf_export.py" "$out/ckpt/step_0000010" "$out/hf" || exit 1
 
+# term_after_step_3 LOG ARG...: a long run with ARGs, sent SIGTERM once it logged step 3; sets
+# `status` to its exit status.
+term_after_step_3() {
+  local log=$1 pid
+  shift
+  "$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
+    --set training.sample_tokens=0 "$@" > "$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 600); do grep -qE "^step +3/" "$log" && break; sleep 0.05; done
+  kill -TERM "$pid"
+  wait "$pid"
+  status=$?
+}
+# SIGTERM without a save_dir: the run stops after its step, saves nothing, and says so with a
+# non-zero status (a scheduler must not take it for a finished run).
+term_after_step_3 "$out/term_nosave.log"
+[ "$status" -eq 1 ] || { cat "$out/term_nosave.log"; fail "exit status $status after SIGTERM, not 1"; }
+grep -q "^ternion: the run did not finish and nothing was saved" "$out/term_nosave.log" ||
+  { cat "$out/term_nosave.log"; fail "no line saying nothing was saved"; }
 # SIGTERM: save and stop cleanly.
-"$train" --config "$config" --set "data.train=$data" --set training.steps=100000 \
-  --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/term" > "$out/term.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 600); do grep -qE "^step +3/" "$out/term.log" && break; sleep 0.05; done
-kill -TERM "$pid"
-wait "$pid"
-status=$?
+term_after_step_3 "$out/term.log" --set "checkpoint.save_dir=$out/term"
 [ "$status" -eq 0 ] || { cat "$out/term.log"; fail "exit status $status after SIGTERM"; }
 grep -q "stopped by a signal" "$out/term.log" || fail "no stop line"
 grep -q "^ternion: signal received: stopping after this step and saving a checkpoint" "$out/term.log" ||
