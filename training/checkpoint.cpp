@@ -118,6 +118,7 @@ struct LocatedPiece {
 // checkpoint.json of `dir`, which only a complete checkpoint has.
 std::string meta_path_of(const std::string& dir) {
   const std::string meta_path = (fs::path(dir) / "checkpoint.json").string();
+  TN_CHECK_AS(CheckpointError, fs::exists(dir), "checkpoint '", dir, "' does not exist");
   TN_CHECK_AS(CheckpointError, fs::exists(meta_path), "'", dir,
               "' is not a complete checkpoint (no checkpoint.json)");
   return meta_path;
@@ -305,7 +306,12 @@ void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std:
 }
 
 std::string resolve_checkpoint(const std::string& load, const std::string& save_dir) {
-  if (load != "latest") return load;
+  if (load != "latest") {
+    // A save_dir, as ternion-generate and ternion-export take one: its latest checkpoint.
+    if (fs::exists(fs::path(load) / "latest") && !fs::exists(fs::path(load) / "checkpoint.json"))
+      return resolve_checkpoint("latest", load);
+    return load;
+  }
   const std::string latest = (fs::path(save_dir) / "latest").string();
   std::ifstream in(latest);
   TN_CHECK_AS(CheckpointError, in.good(), "checkpoint.load: latest: no checkpoint in '", save_dir,

@@ -115,7 +115,8 @@ struct CheckpointConfig {
     v("keep", keep,
       "checkpoints kept: this run's newest saves (then the newest older ones); later steps "
       "of another run are left");
-    v("load", load, "resume from this checkpoint directory, or 'latest' in save_dir");
+    v("load", load,
+      "resume from this checkpoint directory (a save_dir: its latest), or 'latest' in save_dir");
   }
 };
 

@@ -276,8 +276,13 @@ TEST_F(CheckpointFiles, MissingPiecesAndOtherModelsAreRefused) {
   EXPECT_NE(load_error(step_).find("rank_00000.json': is a directory"), std::string::npos)
       << load_error(step_);
   fs::remove(step_ + "/rank_00000.json");
+  EXPECT_NE(load_error(dir_ + "/step_0000099").find("checkpoint '" + dir_ +
+                                                    "/step_0000099' does not exist"),
+            std::string::npos);
+  fs::create_directory(dir_ + "/step_0000099");
   EXPECT_NE(load_error(dir_ + "/step_0000099").find("not a complete checkpoint"),
             std::string::npos);
+  fs::remove(dir_ + "/step_0000099");
   trainer_->save_checkpoint(3);
   TrainConfig other = run_config(Layout{}, dir_);
   other.model.d_model = 64;
