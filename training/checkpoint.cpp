@@ -322,6 +322,16 @@ std::string resolve_checkpoint(const std::string& load, const std::string& save_
   return (fs::path(save_dir) / name).string();
 }
 
+std::string checkpoint_to_resume(const CheckpointConfig& checkpoint) {
+  if (checkpoint.load.empty()) return "";
+  if (checkpoint.load == "latest" && !fs::exists(fs::path(checkpoint.save_dir) / "latest")) {
+    log_info("ternion: checkpoint.load: latest: no checkpoint in '", checkpoint.save_dir,
+             "' yet: the run starts from the beginning");
+    return "";
+  }
+  return resolve_checkpoint(checkpoint.load, checkpoint.save_dir);
+}
+
 std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                              const std::string& optimizer_type,
                              std::vector<ShardedTensor>& targets) {

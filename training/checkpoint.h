@@ -59,8 +59,14 @@ void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std:
                      CheckpointRetention& retention, const std::vector<ShardedTensor>& mine,
                      Communicator* world);
 
-// The checkpoint directory `load` names: a directory, or "latest" in `save_dir`.
+// The checkpoint directory `load` names: a directory (a save_dir: its latest), or "latest" in
+// `save_dir`.
 std::string resolve_checkpoint(const std::string& load, const std::string& save_dir);
+
+// What a run resumes from: checkpoint.load resolved, or "" where there is nothing to resume
+// (no load, or 'latest' before the first save: the same config serves the first launch of a
+// job and every requeue, as in Megatron-LM and torchtitan; logged).
+std::string checkpoint_to_resume(const CheckpointConfig& checkpoint);
 
 // Fills every target from the checkpoint in `dir`; returns its step. CheckpointError naming the
 // file, field or tensor for a missing or corrupt checkpoint (training/checkpoint_index.h), a

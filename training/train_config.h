@@ -116,7 +116,8 @@ struct CheckpointConfig {
       "checkpoints kept: this run's newest saves (then the newest older ones); later steps "
       "of another run are left");
     v("load", load,
-      "resume from this checkpoint directory (a save_dir: its latest), or 'latest' in save_dir");
+      "resume from this checkpoint directory (a save_dir: its latest), or 'latest' in save_dir "
+      "(none yet: the run starts afresh)");
   }
 };
 

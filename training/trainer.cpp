@@ -180,6 +180,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
   const bool meta = build == Build::meta;
   // Every rank writes its part of each checkpoint: each checks now, not after training.
   if (!meta) check_outputs_writable(config, groups_.world().rank());
+  const std::string resume = meta ? "" : checkpoint_to_resume(config.checkpoint);
   AttentionKernel attention = AttentionKernel::automatic;
   TN_CHECK_AS(ConfigError, parse_attention_kernel(config.training.attention, attention),
               "training.attention: must be auto, cudnn or cublas, got '",
@@ -227,14 +228,13 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
   // Both set: the checkpoint holds the whole training state, so it wins; said once.
   if (meta) {
     // Values do not matter to what is allocated: nothing is read.
-  } else if (!config.model.init_from.empty() && config.checkpoint.load.empty()) {
+  } else if (!config.model.init_from.empty() && resume.empty()) {
     import_hf_weights(config.model, config.model.init_from, parameters_);
     log_info("ternion: weights initialised from the Hugging Face model in ",
              config.model.init_from);
   } else if (!config.model.init_from.empty()) {
-    log_info("ternion: checkpoint.load wins over model.init_from: resuming from '",
-             config.checkpoint.load, "', not reading the weights in '", config.model.init_from,
-             "'");
+    log_info("ternion: checkpoint.load wins over model.init_from: resuming from '", resume,
+             "', not reading the weights in '", config.model.init_from, "'");
   }
   // Built and initialised on the CPU (identically in every layout), then moved; the reducer
   // and the optimizer below allocate their buffers where the parameters are.
@@ -289,8 +289,8 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
   }
   segments_ = reducer_ ? reducer_->owned_segments() : whole_parameters(parameters_);
   optimizer_ = make_optimizer(config.optimizer, segments_);
-  if (!meta && !config.checkpoint.load.empty()) {
-    resumed_from_ = resolve_checkpoint(config.checkpoint.load, config.checkpoint.save_dir);
+  if (!resume.empty()) {
+    resumed_from_ = resume;
     resumed_step_ = load_checkpoint(resumed_from_);
     after_master_update();
   }
