@@ -495,8 +495,16 @@ int run_training(Communicator& world, const Setup& s) {
     val = "; data.val " + describe_data(*trainer->val_data()) +
           (config.training.eval_interval == 0 ? " (not evaluated: training.eval_interval is 0)"
                                               : "");
-  log_info("ternion: data.train ", describe_data(trainer->train_data()), val, "; tokenizer ",
-           trainer->tokenizer().describe());
+  // How often the run goes over its data, as Megatron's epochs: windows are drawn at random,
+  // so a run of many passes over a small text sees the same windows again and again.
+  const double read = static_cast<double>(config.training.steps) *
+                      static_cast<double>(config.training.global_batch_size) *
+                      static_cast<double>(config.model.seq_len);
+  char passes[64];
+  std::snprintf(passes, sizeof passes, " (%.3g passes in this run)",
+                read / static_cast<double>(trainer->train_data().token_count()));
+  log_info("ternion: data.train ", describe_data(trainer->train_data()), passes, val,
+           "; tokenizer ", trainer->tokenizer().describe());
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (",
            count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"),
