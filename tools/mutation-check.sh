@@ -55,7 +55,8 @@ mutations=(
   "interleaved pipeline: chunks take consecutive virtual stages (blocks 0, 2, 1, 3 in order)|layers/gpt_model.cpp|const int v = c * stages + stage;|const int v = stage * virtual_stages + c;|^pipeline_parallel\\."
   "gradient norm: replicated parameters counted once per tensor rank|training/trainer.cpp|tp_.rank() == 0)) counted.push_back(s.grad());|true)) counted.push_back(s.grad());|^tensor_parallel\\."
   "checkpoint load: every tensor rank takes the first shard's slice|training/checkpoint.cpp|for_each_run(p.value.shape(), global_shape, p.shard_dim, p.shard_offset, target.begin,|for_each_run(p.value.shape(), global_shape, p.shard_dim, 0, target.begin,|^checkpoint\\."
-  "PowerSGD: the error-feedback residual never updated|parallel/powersgd_reduction.cpp|           matmul(m.residual, p, m.q, false, true, -inverse_ranks, 1.0f);
+  "PowerSGD: the error-feedback residual never updated|parallel/powersgd_reduction.cpp|           m.residual.copy_from(g);
+           matmul(m.residual, p, m.next_q, false, true, -inverse_ranks, 1.0f);
 |           (void)inverse_ranks;
 |^parallel_mpi\\.(process_groups_np8\$|powersgd_trains\$)|^checkpoint\\.np4\$"
   "KV-cache decoding: learned positions one past the cached ones|layers/embedding.cpp|std::int64_t first_position = ctx.info().kv_cache ? ctx.info().kv_cache->positions() : 0;|std::int64_t first_position = ctx.info().kv_cache ? ctx.info().kv_cache->positions() + 1 : 0;|^(KvCacheDecoder|GenerateCached)\\.|^cli\\.generate"
