@@ -28,16 +28,26 @@ TN_HOST_DEVICE inline T exp_minus_two_u(T x) {
   T minus_two_u = -kTwoSqrt2OverPi<T> * (x + kCubic<T> * x * x * x);
   return fast_exp(minus_two_u < static_cast<T>(80) ? minus_two_u : static_cast<T>(80));
 }
+
+// Past |x| = kFlat, gelu is x or 0 and gelu' 1 or 0 to float precision. x is clamped there
+// where it matters: below -kFlat, e's clamp would otherwise leave gelu = x / (1 + e^80) growing
+// with |x| (-5e3 at -3e38) and gelu' = s + x s (e s) u' growing like x^3 (-3.9 at -1e12); and
+// x^2 overflows near 1e20 (a NaN in gelu').
+inline constexpr double kFlat = 20.0;
 }  // namespace gelu_detail
 
 template <class T>
 TN_HOST_DEVICE inline T gelu_value(T x) {
+  constexpr T low = -static_cast<T>(gelu_detail::kFlat);
+  x = x < low ? low : x;
   return fast_divide(x, static_cast<T>(1) + gelu_detail::exp_minus_two_u(x));
 }
 
 template <class T>
 TN_HOST_DEVICE inline T gelu_derivative(T x) {
   using namespace gelu_detail;
+  constexpr T flat = static_cast<T>(kFlat);
+  x = x < -flat ? -flat : (x > flat ? flat : x);
   const T e = exp_minus_two_u(x);
   const T s = fast_divide(static_cast<T>(1), static_cast<T>(1) + e);
   const T two_du = kTwoSqrt2OverPi<T> * (static_cast<T>(1) + static_cast<T>(3) * kCubic<T> * x * x);

@@ -68,10 +68,12 @@ TEST(Gelu, FloatOpMatchesDoubleTemplate) {
 }
 
 TEST(Gelu, SaturatesWithoutNaN) {
-  const std::vector<float> xs = {-1e4f, -200.0f, -90.0f, -30.0f, 0.0f, 30.0f, 90.0f, 200.0f, 1e4f};
-  Tensor x = Tensor::from_vector(xs, {9}), out = Tensor::empty({9}), dx = Tensor::empty({9});
+  const std::vector<float> xs = {-3e38f, -1e20f, -1e12f, -1e4f, -200.0f, -90.0f, -30.0f, 0.0f,
+                                 30.0f,  90.0f,  200.0f, 1e4f, 1e12f,  1e20f,  3e38f};
+  const auto n = static_cast<std::int64_t>(xs.size());
+  Tensor x = Tensor::from_vector(xs, {n}), out = Tensor::empty({n}), dx = Tensor::empty({n});
   gelu_forward(out, x);
-  gelu_backward(dx, x, Tensor::full({9}, 1.0f));
+  gelu_backward(dx, x, Tensor::full({n}, 1.0f));
   std::vector<double> want_out, want_dx;
   for (float v : xs) {
     want_out.push_back(v > 0 ? v : 0.0);
