@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -497,7 +498,9 @@ int run_training(Communicator& world, const Setup& s) {
                                               : "");
   // How often the run goes over its data, as Megatron's epochs: windows are drawn at random,
   // so a run of many passes over a small text sees the same windows again and again.
-  const double read = static_cast<double>(config.training.steps) *
+  const std::int64_t steps_left =
+      std::max<std::int64_t>(config.training.steps - trainer->resumed_step(), 0);
+  const double read = static_cast<double>(steps_left) *
                       static_cast<double>(config.training.global_batch_size) *
                       static_cast<double>(config.model.seq_len);
   char passes[64];

@@ -67,6 +67,7 @@ class Trainer {
   // step in progress, with a checkpoint when checkpoint.save_dir is set.
   StepMetrics run();
   bool stopped_by_signal() const { return stopped_by_signal_; }
+  std::int64_t resumed_step() const { return resumed_step_; }  // 0: a fresh run
   // Samples text from the model (collective); options.tokenizer is usually tokenizer().
   std::string generate(const SampleOptions& options);
   // The training.sample_* options through the run's tokenizer, seeded with training.seed.
