@@ -600,7 +600,8 @@ StepMetrics Trainer::run() {
                m.skipped ? " (this step was skipped: the weights are the last applied step's)"
                          : "");
     }
-    if (stop > 0) {
+    // A signal in the last step stops nothing: the run has finished.
+    if (stop > 0 && step < t.steps) {
       log_info("ternion: stopped by a signal after step ", step);
       stopped_by_signal_ = true;
       break;

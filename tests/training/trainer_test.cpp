@@ -6,9 +6,12 @@
 
 #include "framework/strict_json.h"
 
+#include <atomic>
+#include <csignal>
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <thread>
 
 #include "data/builtin_corpus.h"
 #include "trainer_state.h"
@@ -211,6 +214,37 @@ TEST(Trainer, SkippedStepsAreCountedAtTheEnd) {
                      "update applied), the last among them: the run may be diverging"),
             std::string::npos)
       << out;
+}
+
+// A stop signal that lands in the last step stops nothing: the run has finished (exit status
+// 0 and its final sample), not "stopped after step N". The stop handler is called from another
+// thread as soon as the run installs it, so the signal comes during the run's only step.
+TEST(Trainer, ASignalInTheLastStepLetsTheRunFinish) {
+  ScratchDir dir("signal_last_step");
+  testing_support::prepare_builtin(dir);
+  TrainConfig c = small_run(dir, 1);
+  c.model.d_model = 256;  // a step long enough for the handler to be called within it
+  c.model.seq_len = 128;
+  Trainer trainer(c);
+  std::atomic<bool> done{false};
+  std::thread signaller([&done] {
+    while (!done) {
+      struct sigaction installed {};
+      sigaction(SIGTERM, nullptr, &installed);
+      if (installed.sa_handler != SIG_DFL && installed.sa_handler != SIG_IGN) {
+        installed.sa_handler(SIGTERM);  // as the signal would, without a signal to race
+        return;
+      }
+    }
+  });
+  testing::internal::CaptureStderr();
+  trainer.run();
+  done = true;
+  signaller.join();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("signal received"), std::string::npos) << "the handler was never called";
+  EXPECT_FALSE(trainer.stopped_by_signal());
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 TEST(Trainer, DurationFormat) {
