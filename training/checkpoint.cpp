@@ -414,8 +414,8 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
     const Shape& global_shape = target.param->global_shape;
     const Parameter& p = *target.param;
     // A save writes each element once, so the pieces' sizes add up to the tensor's: an index
-    // that holds one more (a piece edited in, or left from another save) is refused here, on
-    // either path below, before any piece is read.
+    // that holds more (a piece edited in, or left from another save) or fewer is refused
+    // here, on either path below, before any piece is read.
     std::int64_t held = 0;
     for (const LocatedPiece& located : found->second) {
       const CheckpointPiece& piece = located.piece;

@@ -181,6 +181,17 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
   // Every rank writes its part of each checkpoint: each checks now, not after training.
   if (!meta) check_outputs_writable(config, groups_.world().rank());
   const std::string resume = meta ? "" : checkpoint_to_resume(config.checkpoint);
+  if (!meta && config.checkpoint.load == "latest") {
+    // Every rank resumes, or none: a save_dir that one node sees otherwise (a local disk, a
+    // stale network mount) would start it afresh while the others resume, to part ways later.
+    Tensor resuming = Tensor::full({1}, resume.empty() ? 0.0f : 1.0f);
+    groups_.world().all_reduce(resuming, ReduceOp::Sum);
+    const auto seeing = static_cast<int>(resuming.data<float>()[0]);
+    TN_CHECK_AS(CheckpointError, seeing == 0 || seeing == groups_.world().size(),
+                "checkpoint.load: latest: ", seeing, " of ", groups_.world().size(),
+                " ranks find a checkpoint in '", config.checkpoint.save_dir,
+                "': checkpoint.save_dir must be one directory that every rank sees");
+  }
   AttentionKernel attention = AttentionKernel::automatic;
   TN_CHECK_AS(ConfigError, parse_attention_kernel(config.training.attention, attention),
               "training.attention: must be auto, cudnn or cublas, got '",
