@@ -170,8 +170,8 @@ void check_tensor_groups_within_nodes(const ProcessGroups& groups) {
   TN_CHECK_AS(ConfigError, spanning.empty(), "parallel.tensor = ", groups.tp_size(),
               ": tensor group ",
               rank_list_str(spanning.empty() ? std::vector<int>{} : spanning.front()),
-              " spans nodes; tensor parallelism all-reduces activations every layer, so a "
-              "tensor group must fit within one node's ranks");
+              " spans nodes; tensor parallelism all-reduces activations every layer, so each "
+              "node's ranks must be a multiple of parallel.tensor");
 }
 
 }  // namespace ternion
