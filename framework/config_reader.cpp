@@ -128,6 +128,13 @@ ConfigDocument ConfigDocument::parse(const std::string& text, const std::string&
   return doc;
 }
 
+ConfigDocument ConfigDocument::parse_resolved(const std::string& text,
+                                              const std::string& description) {
+  ConfigDocument doc = parse(text, description);
+  doc.has_lines_ = false;
+  return doc;
+}
+
 ConfigDocument ConfigDocument::load_file(const std::string& path) {
   std::string why;
   const std::optional<std::string> text = read_whole_file(path, why);
@@ -175,7 +182,7 @@ std::string ConfigDocument::location(const std::string& section, const std::stri
   if (it != override_origin_.end()) return it->second;
   YAML::Node node = value(section, key);
   if (!node) return "";
-  return line_of(source_name_, node);
+  return has_lines_ ? line_of(source_name_, node) : source_name_;
 }
 
 YAML::Node ConfigDocument::value(const std::string& section, const std::string& key) const {

@@ -35,6 +35,9 @@ class ConfigDocument {
   // ConfigError for a missing or unreadable file or broken YAML (with its line).
   static ConfigDocument load_file(const std::string& path);
   static ConfigDocument parse(const std::string& text, const std::string& source_name);
+  // A config a program resolved itself (config_yaml's text): messages name `description`
+  // alone, as its lines are no lines of any file the user has.
+  static ConfigDocument parse_resolved(const std::string& text, const std::string& description);
 
   // "section.key=value"; UsageError if malformed. The value is read as a YAML scalar, except by
   // a string key, which takes the text after '=' as it is (override_text). Messages place the
@@ -57,6 +60,7 @@ class ConfigDocument {
  private:
   YAML::Node section_node(const std::string& section) const;
   std::string source_name_;
+  bool has_lines_ = true;  // false: parse_resolved
   YAML::Node root_;
   std::map<std::string, std::string> override_origin_;  // "section.key" -> "--set ..."
   std::map<std::string, std::string> override_text_;    // "section.key" -> the text after '='

@@ -112,7 +112,9 @@ TrainConfig apply_layout(const TrainConfig& config, const LayoutChoice& layout,
                              std::to_string(layout.pipeline) + "," + std::to_string(layout.data) +
                              "," + std::to_string(layout.micro_batch_size) + "," +
                              std::to_string(layout.virtual_stages);
-  ConfigDocument doc = ConfigDocument::parse(config_yaml(config), config.source);
+  // The config as resolved: its lines are no lines of the user's file.
+  ConfigDocument doc = ConfigDocument::parse_resolved(config_yaml(config),
+                                                      config.source + " with " + origin);
   for (const std::string& assignment : overrides) doc.apply_override(assignment, origin);
   return TrainConfig::from_document(std::move(doc), {}, world_size);
 }
