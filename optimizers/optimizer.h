@@ -16,7 +16,8 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   // One update at learning rate `lr`; gradients are multiplied by `grad_scale` first (the
-  // clipping factor). `step` is 1-based.
+  // clipping factor). `step` counts the updates applied, this one included (1-based): the
+  // trainer's steps skipped for non-finite gradients are not counted.
   virtual void step(float lr, float grad_scale, std::int64_t step) = 0;
   // Bytes of optimizer state held by this rank.
   virtual std::size_t state_bytes() const = 0;

@@ -213,8 +213,8 @@ void check_save_dir_writable(const TrainConfig& config, int rank) {
 }
 
 void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std::int64_t step,
-                     CheckpointRetention& retention, const std::vector<ShardedTensor>& mine,
-                     Communicator* world) {
+                     std::int64_t updates, CheckpointRetention& retention,
+                     const std::vector<ShardedTensor>& mine, Communicator* world) {
   const std::string& save_dir = config.checkpoint.save_dir;
   const int rank = world != nullptr ? world->rank() : 0;
   const int ranks = world != nullptr ? world->size() : 1;
@@ -267,6 +267,7 @@ void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std:
     try {
       CheckpointMeta meta;
       meta.step = step;
+      meta.updates = updates;
       meta.ranks = ranks;
       meta.model = checkpoint_model_sizes(config.model);
       meta.settings = model_family(config.model.family).function_settings(config.model);
@@ -473,6 +474,10 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                  });
   }
   return meta.step;
+}
+
+std::int64_t checkpoint_updates(const std::string& dir) {
+  return read_checkpoint_meta(meta_path_of(dir)).updates;
 }
 
 bool checkpoint_holds(const std::string& dir, const std::string& tensor) {

@@ -55,9 +55,13 @@ void check_save_dir_writable(const TrainConfig& config, int rank);
 // Saves the state after `step` into config.checkpoint.save_dir, then deletes what `retention`
 // prunes (training/checkpoint_retention.h). Collective over `world` (null: this rank alone).
 // CheckpointError on I/O failure, on every rank, with the incomplete directory removed.
+// `updates`: the optimizer updates applied by then (CheckpointMeta::updates).
 void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std::int64_t step,
-                     CheckpointRetention& retention, const std::vector<ShardedTensor>& mine,
-                     Communicator* world);
+                     std::int64_t updates, CheckpointRetention& retention,
+                     const std::vector<ShardedTensor>& mine, Communicator* world);
+
+// The optimizer updates the checkpoint in `dir` had applied (CheckpointMeta::updates).
+std::int64_t checkpoint_updates(const std::string& dir);
 
 // The checkpoint directory `load` names: a directory (a save_dir: its latest), or "latest" in
 // `save_dir`.

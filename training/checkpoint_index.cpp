@@ -161,6 +161,7 @@ std::vector<std::pair<std::string, std::int64_t>> checkpoint_model_sizes(const M
 std::string checkpoint_meta_json(const CheckpointMeta& meta) {
   OrderedJson root = {{"format", kCheckpointFormat},
                {"step", meta.step},
+               {"updates", meta.updates},
                {"ranks", meta.ranks},
                {"optimizer", meta.optimizer},
                {"family", meta.family}};
@@ -198,6 +199,7 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
              "is not \"" + std::string(kCheckpointFormat) + "\": not a Ternion checkpoint");
   CheckpointMeta meta;
   meta.step = f.integer("step", 0, kMaxStep);
+  meta.updates = f.has("updates") ? f.integer("updates", 0, meta.step) : meta.step;
   meta.ranks = static_cast<int>(f.integer("ranks", 1, kMaxRanks));
   if (f.has("optimizer")) meta.optimizer = f.string("optimizer");
   if (f.has("family")) meta.family = f.string("family");

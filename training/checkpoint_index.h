@@ -30,6 +30,9 @@ inline constexpr const char* kCheckpointFormat = "ternion-checkpoint-1";
 
 struct CheckpointMeta {
   std::int64_t step = 0;
+  // Optimizer updates applied (AdamW's bias correction counts them: steps skipped for
+  // non-finite gradients are not); the step in checkpoints that predate recording it.
+  std::int64_t updates = 0;
   int ranks = 1;  // how many rank_NNNNN files there are
   // The model sizes it was saved with (checkpoint_model_sizes), as recorded.
   std::vector<std::pair<std::string, std::int64_t>> model;

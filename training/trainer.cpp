@@ -420,7 +420,7 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   metrics.skipped = !std::isfinite(metrics.grad_norm);
   if (!metrics.skipped) {
     optimizer_->step(static_cast<float>(metrics.lr),
-                     clip_factor(metrics.grad_norm, config_.optimizer.grad_clip), step);
+                     clip_factor(metrics.grad_norm, config_.optimizer.grad_clip), ++updates_);
     if (reducer_ && reducer_->shards_optimizer_state()) reducer_->all_gather_parameters();
     after_master_update();
   }

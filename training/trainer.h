@@ -153,6 +153,9 @@ class Trainer {
   std::int64_t last_micro_batch_ = 0;
   std::string resumed_from_;        // checkpoint.load resolved
   std::int64_t resumed_step_ = 0;   // the loaded checkpoint's step (0: a fresh run)
+  // Optimizer updates applied: AdamW's bias correction counts these, as PyTorch's and
+  // Megatron's do, so a step skipped for non-finite gradients does not advance it.
+  std::int64_t updates_ = 0;
   CheckpointTransfer resume_transfer_;  // the load's, counted as a save of this layout counts
   CheckpointRetention checkpoint_retention_;  // what this run's saves prune
   bool stopped_by_signal_ = false;

@@ -94,7 +94,7 @@ Trainer::CheckpointTransfer Trainer::save_checkpoint(std::int64_t step) {
       mine.push_back({prefix + name, &whole.back(), tensor.view({-1}), 0, tensor.numel()});
     }
   }
-  ::ternion::save_checkpoint(config_, tokenizer_, step, checkpoint_retention_, mine,
+  ::ternion::save_checkpoint(config_, tokenizer_, step, updates_, checkpoint_retention_, mine,
                              &groups_.world());
   double bytes = 0;
   for (const ShardedTensor& t : mine) bytes += checkpoint_bytes(t);
@@ -125,6 +125,7 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
   }
   const std::int64_t step =
       ::ternion::load_checkpoint(dir, config_.model, config_.optimizer.type, targets);
+  updates_ = checkpoint_updates(dir);
   // What this rank would save of it, so that a load and a save of one layout count alike.
   double bytes = 0;
   for (const ShardedTensor& target : targets) {

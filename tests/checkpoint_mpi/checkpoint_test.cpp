@@ -361,6 +361,8 @@ TEST_F(CheckpointFiles, DamagedIndexesAreRefusedNamingTheFileAndField) {
        "checkpoint.json': field 'step' must be non-negative, got -3"},
       {"checkpoint.json", R"("step":\d+)", R"("step":2.5)",
        "checkpoint.json': field 'step' must be an integer, got '2.5'"},
+      {"checkpoint.json", R"("updates":\d+)", R"("updates":99999)",
+       "checkpoint.json': field 'updates' must be from 0 to "},
       {"checkpoint.json", R"("model":\{[^}]*\})", R"("model":3)",
        "checkpoint.json': field 'model' must be a JSON object, got '3'"},
       {"checkpoint.json", R"("d_model":\d+)", R"("d_model":[32])",
@@ -406,6 +408,9 @@ TEST_F(CheckpointFiles, AnotherOptimizersStateIsRefusedNamingBothTypes) {
   std::string msg = load_error(step_, sgd);
   EXPECT_NE(msg.find("was saved with optimizer.type = adamw; this run has sgd"), std::string::npos)
       << msg;
+  // Checkpoints written before the updates were counted load too (as many as steps).
+  EXPECT_EQ(load_error(damaged_copy("before_updates", "checkpoint.json", R"("updates":\d+,)", "")),
+            "");
   // Checkpoints written before the type was recorded still load, and another optimizer's
   // state is told apart by its kinds.
   const std::string old = damaged_copy("before_optimizer_type", "checkpoint.json",

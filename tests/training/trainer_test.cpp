@@ -177,6 +177,36 @@ TEST(Trainer, NonFiniteGradientsSkipTheUpdate) {
   EXPECT_TRUE(record["grad_norm"].is_null());  // JSON has no NaN
 }
 
+// AdamW's bias correction counts the updates applied, as PyTorch's and Megatron's do: after a
+// skipped first step, the first update is a first update (each element moves by the learning
+// rate, m_hat / sqrt(v_hat) being the gradient's sign), not a second one (0.735 of it).
+TEST(Trainer, ASkippedStepIsNotCountedByAdamW) {
+  ScratchDir dir("skipped_first");
+  testing_support::prepare_builtin(dir, 50000);
+  TrainConfig c = small_run(dir, 2);
+  c.training.eval_interval = 0;
+  Trainer trainer(c);
+  std::vector<Parameter*> params = trainer.model().parameters();
+  Parameter* ln = params[params.size() - 2];  // ln_f.weight: no weight decay
+  ASSERT_EQ(ln->name, "ln_f.weight");
+  const float kept = ln->value.data<float>()[0];
+  ln->value.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  ASSERT_TRUE(trainer.train_step(1).skipped);
+  ln->value.data<float>()[0] = kept;
+  const std::vector<float> before = ln->value.to_vector();
+  const StepMetrics m = trainer.train_step(2);
+  ASSERT_FALSE(m.skipped);
+  const std::vector<float> after = ln->value.to_vector();
+  int moved = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const double step = std::abs(static_cast<double>(after[i]) - before[i]);
+    if (step < 1e-3 * m.lr) continue;  // a gradient near eps
+    EXPECT_NEAR(step, m.lr, 0.01 * m.lr) << "element " << i;  // eps and rounding: < 1%
+    ++moved;
+  }
+  EXPECT_GT(moved, static_cast<int>(before.size()) / 2);
+}
+
 // A `steps`-step run on the built-in corpus whose ln_f.weight holds a NaN that no skipped
 // update can mend: every step's gradients are non-finite.
 std::unique_ptr<Trainer> trainer_with_a_nan_weight(const ScratchDir& dir, std::int64_t steps) {
