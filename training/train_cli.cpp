@@ -492,10 +492,15 @@ int run_training(Communicator& world, const Setup& s) {
         data.token_count(), " tokens");
   };
   std::string val;
-  if (trainer->val_data() != nullptr)
-    val = "; data.val " + describe_data(*trainer->val_data()) +
-          (config.training.eval_interval == 0 ? " (not evaluated: training.eval_interval is 0)"
-                                              : "");
+  if (trainer->val_data() != nullptr) {
+    val = "; data.val " + describe_data(*trainer->val_data());
+    const std::int64_t reads = config.training.eval_batches * parallel.micro_batch_size;
+    if (config.training.eval_interval == 0)
+      val += " (not evaluated: training.eval_interval is 0)";
+    else if (reads > trainer->val_windows())  // a small file: its windows weigh unevenly
+      val += detail::concat(" (an evaluation reads ", reads, " sequences of its ",
+                            count_of(trainer->val_windows(), "window", "windows"), ": they repeat)");
+  }
   // How often the run goes over its data, as Megatron's epochs: windows are drawn at random,
   // so a run of many passes over a small text sees the same windows again and again.
   const std::int64_t steps_left =

@@ -68,6 +68,8 @@ class Trainer {
   StepMetrics run();
   bool stopped_by_signal() const { return stopped_by_signal_; }
   std::int64_t resumed_step() const { return resumed_step_; }  // 0: a fresh run
+  // The whole windows an evaluation cycles through (0 without data.val).
+  std::int64_t val_windows() const { return val_sampler_ ? val_sampler_->window_count() : 0; }
   // Samples text from the model (collective); options.tokenizer is usually tokenizer().
   std::string generate(const SampleOptions& options);
   // The training.sample_* options through the run's tokenizer, seeded with training.seed.
