@@ -72,7 +72,7 @@ void initialize_parameter(Parameter& p, std::uint64_t seed) {
 
 std::vector<ParameterSegment> whole_parameters(const std::vector<Parameter*>& params) {
   std::vector<ParameterSegment> segments;
-  for (Parameter* p : params) segments.push_back({p, 0, p->value.numel()});
+  for (Parameter* p : params) segments.push_back({p, 0, p->value.numel(), Tensor()});
   return segments;
 }
 

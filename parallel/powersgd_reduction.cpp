@@ -73,7 +73,7 @@ void PowerSgdReduction::plan(const std::vector<std::vector<BucketMember>>& bucke
       const std::int64_t thin = (rows + cols) * rank_;
       if (m.shape.size() == 2 && rows >= rank_ && cols >= rank_ &&
           static_cast<double>(numel) >= min_compression_rate_ * static_cast<double>(thin)) {
-        bucket.matrices.push_back({m.name, m.offset, rows, cols, Tensor(), Tensor()});
+        bucket.matrices.push_back({m.name, m.offset, rows, cols, Tensor(), Tensor(), Tensor()});
         bucket.p_elements += rows * rank_;
         wire_elements_ += thin;
       } else {
