@@ -333,9 +333,9 @@ std::string checkpoint_to_resume(const CheckpointConfig& checkpoint) {
   return resolve_checkpoint(checkpoint.load, checkpoint.save_dir);
 }
 
-std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
-                             const std::string& optimizer_type,
-                             std::vector<ShardedTensor>& targets) {
+CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
+                               const std::string& optimizer_type,
+                               std::vector<ShardedTensor>& targets) {
   const std::string meta_path = meta_path_of(dir);
   const CheckpointMeta meta = read_checkpoint_meta(meta_path);
   // Another family's parameters: say so, rather than name the first tensor it lacks.
@@ -473,11 +473,7 @@ std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
                    std::copy_n(whole.begin() + g, n, out + (i - target.begin));
                  });
   }
-  return meta.step;
-}
-
-std::int64_t checkpoint_updates(const std::string& dir) {
-  return read_checkpoint_meta(meta_path_of(dir)).updates;
+  return meta;
 }
 
 bool checkpoint_holds(const std::string& dir, const std::string& tensor) {

@@ -31,6 +31,7 @@
 #include "framework/parameter.h"
 #include "layers/gpt_model.h"
 #include "layers/model_config.h"
+#include "training/checkpoint_index.h"
 #include "training/checkpoint_retention.h"
 #include "training/train_config.h"
 #include "parallel/comm/communicator.h"
@@ -60,8 +61,6 @@ void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std:
                      std::int64_t updates, CheckpointRetention& retention,
                      const std::vector<ShardedTensor>& mine, Communicator* world);
 
-// The optimizer updates the checkpoint in `dir` had applied (CheckpointMeta::updates).
-std::int64_t checkpoint_updates(const std::string& dir);
 
 // The checkpoint directory `load` names: a directory (a save_dir: its latest), or "latest" in
 // `save_dir`.
@@ -72,13 +71,14 @@ std::string resolve_checkpoint(const std::string& load, const std::string& save_
 // job and every requeue, as in Megatron-LM and torchtitan; logged).
 std::string checkpoint_to_resume(const CheckpointConfig& checkpoint);
 
-// Fills every target from the checkpoint in `dir`; returns its step. CheckpointError naming the
+// Fills every target from the checkpoint in `dir`; returns its checkpoint.json (the step, the
+// optimizer updates applied, what it was saved with). CheckpointError naming the
 // file, field or tensor for a missing or corrupt checkpoint (training/checkpoint_index.h), a
 // checksum mismatch, a model of another shape, or optimizer state of another optimizer.type
 // than `optimizer_type` (empty: the targets are the model's alone).
-std::int64_t load_checkpoint(const std::string& dir, const ModelConfig& model,
-                             const std::string& optimizer_type,
-                             std::vector<ShardedTensor>& targets);
+CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
+                               const std::string& optimizer_type,
+                               std::vector<ShardedTensor>& targets);
 
 // Whether the checkpoint in `dir` holds a tensor named `tensor` (its indexes as load_checkpoint
 // checks them).

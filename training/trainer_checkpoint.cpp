@@ -123,9 +123,10 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
       targets.push_back({prefix + name, &whole.back(), Tensor(), 0, tensor.numel()});
     }
   }
-  const std::int64_t step =
+  const CheckpointMeta meta =
       ::ternion::load_checkpoint(dir, config_.model, config_.optimizer.type, targets);
-  updates_ = checkpoint_updates(dir);
+  const std::int64_t step = meta.step;
+  updates_ = meta.updates;
   // What this rank would save of it, so that a load and a save of one layout count alike.
   double bytes = 0;
   for (const ShardedTensor& target : targets) {
