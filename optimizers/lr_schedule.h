@@ -8,11 +8,16 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "optimizers/optimizer_config.h"
 
 namespace ternion {
 
 double learning_rate_at(const OptimizerConfig& config, std::int64_t step, std::int64_t total_steps);
+
+// The schedule in a phrase for the run's start-up line ("lr 0.0006, warm-up 100 steps, cosine
+// to 6e-05"), naming the settings that the run never reaches or that have no effect.
+std::string describe_schedule(const OptimizerConfig& config, std::int64_t total_steps);
 
 }  // namespace ternion

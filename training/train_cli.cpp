@@ -30,6 +30,7 @@
 #include "parallel/comm/fault_injection.h"
 #include "parallel/comm/mpi_runtime.h"
 #include "parallel/process_groups.h"
+#include "optimizers/lr_schedule.h"
 #include "training/checkpoint.h"
 #include "training/memory_estimate.h"
 #include "training/run_outputs.h"
@@ -518,7 +519,8 @@ int run_training(Communicator& world, const Setup& s) {
            count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"),
            " of ", parallel.micro_batch_size, ")", layout, ", ",
            count_of(num_threads(), "thread", "threads"), world.size() > 1 ? " per rank" : "",
-           ", optimizer ", config.optimizer.type, ", parameters ", human_bytes(local_params * 4.0),
+           ", optimizer ", config.optimizer.type, " (",
+           describe_schedule(config.optimizer, config.training.steps), "), parameters ", human_bytes(local_params * 4.0),
            world.size() > 1 ? " per rank" : "", ", optimizer state ",
            human_bytes(static_cast<double>(trainer->optimizer_state_bytes())),
            config.training.device == "cuda"

@@ -55,6 +55,19 @@ TEST(LrSchedule, NoStepIsSpentAtTheFinalRate) {
   EXPECT_DOUBLE_EQ(learning_rate_at(warm, 3, 3), 1e-3);  // warm-up, then the peak
 }
 
+// The start-up line's phrase names what the run will not reach or not use.
+TEST(LrSchedule, DescriptionNamesWhatTheRunNeverUses) {
+  EXPECT_EQ(describe_schedule(schedule(6e-4, 6e-5, 100, "cosine"), 1000),
+            "lr 0.0006, warm-up 100 steps, cosine to 6e-05");
+  EXPECT_EQ(describe_schedule(schedule(1e-3, 0.0, 0, "constant"), 10), "lr 0.001, constant");
+  EXPECT_EQ(describe_schedule(schedule(1e-3, 1e-4, 0, "constant"), 10),
+            "lr 0.001, constant: optimizer.min_lr has no effect");
+  EXPECT_EQ(describe_schedule(schedule(1e-3, 1e-4, 10, "linear"), 10),
+            "lr 0.001, warm-up 10 steps: the whole run, no decay");
+  EXPECT_EQ(describe_schedule(schedule(1e-3, 0.0, 40, "cosine"), 10),
+            "lr 0.001, warm-up 40 steps: longer than the run, lr 0.00025 at its last step");
+}
+
 TEST(GradClip, NormAndFactor) {
   Parameter a = make_parameter("a", {2}, ParameterInit::Zeros, 0, true);
   Parameter b = make_parameter("b", {1}, ParameterInit::Zeros, 0, false);
