@@ -24,6 +24,7 @@ class Gpt2Family : public ModelFamily {
             "rope_scaling_low_freq_factor",
             "rope_scaling_high_freq_factor",
             "rope_scaling_original_context",
+            "max_context",
             "norm_eps",
             "tie_embeddings"};
   }

@@ -37,6 +37,11 @@ class LlamaFamily : public ModelFamily {
       if (config.rope_scaling_original_context < 1)
         config_fail(doc, "model", "rope_scaling_original_context", "must be positive");
     }
+    if (config.max_context < 0 || (config.max_context > 0 && config.max_context < config.seq_len))
+      config_fail(doc, "model", "max_context",
+                  "must be 0 (= model.seq_len) or at least model.seq_len (" +
+                      std::to_string(config.seq_len) + "), got " +
+                      std::to_string(config.max_context));
     // The norms run in float: an epsilon that rounds to 0 there divides an all-zero row by 0.
     if (!(config.norm_eps > 0 && config.norm_eps < 1 && static_cast<float>(config.norm_eps) > 0))
       config_fail(doc, "model", "norm_eps", "must be in (0, 1), and above 0 as a float");

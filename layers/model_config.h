@@ -34,6 +34,7 @@ struct ModelConfig {
   double rope_scaling_low_freq_factor = 1.0;
   double rope_scaling_high_freq_factor = 4.0;
   std::int64_t rope_scaling_original_context = 8192;
+  std::int64_t max_context = 0;          // the longest context it is made for; 0 = seq_len
   double norm_eps = 1e-5;                // RMSNorm epsilon
   bool tie_embeddings = false;           // the LM head shares the token embedding
 
@@ -64,6 +65,9 @@ struct ModelConfig {
       "llama: with rope_scaling_factor, wavelengths below original_context / this are kept");
     v("rope_scaling_original_context", rope_scaling_original_context,
       "llama: with rope_scaling_factor, the context the model was first trained at");
+    v("max_context", max_context,
+      "llama: the longest context the model is made for, at least seq_len (0 = seq_len); "
+      "ternion-export writes it as max_position_embeddings");
     v("norm_eps", norm_eps, "llama: RMSNorm epsilon");
     v("tie_embeddings", tie_embeddings, "llama: the LM head shares the token embedding's weight");
   }
@@ -74,6 +78,7 @@ struct ModelConfig {
   std::int64_t ff_width() const { return d_ff > 0 ? d_ff : 4 * d_model; }
   std::int64_t head_size() const { return d_model / n_head; }
   std::int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  std::int64_t context_made_for() const { return max_context > 0 ? max_context : seq_len; }
 
   void validate(const ConfigDocument& doc) const;
 };

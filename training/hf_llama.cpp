@@ -207,7 +207,7 @@ std::string hf_llama_config_json(const ModelConfig& config) {
                      {"num_attention_heads", config.n_head},
                      {"num_key_value_heads", config.kv_heads()},
                      {"head_dim", config.head_size()},
-                     {"max_position_embeddings", config.seq_len},
+                     {"max_position_embeddings", config.context_made_for()},
                      {"hidden_act", "silu"},
                      {"rms_norm_eps", config.norm_eps},
                      {"rope_theta", config.rope_theta},
@@ -269,9 +269,11 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
   // Rotary positions are not weights: a shorter context than the checkpoint's is fine.
   if (const auto node = hf_given(root, "max_position_embeddings")) {
     const std::int64_t theirs = integer(*node, "max_position_embeddings");
-    TN_CHECK_AS(CheckpointError, config.seq_len <= theirs, "'", path,
-                "' gives max_position_embeddings ", theirs, ", but model.seq_len is ",
-                config.seq_len, ", longer than the model was made for");
+    const bool ours_given = config.max_context > 0;
+    TN_CHECK_AS(CheckpointError, config.context_made_for() <= theirs, "'", path,
+                "' gives max_position_embeddings ", theirs, ", but ",
+                ours_given ? "model.max_context" : "model.seq_len", " is ",
+                config.context_made_for(), ", longer than the model was made for");
   }
 
   auto check_close = [&](const std::string& label, double theirs, double ours,

@@ -56,10 +56,10 @@ std::string hf_llama_config_json(const ModelConfig& config);
 // 5.x: in rope_parameters), rms_norm_eps (relative tolerance), tie_word_embeddings, and the
 // rotary embedding's kind: plain (rope_type "default") or Llama 3's scaling ("llama3", every
 // field against model.rope_scaling_*; given where ours scales, absent where it does not);
-// max_position_embeddings only bounds model.seq_len, as rotary positions are not weights. A
-// key the file leaves out is read as transformers' LlamaConfig reads it (rope_theta 10000,
-// rms_norm_eps 1e-6, untied, num_key_value_heads = num_attention_heads). CheckpointError
-// naming the file, the key and both values, or a file that is not a JSON object.
+// max_position_embeddings only bounds model.max_context (or seq_len), as rotary positions are
+// not weights. A key the file leaves out is read as transformers' LlamaConfig reads it
+// (rope_theta 10000, rms_norm_eps 1e-6, untied, num_key_value_heads = num_attention_heads).
+// CheckpointError naming the file, the key and both values, or a file that is not a JSON object.
 void check_hf_llama_config(const ModelConfig& config, const std::string& json,
                            const std::string& path);
 

@@ -303,6 +303,19 @@ TEST(HfLlama, ConfigJsonIsLlamaForCausalLMs) {
   }
 }
 
+// A model made for a longer context than the run trains at (Llama 3.2's 131072 fine-tuned at
+// 2048) keeps that context in its export, so serving it is not cut to the training run's.
+TEST(HfLlama, ExportKeepsTheContextTheModelIsMadeFor) {
+  ModelConfig config = tiny_config(2, false);
+  config.max_context = 131072;
+  const std::string json = hf_llama_config_json(config);
+  EXPECT_EQ(Json::parse(json)["max_position_embeddings"], 131072);
+  EXPECT_NO_THROW(check_hf_llama_config(config, json, "c.json"));
+  expect_checkpoint_error(
+      [&] { check_hf_llama_config(config, R"({"max_position_embeddings": 8192})", "c.json"); },
+      {"gives max_position_embeddings 8192, but model.max_context is 131072"});
+}
+
 // config.json of a Llama of tiny_config's sizes as transformers 4.x writes it (LlamaConfig's
 // every field; rope_theta at the top level), and as 5.x does (rope_parameters).
 const char* kTransformers4Config = R"({

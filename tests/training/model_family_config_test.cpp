@@ -59,6 +59,9 @@ TEST(ModelFamilyConfig, BadLlamaValuesNameTheirKey) {
        "must be above model.rope_scaling_low_freq_factor"},
       {"model.rope_scaling_original_context=0", "model.rope_scaling_original_context",
        "must be positive"},
+      {"model.max_context=8", "model.max_context",
+       "must be 0 (= model.seq_len) or at least model.seq_len (16), got 8"},
+      {"model.max_context=-1", "model.max_context", "got -1"},
       {"model.family=mamba", "model.family", "unknown family 'mamba' (known: gpt2, llama)"},
   };
   for (const auto& [set, key, why] : cases) {
@@ -124,7 +127,7 @@ TEST(ModelFamilyConfig, Gpt2RefusesLlamaKeys) {
   EXPECT_EQ(error_of(gpt2, {}), "");
   for (const std::string key : {"n_kv_head=2", "rope_theta=500000", "rope_scaling_factor=8",
                                 "rope_scaling_original_context=4096", "norm_eps=1e-6",
-                                "tie_embeddings=true"}) {
+                                "tie_embeddings=true", "max_context=1024"}) {
     const std::string msg = error_of(gpt2, {"model." + key});
     EXPECT_NE(msg.find("model." + key.substr(0, key.find('='))), std::string::npos) << msg;
     EXPECT_NE(msg.find("is a llama key"), std::string::npos) << msg;
