@@ -1,5 +1,6 @@
 #include "training/metrics_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -48,6 +49,34 @@ std::int64_t step_of_line(const std::string& line) {
   return json_int64(*step).value_or(-1);
 }
 
+// The lines of `source` up to `resumed_step`, and how many later or broken ones it drops.
+struct KeptLines {
+  std::string source;
+  std::string text;
+  std::int64_t last_step = 0;  // of the kept lines
+  std::int64_t dropped = 0;
+};
+
+std::optional<KeptLines> lines_up_to(const std::string& source, std::int64_t resumed_step) {
+  if (!std::filesystem::exists(source)) return std::nullopt;
+  std::ifstream in(source);
+  TN_CHECK_AS(DataError, in.good(), "logging.metrics_file: cannot read '", source, "'");
+  KeptLines kept;
+  kept.source = source;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const std::int64_t step = step_of_line(line);
+    if (step >= 0 && step <= resumed_step) {
+      kept.text += line + "\n";
+      kept.last_step = std::max(kept.last_step, step);
+    } else {
+      ++kept.dropped;
+    }
+  }
+  TN_CHECK_AS(DataError, !in.bad(), "logging.metrics_file: cannot read '", source, "'");
+  return kept;
+}
+
 }  // namespace
 
 MetricsWriter::MetricsWriter(std::string path, std::int64_t resumed_step) : path_(std::move(path)) {
@@ -59,36 +88,35 @@ MetricsWriter::MetricsWriter(std::string path, std::int64_t resumed_step) : path
   partial_path_ = path_ + ".partial";
   const char* mode = "w";
   if (resumed_step > 0) {
-    const std::string source = fs::exists(partial_path_) ? partial_path_
-                               : fs::exists(path_)       ? path_
-                                                         : std::string();
-    if (!source.empty()) {
-      std::ifstream in(source);
-      TN_CHECK_AS(DataError, in.good(), "logging.metrics_file: cannot read '", source, "'");
-      std::string kept;
-      std::int64_t dropped = 0;
-      for (std::string line; std::getline(in, line);) {
-        if (line.empty()) continue;
-        const std::int64_t step = step_of_line(line);
-        if (step >= 0 && step <= resumed_step) kept += line + "\n";
-        else ++dropped;
-      }
-      TN_CHECK_AS(DataError, !in.bad(), "logging.metrics_file: cannot read '", source, "'");
+    // The newest record that reaches the checkpoint's step: FILE.partial (a run that died after
+    // FILE was written) unless it stops short of the step, as when a resume from an older
+    // checkpoint died before the step that this run resumes from was reached again.
+    std::optional<KeptLines> kept = lines_up_to(partial_path_, resumed_step);
+    if (!kept || kept->last_step < resumed_step) {
+      std::optional<KeptLines> finished = lines_up_to(path_, resumed_step);
+      if (finished && (!kept || finished->last_step > kept->last_step)) kept = finished;
+    }
+    if (kept) {
       // Written aside and renamed over FILE.partial: a crash now loses none of its lines.
       const std::string rewritten = partial_path_ + ".tmp";
       std::FILE* out = std::fopen(rewritten.c_str(), "w");
       TN_CHECK_AS(ConfigError, out != nullptr, "logging.metrics_file: cannot write '", rewritten,
                   "': ", std::strerror(errno));
-      const bool written = std::fwrite(kept.data(), 1, kept.size(), out) == kept.size();
+      const bool written = std::fwrite(kept->text.data(), 1, kept->text.size(), out) ==
+                           kept->text.size();
       const bool closed = std::fclose(out) == 0;
       TN_CHECK_AS(DataError, written && closed, "logging.metrics_file: cannot write '", rewritten,
                   "': ", std::strerror(errno));
       fs::rename(rewritten, partial_path_, ec);
       TN_CHECK_AS(DataError, !ec, "logging.metrics_file: cannot rename '", rewritten, "' to '",
                   partial_path_, "': ", ec.message());
-      if (dropped > 0)
+      if (kept->dropped > 0)
         log_info("ternion: logging.metrics_file: kept the lines of steps up to ", resumed_step,
-                 " from '", source, "', dropped ", dropped, " of later steps or cut short");
+                 " from '", kept->source, "', dropped ", kept->dropped,
+                 " of later steps or cut short");
+      if (kept->last_step < resumed_step)
+        log_info("ternion: logging.metrics_file: '", kept->source, "' has no lines of steps ",
+                 kept->last_step + 1, " to ", resumed_step, ": the record has a gap there");
       mode = "a";
     }
   }
@@ -97,12 +125,10 @@ MetricsWriter::MetricsWriter(std::string path, std::int64_t resumed_step) : path
               partial_path_, "': ", std::strerror(errno));
 }
 
+// A run that stops on an error keeps its lines in FILE.partial and leaves FILE as it was: the
+// rename is finish()'s, on the paths where the run ends (a resume continues the .partial).
 MetricsWriter::~MetricsWriter() {
-  try {
-    finish();
-  } catch (...) {
-    // Destructors never throw; finish() is called explicitly on the normal path.
-  }
+  if (file_ != nullptr) std::fclose(file_);
 }
 
 void MetricsWriter::write(const StepMetrics& m) {

@@ -1,14 +1,16 @@
 // Per-step metrics as JSON lines: one object per optimizer step.
 //
 // Written to FILE.partial while the run goes (flushed every line, so it can be followed),
-// and renamed onto FILE when the run ends: a previous run's FILE is never clobbered by a run
-// that dies half-way.
+// and renamed onto FILE when the run ends (finish()): a previous run's FILE is never clobbered
+// by a run that dies half-way or stops on an error, whose lines stay in FILE.partial.
 //
 // A run resumed from the checkpoint of step s continues the record of the run it resumes:
-// FILE.partial starts with that run's lines of steps 1..s, from FILE.partial when there is one
-// (the last run that wrote it died: its lines are the newest, and FILE, if any, is older than
-// them) or else from FILE. Lines of steps after s belong to the abandoned rest of that run and
-// are dropped, so that no step appears twice; so is a line cut short by a crash.
+// FILE.partial starts with that run's lines of steps 1..s, from FILE.partial where its lines
+// reach step s (the last run that wrote it died: its lines are the newest), or else from FILE
+// (a resume from an older checkpoint that died before step s leaves a .partial that stops
+// short), or else from whichever reaches further, with the gap logged. Lines of steps after s
+// belong to the abandoned rest of that run and are dropped, so that no step appears twice; so
+// is a line cut short by a crash.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +55,7 @@ class MetricsWriter {
   MetricsWriter& operator=(const MetricsWriter&) = delete;
 
   void write(const StepMetrics& m);
-  void finish();  // flush, close, rename into place (also done by the destructor)
+  void finish();  // flush, close, rename into place; the destructor only closes
 
  private:
   std::string path_;

@@ -15,12 +15,14 @@ namespace {
 
 using testing_support::ScratchDir;
 
-std::string line_of(std::int64_t step, double loss) {
+StepMetrics metrics_of(std::int64_t step, double loss) {
   StepMetrics m;
   m.step = step;
   m.loss = loss;
-  return metrics_json(m);
+  return m;
 }
+
+std::string line_of(std::int64_t step, double loss) { return metrics_json(metrics_of(step, loss)); }
 
 // Lines for steps [first, last], with `loss` telling the runs apart.
 std::string lines_of(std::int64_t first, std::int64_t last, double loss) {
@@ -39,28 +41,22 @@ void write_file(const std::string& path, const std::string& text) { std::ofstrea
 // Runs the steps after `resumed_step` through `last`, as a run of loss `loss` would.
 void run_steps(const std::string& path, std::int64_t resumed_step, std::int64_t last, double loss) {
   MetricsWriter writer(path, resumed_step);
-  for (std::int64_t s = resumed_step + 1; s <= last; ++s) {
-    StepMetrics m;
-    m.step = s;
-    m.loss = loss;
-    writer.write(m);
-  }
+  for (std::int64_t s = resumed_step + 1; s <= last; ++s) writer.write(metrics_of(s, loss));
   writer.finish();
 }
 
+// A run that stops on an error (a diverged run, a failed save) leaves the finished file of
+// the run before it, and its own lines in FILE.partial; one that finishes replaces the file.
 TEST(MetricsWriter, AFreshRunReplacesTheFileWhenItFinishes) {
   ScratchDir dir("metrics-fresh");
   const std::string path = dir.file("m.jsonl");
   write_file(path, lines_of(1, 5, 1.0));
-  {
+  for (const bool finishes : {false, true}) {
     MetricsWriter writer(path);
-    StepMetrics m;
-    m.step = 1;
-    m.loss = 2.0;
-    writer.write(m);
+    writer.write(metrics_of(1, 2.0));
     EXPECT_EQ(read_file(path), lines_of(1, 5, 1.0)) << "replaced before the run finished";
-    writer.finish();
-  }
+    if (finishes) writer.finish();
+  }  // without finish(): the run threw
   EXPECT_EQ(read_file(path), lines_of(1, 1, 2.0));
   EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
 }
@@ -93,6 +89,22 @@ TEST(MetricsWriter, ACrashedRunsPartialIsNewerThanTheFinishedFile) {
   write_file(path + ".partial", lines_of(1, 10, 1.0) + lines_of(11, 15, 2.0));
   run_steps(path, 13, 16, 3.0);
   EXPECT_EQ(read_file(path), lines_of(1, 10, 1.0) + lines_of(11, 13, 2.0) + lines_of(14, 16, 3.0));
+}
+
+// A run resumed from an older checkpoint that died before reaching the newer one leaves a
+// .partial that stops short of it: a resume from the newer checkpoint takes the finished file.
+TEST(MetricsWriter, APartialThatStopsShortOfTheStepGivesWayToTheFinishedFile) {
+  ScratchDir dir("metrics-short");
+  const std::string path = dir.file("m.jsonl");
+  write_file(path, lines_of(1, 10, 1.0));
+  write_file(path + ".partial", lines_of(1, 5, 1.0) + "{\"step\": 6, \"lo");
+  run_steps(path, 10, 12, 2.0);
+  EXPECT_EQ(read_file(path), lines_of(1, 10, 1.0) + lines_of(11, 12, 2.0));
+  // Neither reaches the step: the one that goes further, with the gap.
+  write_file(path, lines_of(1, 4, 1.0));
+  write_file(path + ".partial", lines_of(1, 7, 3.0));
+  run_steps(path, 9, 10, 2.0);
+  EXPECT_EQ(read_file(path), lines_of(1, 7, 3.0) + lines_of(10, 10, 2.0));
 }
 
 TEST(MetricsWriter, AResumedRunWithoutEarlierLinesStartsAtItsStep) {
