@@ -19,20 +19,38 @@ bool is_pattern(const std::string& spec) {
   return spec.find_first_of("*?[") != std::string::npos;
 }
 
-// ternion-prepare writes both splits into one directory `dir`: taking all of its files would
-// train on the validation text. `spec` (a directory, "holds"; a glob, "matches") names them.
+// Whether a file's name marks it as of `split` ("train" or "val"): ternion-prepare's names
+// start with it (train.bin, val_000001.bin), llm.c's hold it as a part (tiny_train.bin,
+// fineweb_val_000000.bin).
+bool is_of_split(const std::string& name, const std::string& split) {
+  if (name.rfind(split, 0) == 0) return true;
+  auto separates = [](char c) { return c == '_' || c == '-' || c == '.'; };
+  for (std::size_t at = name.find(split); at != std::string::npos; at = name.find(split, at + 1)) {
+    const std::size_t end = at + split.size();
+    if (at > 0 && separates(name[at - 1]) && (end == name.size() || separates(name[end])))
+      return true;
+  }
+  return false;
+}
+
+// ternion-prepare (and llm.c) write both splits into one directory `dir`: taking all of its
+// files would train on the validation text. `spec` (a directory, "holds"; a glob, "matches")
+// names them.
 void refuse_mixed_splits(const std::string& key, const std::string& spec, const char* verb,
                          const fs::path& dir, const std::vector<std::string>& paths) {
-  bool train = false, val = false;
+  const std::string split = key == "data.val" ? "val" : "train";
+  bool train = false, val = false, prefixed = true;
   for (const std::string& path : paths) {
     const std::string name = fs::path(path).filename().string();
-    train = train || name.rfind("train", 0) == 0;
-    val = val || name.rfind("val", 0) == 0;
+    train = train || is_of_split(name, "train");
+    val = val || is_of_split(name, "val");
+    if (is_of_split(name, split)) prefixed = prefixed && name.rfind(split, 0) == 0;
   }
-  const char* split = key == "data.val" ? "val_*.bin" : "train_*.bin";
+  const std::string glob = (prefixed ? "" : "*") + split + "*.bin";
   TN_CHECK_AS(DataError, !(train && val), key, " '", spec, "' ", verb,
-              " both training (train*.bin) and validation (val*.bin) files: name one split "
-              "with a glob, e.g. ", (dir / split).string());
+              " both training (named train*.bin or *_train*.bin) and validation (val*.bin, "
+              "*_val*.bin) files: name one split with a glob, e.g. ",
+              (dir / glob).string());
 }
 
 std::vector<std::string> directory_shards(const std::string& key, const std::string& dir) {
@@ -102,6 +120,17 @@ std::int64_t TokenDataset::token_count() const {
   std::int64_t total = 0;
   for (const TokenShard& shard : shards_) total += shard.size();
   return total;
+}
+
+void refuse_shared_shards(const TokenDataset& train, const TokenDataset& val) {
+  for (const TokenShard& v : val.shards())
+    for (const TokenShard& t : train.shards()) {
+      std::error_code error;  // a file gone since it was opened: not the same file
+      if (!fs::equivalent(v.path(), t.path(), error)) continue;
+      const std::string same = v.path() == t.path() ? "" : " (the file '" + t.path() + "')";
+      TN_THROW(DataError, val.name(), ": '", v.path(), "' is also a file of ", train.name(), same,
+               ": validation would measure text the model trains on");
+    }
 }
 
 std::uint32_t TokenDataset::max_token() const {

@@ -5,7 +5,8 @@
 //   a token file                     that file alone;
 //   a directory                      every regular file in it named *.bin, in name order (not
 //                                    one holding both train*.bin and val*.bin files, as
-//                                    ternion-prepare writes: the splits would mix);
+//                                    ternion-prepare writes, or *_train*.bin and *_val*.bin,
+//                                    as llm.c does: the splits would mix);
 //   a glob pattern (* ? [...])       the files it matches, in name order (glob(3)) (not both
 //                                    splits, either);
 // and opens every shard at once, so a bad header anywhere stops the run before the first step.
@@ -43,5 +44,9 @@ class TokenDataset {
   std::string name_;  // "data.train 'dir/train_*.bin'"
   std::vector<TokenShard> shards_;
 };
+
+// Refuses (DataError, naming both) a file that is a shard of both `train` and `val` (the same
+// file under any name): validation would measure text the model trains on.
+void refuse_shared_shards(const TokenDataset& train, const TokenDataset& val);
 
 }  // namespace ternion

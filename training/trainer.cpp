@@ -177,6 +177,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
                      static_cast<std::uint64_t>(config.training.seed), "data.train"),
       chunks_(),
       checkpoint_retention_(config.checkpoint.keep) {
+  if (val_data_) refuse_shared_shards(train_data_, *val_data_);
   const bool meta = build == Build::meta;
   // Every rank writes its part of each checkpoint: each checks now, not after training.
   if (!meta) check_outputs_writable(config, groups_.world().rank());

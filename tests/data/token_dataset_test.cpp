@@ -55,12 +55,47 @@ TEST(TokenDataset, FileDirectoryAndGlob) {
   EXPECT_EQ(paths_of(all), (std::vector<std::string>{dir.file("val/a.bin"),
                                                     dir.file("val/b.bin")}));
   test::expect_error<DataError>("both splits", [&] { TokenDataset::open("data.val", dir.path()); },
-                                {"data.val", "holds both training", dir.file("val_*.bin")});
+                                {"data.val", "holds both training", dir.file("val*.bin")});
   // So is a glob that matches both.
   write_counting(dir, "val_000000.bin", 30, 0);
   test::expect_error<DataError>(
       "a glob of both splits", [&] { TokenDataset::open("data.train", dir.file("*.bin")); },
-      {"data.train", "matches both training", dir.file("train_*.bin")});
+      {"data.train", "matches both training", dir.file("train*.bin")});
+  EXPECT_EQ(TokenDataset::open("data.train", dir.file("train*.bin")).shards().size(), 2u)
+      << "the suggested glob";
+}
+
+// llm.c names its splits tinyshakespeare_train.bin and fineweb_val_000000.bin: a directory of
+// both is refused as ternion-prepare's is, suggesting a glob that takes one split.
+TEST(TokenDataset, LlmcNamedSplitsDoNotMix) {
+  TempDir dir;
+  write_counting(dir, "tinyshakespeare_train.bin", 40, 0);
+  write_counting(dir, "tinyshakespeare_val.bin", 40, 0);
+  write_counting(dir, "interval.bin", 40, 0);  // "val" inside a word: no split
+  test::expect_error<DataError>(
+      "llm.c's splits", [&] { TokenDataset::open("data.train", dir.path()); },
+      {"data.train", "holds both training", dir.file("*train*.bin")});
+  EXPECT_EQ(paths_of(TokenDataset::open("data.train", dir.file("*train*.bin"))),
+            std::vector<std::string>{dir.file("tinyshakespeare_train.bin")});
+  std::filesystem::remove(dir.file("tinyshakespeare_val.bin"));
+  EXPECT_EQ(TokenDataset::open("data.train", dir.path()).shards().size(), 2u);
+}
+
+// Validation text that is also training text measures nothing: the same file, under any name.
+TEST(TokenDataset, ValidationSharingATrainingFileIsRefused) {
+  TempDir dir;
+  write_counting(dir, "train_000000.bin", 40, 0);
+  write_counting(dir, "train_000001.bin", 40, 0);
+  write_counting(dir, "val.bin", 40, 0);
+  const TokenDataset train = TokenDataset::open("data.train", dir.file("train_*.bin"));
+  EXPECT_NO_THROW(refuse_shared_shards(train, TokenDataset::open("data.val", dir.file("val.bin"))));
+  std::filesystem::create_symlink(dir.file("train_000001.bin"), dir.file("link.bin"));
+  for (const char* name : {"train_000001.bin", "link.bin"})
+    test::expect_error<DataError>(
+        name,
+        [&] { refuse_shared_shards(train, TokenDataset::open("data.val", dir.file(name))); },
+        {"data.val '", std::string(name) + "' is also a file of data.train '", "train_000001.bin",
+         "validation would measure text the model trains on"});
 }
 
 TEST(TokenDataset, Refusals) {
