@@ -22,7 +22,7 @@ for dtype in fp32 bf16 powersgd; do
     --set "data.train=$out/data/train.bin" --set "data.val=$out/data/val.bin" \
     --set parallel.data=4 --set parallel.micro_batch_size=8 --set training.global_batch_size=32 \
     --set training.steps="$steps" --set training.eval_interval="$((steps / 4))" \
-    --set training.eval_batches=16 --set training.sample_tokens=0 \
+    --set training.eval_batches=4 --set training.sample_tokens=0 \
     ${sets[$dtype]:+--set ${sets[$dtype]}} --set "logging.metrics_file=$out/$dtype.jsonl" \
     > "$out/$dtype.log" 2>&1 || { cat "$out/$dtype.log"; exit 1; }
   grep -E "data-parallel gradients|val loss" "$out/$dtype.log"

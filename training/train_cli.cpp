@@ -495,7 +495,7 @@ int run_training(Communicator& world, const Setup& s) {
   std::string val;
   if (trainer->val_data() != nullptr) {
     val = "; data.val " + describe_data(*trainer->val_data());
-    const std::int64_t reads = config.training.eval_batches * parallel.micro_batch_size;
+    const std::int64_t reads = config.training.eval_batches * config.training.global_batch_size;
     if (config.training.eval_interval == 0)
       val += " (not evaluated: training.eval_interval is 0)";
     else if (reads > trainer->val_windows())  // a small file: its windows weigh unevenly

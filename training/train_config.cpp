@@ -129,7 +129,6 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (p.pipeline > 1 || p.virtual_stages > 1) {
     // Pipeline messages are tagged by (micro-batch, chunk, kind); MPI guarantees tags to 32767,
     // so a rank runs at most 16383 micro-batches x model chunks in a step or an evaluation.
-    const std::int64_t dp = p.data_size(world_size);
     const std::int64_t most = 16383 / p.virtual_stages;
     const std::string tags = "; with parallel.virtual_stages " +
                              std::to_string(p.virtual_stages) +
@@ -139,11 +138,12 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
       config_fail(doc, kSection, "global_batch_size",
                   "makes " + std::to_string(step_batches) + " micro-batches per step on each "
                   "data-parallel rank (global_batch_size / (micro_batch_size x data))" + tags);
-    const std::int64_t eval_batches = (t.eval_batches + dp - 1) / dp;  // each replica's share
-    if (t.eval_interval > 0 && eval_batches > most)
+    // An evaluation runs each batch's micro-batches as a step does: compared in the same unit.
+    if (t.eval_interval > 0 && t.eval_batches > most / step_batches)
       config_fail(doc, kSection, "eval_batches",
-                  "makes " + std::to_string(eval_batches) + " micro-batches per evaluation on "
-                  "each data-parallel rank" + tags);
+                  "makes " + std::to_string(t.eval_batches) + " x " +
+                      std::to_string(step_batches) + " micro-batches per evaluation on each "
+                      "data-parallel rank" + tags);
     try {
       validate_pipeline_schedule(p.pipeline_schedule(), static_cast<int>(p.pipeline),
                                  static_cast<int>(c.micro_batches_per_step(world_size)),

@@ -24,7 +24,7 @@ struct TrainingConfig {
   std::int64_t global_batch_size = 16;  // sequences per optimizer step
   std::int64_t seed = 1234;             // initialisation, data order, dropout, sampling
   std::int64_t eval_interval = 0;       // evaluate on data.val every N steps (0 = never)
-  std::int64_t eval_batches = 4;        // micro-batches of data.val per evaluation
+  std::int64_t eval_batches = 1;        // batches of global_batch_size sequences of data.val
   std::int64_t threads = 0;             // OpenMP / OpenBLAS threads per rank (0 = default)
   std::int64_t sample_tokens = 200;     // tokens generated at the end (0 = none)
   std::int64_t sample_interval = 0;     // also sample every N steps (0 = only at the end)
@@ -45,7 +45,9 @@ struct TrainingConfig {
     v("global_batch_size", global_batch_size, "sequences per optimizer step");
     v("seed", seed, "seed of initialisation, data order, dropout and sampling");
     v("eval_interval", eval_interval, "evaluate on data.val every N steps (0 = never)");
-    v("eval_batches", eval_batches, "micro-batches of data.val per evaluation");
+    v("eval_batches", eval_batches,
+      "batches of global_batch_size sequences of data.val per evaluation (as Megatron's "
+      "eval_iters: the same windows in every layout)");
     v("threads", threads, "threads per rank (0 = OMP_NUM_THREADS or all cores)");
     v("sample_tokens", sample_tokens, "tokens to generate after training (0 = none)");
     v("sample_interval", sample_interval,

@@ -496,16 +496,20 @@ bool Trainer::writes_output() const { return groups_.world().rank() == 0; }
 double Trainer::evaluate() {
   TN_CHECK(val_sampler_.has_value(), "evaluation without data.val");
   const std::int64_t micro = config_.parallel.micro_batch_size;
-  // The data-parallel replicas share the evaluation batches (b = dp_rank, dp_rank + dp, ...).
+  // The first eval_batches x global_batch_size windows, whatever the layout: each batch split
+  // over the data-parallel replicas and into micro-batches as a training step's is.
+  const std::int64_t global = config_.training.global_batch_size;
   const std::int64_t dp = reducer_ ? groups_.dp_size() : 1;
-  const std::int64_t dp_rank = reducer_ ? groups_.dp_rank() : 0;
+  const std::int64_t share = global / dp;
+  const std::int64_t first = (reducer_ ? groups_.dp_rank() : 0) * share;
   double loss_sum = 0.0, valid_tokens = 0.0;
   std::vector<TokenBatch> batches;
-  for (std::int64_t b = dp_rank; b < config_.training.eval_batches; b += dp) {
-    const TokenBatch batch = val_sampler_->sequential(b * micro, micro);
-    valid_tokens += static_cast<double>(count_valid(batch.targets));
-    batches.push_back(on_device(batch));
-  }
+  for (std::int64_t e = 0; e < config_.training.eval_batches; ++e)
+    for (std::int64_t s = 0; s < share; s += micro) {
+      const TokenBatch batch = val_sampler_->sequential(e * global + first + s, micro);
+      valid_tokens += static_cast<double>(count_valid(batch.targets));
+      batches.push_back(on_device(batch));
+    }
   ModelStage stage(chunk_pointers(), batches, ModelStage::Mode::evaluate, MicroBatchInfo{},
                    sequence_parts());
   if (pipelined()) {

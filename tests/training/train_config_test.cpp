@@ -125,7 +125,8 @@ TEST(TrainConfig, PipelineScheduleChoices) {
 }
 
 // A pipeline rank's micro-batches x chunks in a step or an evaluation stay within MPI's tags:
-// the key that makes too many is named, and evaluation counts only where it runs, by replica.
+// the key that makes too many is named, and evaluation counts only where it runs, each of its
+// batches split as a step's is.
 TEST(TrainConfig, PipelineMicroBatchesFitMpisTags) {
   const std::vector<std::string> pp2 = {"model.n_layer=4", "parallel.pipeline=2"};
   auto with = [&pp2](std::vector<std::string> more) {
@@ -142,17 +143,21 @@ TEST(TrainConfig, PipelineMicroBatchesFitMpisTags) {
             std::string::npos)
       << step;
   EXPECT_EQ(error_on(with({"training.eval_batches=20000"}), 2), "");  // never evaluates
-  const std::vector<std::string> eval = {"training.eval_batches=20000", "training.eval_interval=1",
+  // A step of 4 sequences is 2 micro-batches of 2.
+  const std::vector<std::string> eval = {"training.eval_batches=8192", "training.eval_interval=1",
                                          "data.val=val.bin"};
   const std::string evaluated = error_on(with(eval), 2);
-  EXPECT_NE(evaluated.find("training.eval_batches: makes 20000 micro-batches per evaluation on "
-                           "each data-parallel rank; with parallel.virtual_stages 1, MPI's "
+  EXPECT_NE(evaluated.find("training.eval_batches: makes 8192 x 2 micro-batches per evaluation "
+                           "on each data-parallel rank; with parallel.virtual_stages 1, MPI's "
                            "message tags allow at most 16383"),
             std::string::npos)
       << evaluated;
+  EXPECT_EQ(error_on(with({"training.eval_batches=8191", "training.eval_interval=1",
+                           "data.val=val.bin"}), 2),
+            "");
   std::vector<std::string> shared = with(eval);
   shared.push_back("parallel.data=2");
-  EXPECT_EQ(error_on(shared, 4), "");  // 10000 on each of the two replicas
+  EXPECT_EQ(error_on(shared, 4), "");  // 8192 x 1 on each of the two replicas
 }
 
 // training.attention: the three names, and cudnn only where cuDNN's fused attention can run.

@@ -31,7 +31,7 @@ TrainConfig small_run(const ScratchDir& dir, std::int64_t steps) {
   c.parallel.micro_batch_size = 8;
   c.training.steps = steps;
   c.training.global_batch_size = 16;
-  c.training.eval_batches = 2;
+  c.training.eval_batches = 1;
   c.optimizer.lr = 3e-3;
   c.optimizer.warmup_steps = 5;
   c.optimizer.min_lr = 3e-4;
@@ -65,10 +65,13 @@ TEST(Trainer, SameConfigSameLossesAndMicroBatchingDoesNotChangeThem) {
   testing_support::prepare_builtin(dir, 50000);
   TrainConfig c = small_run(dir, 3);
   c.model.dropout = 0.1;
+  c.training.eval_batches = 2;
   std::vector<double> a, b, split;
+  double val_a = 0, val_split = 0;
   {
     Trainer t(c);
     for (int s = 1; s <= 3; ++s) a.push_back(t.train_step(s).loss);
+    val_a = t.evaluate();
   }
   {
     Trainer t(c);
@@ -78,9 +81,11 @@ TEST(Trainer, SameConfigSameLossesAndMicroBatchingDoesNotChangeThem) {
   {
     Trainer t(c);
     for (int s = 1; s <= 3; ++s) split.push_back(t.train_step(s).loss);
+    val_split = t.evaluate();  // the same windows of data.val
   }
   EXPECT_EQ(a, b);
   for (int s = 0; s < 3; ++s) EXPECT_NEAR(split[s], a[s], 1e-5 * a[s]) << "step " << s + 1;
+  EXPECT_NEAR(val_split, val_a, 1e-6 * val_a);
 }
 
 TEST(Trainer, RunWritesOneMetricsLinePerStepWithValidationOnEvalSteps) {
