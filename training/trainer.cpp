@@ -305,6 +305,13 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
     resumed_from_ = resume;
     resumed_step_ = load_checkpoint(resumed_from_);
     after_master_update();
+    // A step the checkpoint has already run is never traced: say so rather than write nothing.
+    const std::int64_t traced = config.logging.trace_step;
+    TN_CHECK_AS(ConfigError,
+                config.logging.trace_file.empty() || traced == 0 || traced > resumed_step_,
+                "logging.trace_step: step ", traced, " comes before this run's first step ",
+                resumed_step_ + 1, " (it resumes from ", resumed_from_,
+                "): trace a later step, or 0 for the last");
   }
 }
 

@@ -3,7 +3,8 @@
 # A Llama run across layouts and out to Hugging Face's format:
 # 1. trains CONFIG for 10 steps on one rank (the reference);
 # 2. trains as pipeline 2, saving every 5 steps, and resumes from step 5 as tensor 2 x data 2
-#    with ZeRO-1: steps 6..10 must log the reference's losses (1e-5 relative);
+#    with ZeRO-1: steps 6..10 must log the reference's losses (1e-5 relative); a resume that
+#    would trace a step before it is refused;
 # 3. ternion-export writes the final checkpoint as a LlamaForCausalLM directory; a second
 #    reader (llama_reference.py: the published formulas in double precision) computes the
 #    logits of a prompt from it, and they must equal ternion-generate's on the checkpoint;
@@ -27,6 +28,13 @@ $mpirun -np 4 "$train" "${common[@]}" --set parallel.tensor=2 --set parallel.dat
   { cat "$out/resumed.log"; fail "the resumed run (tensor 2 x data 2, ZeRO-1)"; }
 grep -q "resumed from $out/ckpt/step_0000005 after step 5" "$out/resumed.log" || fail "no resume line"
 grep -q "layout tensor 2 x pipeline 1 x data 2" "$out/resumed.log" || fail "the resumed run's layout"
+# A trace of a step the checkpoint has already run would never be written: refused, once.
+$mpirun -np 2 "$train" "${common[@]}" --set parallel.pipeline=2 \
+  --set "checkpoint.load=$out/ckpt/step_0000005" --set "logging.trace_file=$out/trace.json" \
+  --set logging.trace_step=3 > "$out/trace.log" 2>&1 &&
+  fail "a trace of step 3 in a run resumed after step 5 was not refused"
+[ "$(grep -c "logging.trace_step: step 3 comes before this run's first step 6" "$out/trace.log")" = 1 ] ||
+  { cat "$out/trace.log"; fail "the trace of a step before the resume: not refused once"; }
 loss() { sed -E 's/.*"loss": ?([^,]+),.*/\1/' "$1"; }
 paste <(tail -n 5 "$out/reference.jsonl" | loss /dev/stdin) <(loss "$out/resumed.jsonl") | awk '
   { n++; d = $1 - $2; if (d < 0) d = -d; printf "step %d: one rank %s, saved as pp 2 and resumed as tp 2 x dp 2 %s\n", n + 5, $1, $2
