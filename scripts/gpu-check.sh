@@ -12,7 +12,8 @@
 #   2. the prebuilt build if it was made from this tree, else configure (Ninja, Release, CUDA
 #      architecture 90) and build the programs the check runs;
 #   3. ctest -L gpu: every CUDA op, model and training test against the CPU; a skipped test
-#      fails the check (here they must run);
+#      fails the check (here they must run), but for the fused GELU GEMMs where cuBLASLt's
+#      GELU differs from ours (training then keeps the unfused kernels);
 #   4. 20 fp32 training steps on the GPU against the same 20 on the CPU: the same losses;
 #   5. bench_gemm (the bf16 GEMM peak, measured now), GPT-2 124M and a 1.3B model in bf16 on
 #      one GPU (tokens/s, MFU against that peak, peak memory), then GPT-2 124M in plain
@@ -245,12 +246,17 @@ build_targets() {
 }
 
 # A hash of every source and build file: a prebuilt build is used only for the tree it was
-# built from.
+# built from. The files are those a `run` sends (tracked, and untracked but not ignored): git
+# says which where it can; a copy without .git holds only those but for what `carry` and
+# earlier runs left (pruned), so `find` lists the same set there.
 source_stamp() {
-  find . \( -path ./.git -o -path './build*' -o -path ./.gpu-deps -o -path ./.deps \
-            -o -path ./runs \) -prune -o -type f \( -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \
-            -o -name '*.h' -o -name CMakeLists.txt -o -name '*.cmake' \) -print |
-    LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
+  { if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+      git ls-files --cached --others --exclude-standard | sed 's|^|./|'
+    else
+      find . \( -path ./.git -o -path './build*' -o -path ./.gpu-deps -o -path ./.deps \
+                -o -path ./runs \) -prune -o -type f -print
+    fi; } | grep -E '(\.(cpp|cu|cuh|h|cmake)|/CMakeLists\.txt)$' |
+    LC_ALL=C sort | xargs -d '\n' sha256sum | sha256sum | cut -c1-16
 }
 
 # --prebuild, here: the programs and the gpu tests' ctest files, with the tree's stamp.
@@ -321,11 +327,15 @@ gpu_tests() {
   ctest --test-dir "$build" -L '^gpu$' --output-on-failure --timeout 120 -j8 > "$result" 2>&1
   local rc=$?
   cat "$result"
-  local total skipped
+  local total skipped allowed
   # "100% tests passed, 0 tests failed out of N" (CMake 4: "100% tests passed out of N")
   total=$(sed -n 's/.*tests passed.* out of \([0-9]*\).*/\1/p' "$result")
-  skipped=$(grep -c '\*\*\*Skipped' "$result")
+  # The one skip that is a verdict, not a missing feature: cuBLASLt's GELU epilogue differs
+  # from ours on this machine, so training keeps the unfused kernels and the fused path is out.
+  allowed=$(grep '\*\*\*Skipped' "$result" | grep -c 'GpuLinear.FusedGeluGemmsMatchTheCpuOps')
+  skipped=$(($(grep -c '\*\*\*Skipped' "$result") - allowed))
   note "$(grep -E 'tests passed' "$result"), $skipped skipped"
+  [ "$allowed" -eq 0 ] || note "cuBLASLt's GELU epilogues differ from ours here: the unfused kernels run"
   [ "${total:-0}" -gt 0 ] || { note "no gpu tests found"; return 1; }
   [ "$skipped" -eq 0 ] || { note "gpu tests must run here, not skip"; return 1; }
   return "$rc"
