@@ -122,6 +122,12 @@ std::int64_t TokenDataset::token_count() const {
   return total;
 }
 
+std::vector<std::string> TokenDataset::paths() const {
+  std::vector<std::string> out;
+  for (const TokenShard& shard : shards_) out.push_back(shard.path());
+  return out;
+}
+
 void refuse_shared_shards(const TokenDataset& train, const TokenDataset& val) {
   for (const TokenShard& v : val.shards())
     for (const TokenShard& t : train.shards()) {

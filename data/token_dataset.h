@@ -37,6 +37,7 @@ class TokenDataset {
   std::span<const TokenShard> shards() const { return shards_; }
   const std::string& name() const { return name_; }
   std::int64_t token_count() const;  // over all shards
+  std::vector<std::string> paths() const;  // the shards' files, in order
   // The largest token of any shard (each shard scans itself once).
   std::uint32_t max_token() const;
 

@@ -45,17 +45,38 @@ std::string why_unwritable(const fs::path& path, bool directory) {
 
 }  // namespace
 
-void check_outputs_writable(const TrainConfig& config, int rank) {
+void check_outputs_writable(const TrainConfig& config, int rank,
+                            const std::vector<std::string>& inputs) {
   check_save_dir_writable(config, rank);
+  const std::string where = config.source.empty() ? "" : config.source + ": ";
   auto check = [&](const char* key, const std::string& path, bool directory) {
     if (path.empty()) return;
     const std::string why = why_unwritable(path, directory);
-    TN_CHECK_AS(ConfigError, why.empty(), config.source.empty() ? "" : config.source + ": ", key,
-                ": ", why);
+    TN_CHECK_AS(ConfigError, why.empty(), where, key, ": ", why);
+  };
+  // A file the run reads, or the other output, would be replaced when the run ends.
+  auto distinct = [&](const char* key, const std::string& path) {
+    if (path.empty()) return;
+    std::error_code ec;
+    for (const std::string& input : inputs) {
+      if (!fs::equivalent(path, input, ec)) continue;
+      const std::string same = path == input ? "" : " (" + quoted(fs::path(input)) + ")";
+      TN_THROW(ConfigError, where, key, ": ", quoted(fs::path(path)),
+               " is one of the data files the run reads", same, ": the run would replace it");
+    }
   };
   if (rank == 0) {
     check("logging.metrics_file", config.logging.metrics_file, false);
     check("logging.trace_file", config.logging.trace_file, false);
+    distinct("logging.metrics_file", config.logging.metrics_file);
+    distinct("logging.trace_file", config.logging.trace_file);
+    const std::string& metrics = config.logging.metrics_file;
+    const std::string& trace = config.logging.trace_file;
+    TN_CHECK_AS(ConfigError,
+                metrics.empty() || trace.empty() ||
+                    fs::path(metrics).lexically_normal() != fs::path(trace).lexically_normal(),
+                where, "logging.trace_file: ", quoted(fs::path(trace)),
+                " is logging.metrics_file too: one would replace the other");
   }
   // The flight recorder writes when a run fails: too late to find out then.
   check(config.logging.flight_dir.empty() ? "logging.flight_dir (unset: beside the metrics file)"

@@ -3,13 +3,18 @@
 // logging.metrics_file and logging.trace_file (rank 0's).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "training/train_config.h"
 
 namespace ternion {
 
 // A ConfigError naming the key and the path where one of this rank's outputs cannot be
-// written. Creates save_dir, as a save would, and nothing else. Local: every rank calls it,
-// and the ranks agree on the outcome.
-void check_outputs_writable(const TrainConfig& config, int rank);
+// written, or would replace one of `inputs` (the files the run reads: its data's shards) or
+// the other output file. Creates save_dir, as a save would, and nothing else. Local: every
+// rank calls it, and the ranks agree on the outcome.
+void check_outputs_writable(const TrainConfig& config, int rank,
+                            const std::vector<std::string>& inputs);
 
 }  // namespace ternion

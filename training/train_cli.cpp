@@ -578,10 +578,15 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
   std::optional<RankLayout> layout;
   const std::optional<Failure> local = capture([&] {
     const Tokenizer tokenizer = open_tokenizer(config);
-    open_dataset("data.train", config.data.train, config.model, tokenizer);
-    if (!config.data.val.empty())
-      open_dataset("data.val", config.data.val, config.model, tokenizer);
-    check_outputs_writable(config, world.rank());
+    const TokenDataset train =
+        open_dataset("data.train", config.data.train, config.model, tokenizer);
+    std::vector<std::string> inputs = train.paths();
+    if (!config.data.val.empty()) {
+      const TokenDataset val = open_dataset("data.val", config.data.val, config.model, tokenizer);
+      refuse_shared_shards(train, val);
+      for (const std::string& path : val.paths()) inputs.push_back(path);
+    }
+    check_outputs_writable(config, world.rank(), inputs);
     layout = make_rank_layout(world.size(), parallel.tensor, parallel.pipeline, parallel.data);
     total_params = parameters_on_rank(config.model, make_rank_layout(1, 1, 1, 1), 0);
     for (int r = 0; r < world.size(); ++r)

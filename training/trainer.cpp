@@ -180,7 +180,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
   if (val_data_) refuse_shared_shards(train_data_, *val_data_);
   const bool meta = build == Build::meta;
   // Every rank writes its part of each checkpoint: each checks now, not after training.
-  if (!meta) check_outputs_writable(config, groups_.world().rank());
+  if (!meta) check_outputs_writable(config, groups_.world().rank(), input_files());
   const std::string resume = meta ? "" : checkpoint_to_resume(config.checkpoint);
   if (!meta && config.checkpoint.load == "latest") {
     // Every rank resumes, or none: a save_dir that one node sees otherwise (a local disk, a
@@ -499,6 +499,13 @@ double Trainer::grad_norm() {
 }
 
 bool Trainer::writes_output() const { return groups_.world().rank() == 0; }
+
+std::vector<std::string> Trainer::input_files() const {
+  std::vector<std::string> files = train_data_.paths();
+  if (val_data_)
+    for (const std::string& path : val_data_->paths()) files.push_back(path);
+  return files;
+}
 
 double Trainer::evaluate() {
   TN_CHECK(val_sampler_.has_value(), "evaluation without data.val");

@@ -122,6 +122,7 @@ class Trainer {
   // `bytes` summed over the world and the slowest rank's `seconds` (collective).
   CheckpointTransfer checkpoint_transfer(double bytes, double seconds);
   bool writes_output() const;  // rank 0 of the job writes the metrics file
+  std::vector<std::string> input_files() const;  // the data's shards, which no output may be
   bool pipelined() const { return pipeline_ != nullptr; }
   std::vector<GptModel*> chunk_pointers() const;
   std::int64_t sequence_parts() const;  // of a micro-batch's sequence, under sequence parallelism

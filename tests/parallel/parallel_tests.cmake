@@ -82,6 +82,18 @@ parallel_mpi_cli_test(training_refuses_unwritable_save_dir 2 1
   --once "checkpoint.save_dir: cannot create directory '.*/good.yaml/ckpt': Not a directory"
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set checkpoint.save_dir=${CMAKE_CURRENT_BINARY_DIR}/cli/good.yaml/ckpt)
+# Validation data that is also training data: refused by every rank's dry run, once.
+parallel_mpi_cli_test(dry_run_val_is_a_training_file 2 1
+  --once "data.val '.*/train.bin': '.*/train.bin' is also a file of data.train"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set data.val=${parallel_train_bin} --dry-run)
+# The trace written over the metrics file (or the other way round): refused at setup, once.
+parallel_mpi_cli_test(dry_run_trace_file_is_the_metrics_file 2 1
+  --once "logging.trace_file: '.*/run.jsonl' is logging.metrics_file too: one would replace the other"
+  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+     --set parallel.data=1 --set parallel.pipeline=2
+     --set logging.metrics_file=${CMAKE_CURRENT_BINARY_DIR}/cli/run.jsonl
+     --set logging.trace_file=${CMAKE_CURRENT_BINARY_DIR}/cli/./run.jsonl --dry-run)
 # A data-parallel option out of range: refused on every rank, once, naming the key.
 parallel_mpi_cli_test(training_refuses_bad_zero_stage 2 1
   --once "--set parallel.zero_stage=3: parallel.zero_stage: must be 0, 1 or 2, got 3"
