@@ -512,8 +512,21 @@ int run_training(Communicator& world, const Setup& s) {
   char passes[64];
   std::snprintf(passes, sizeof passes, " (%.3g passes in this run)",
                 read / static_cast<double>(trainer->train_data().token_count()));
+  // Bytes name tokens 0-255 only: data of a BPE's ids trains, but its samples print as <id>.
+  std::string tokenizer_note;
+  const std::uint32_t largest = trainer->train_data().max_token();
+  if (trainer->tokenizer().is_bytes() && largest > 255) {
+    const std::filesystem::path beside =
+        std::filesystem::path(trainer->train_data().shards().front().path()).parent_path() /
+        "tokenizer.json";
+    std::error_code none;
+    tokenizer_note = detail::concat(
+        ", but data.train holds tokens up to ", largest, ", which bytes do not name (samples "
+        "print them as <id>): set data.tokenizer to the tokenizer.json the data was made with",
+        std::filesystem::exists(beside, none) ? ", as '" + beside.string() + "'" : "");
+  }
   log_info("ternion: data.train ", describe_data(trainer->train_data()), passes, val,
-           "; tokenizer ", trainer->tokenizer().describe());
+           "; tokenizer ", trainer->tokenizer().describe(), tokenizer_note);
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (",
            count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"),
