@@ -18,7 +18,8 @@ namespace ternion {
 namespace {
 using json = nlohmann::json;
 constexpr const char* kFormat = "ternion-flight-record";
-constexpr int kVersion = 1;
+// 2: collectives and sends/receives numbered apart, each operation naming its sequence.
+constexpr int kVersion = 2;
 }  // namespace
 
 const char* flight_state_name(FlightState state) {
@@ -27,6 +28,14 @@ const char* flight_state_name(FlightState state) {
     case FlightState::started: return "started";
     case FlightState::completed: return "completed";
     case FlightState::failed: return "failed";
+  }
+  return "?";
+}
+
+const char* flight_sequence_name(FlightSequence sequence) {
+  switch (sequence) {
+    case FlightSequence::collective: return "collective";
+    case FlightSequence::point_to_point: return "point_to_point";
   }
   return "?";
 }
@@ -43,12 +52,13 @@ FlightRecorder& FlightRecorder::instance() {
 int FlightRecorder::register_group(std::string name, std::vector<int> members) {
   std::lock_guard lock(mutex_);
   groups_.push_back({std::move(name), std::move(members)});
-  next_seq_.push_back(1);
+  next_collective_seq_.push_back(1);
+  next_point_to_point_seq_.push_back(1);
   return static_cast<int>(groups_.size() - 1);
 }
 
-std::uint64_t FlightRecorder::issued(int group, std::string kind, std::int64_t bytes,
-                                     std::vector<int> peers) {
+std::uint64_t FlightRecorder::issued(int group, FlightSequence sequence, std::string kind,
+                                     std::int64_t bytes, std::vector<int> peers) {
   const double now = unix_time_now();
   std::lock_guard lock(mutex_);
   TN_CHECK(group >= 0 && group < static_cast<int>(groups_.size()), "flight group ", group);
@@ -56,7 +66,10 @@ std::uint64_t FlightRecorder::issued(int group, std::string kind, std::int64_t b
   FlightEntry& e = ring_[id % kCapacity];
   e.id = id;
   e.group = group;
-  e.seq = next_seq_[static_cast<std::size_t>(group)]++;
+  e.sequence = sequence;
+  std::vector<std::uint64_t>& next =
+      sequence == FlightSequence::collective ? next_collective_seq_ : next_point_to_point_seq_;
+  e.seq = next[static_cast<std::size_t>(group)]++;
   e.kind = std::move(kind);
   e.bytes = bytes;
   e.peers = std::move(peers);
@@ -128,10 +141,17 @@ std::string flight_record_json(const FlightRecord& r) {
     groups.push_back({{"name", g.name}, {"members", g.members}});
   json entries = json::array();
   for (const FlightEntry& e : r.entries) {
-    json entry = {{"id", e.id},         {"group", e.group},       {"seq", e.seq},
-                  {"kind", e.kind},     {"bytes", e.bytes},       {"peers", e.peers},
-                  {"state", flight_state_name(e.state)},          {"issued_s", e.issued_s},
-                  {"started_s", e.started_s}, {"ended_s", e.ended_s}};
+    json entry = {{"id", e.id},
+                  {"group", e.group},
+                  {"sequence", flight_sequence_name(e.sequence)},
+                  {"seq", e.seq},
+                  {"kind", e.kind},
+                  {"bytes", e.bytes},
+                  {"peers", e.peers},
+                  {"state", flight_state_name(e.state)},
+                  {"issued_s", e.issued_s},
+                  {"started_s", e.started_s},
+                  {"ended_s", e.ended_s}};
     if (!e.error.empty()) entry["error"] = e.error;
     entries.push_back(std::move(entry));
   }
@@ -223,10 +243,17 @@ FlightRecord parse_flight_record(const std::string& text, const std::string& pat
                 why);
     const Json& doc = *parsed;
     const bool ours = doc.is_object() && doc.contains("format") && doc.contains("version") &&
-                      doc["format"] == kFormat && json_int64(doc["version"]) == kVersion;
+                      doc["format"] == kFormat;
     TN_CHECK_AS(CommError, ours,
                 "'", path, "' is not a ternion flight record (format ", kFormat, " version ",
                 kVersion, ")");
+    // Another version numbers its operations otherwise: compared with ours they would name
+    // the wrong rank.
+    const std::optional<std::int64_t> version = json_int64(doc["version"]);
+    TN_CHECK_AS(CommError, version == kVersion, "'", path, "' is a flight record of version ",
+                version ? std::to_string(*version) : describe_json(doc["version"]),
+                ", this build reads version ", kVersion,
+                ": read it with the ternion-hang-report of the build that wrote it");
     FlightRecord r;
     r.rank = int_field(doc.at("rank"), path, "rank");
     r.world_size = int_field(doc.at("world_size"), path, "world_size");
@@ -240,6 +267,12 @@ FlightRecord parse_flight_record(const std::string& text, const std::string& pat
       FlightEntry e;
       e.id = count(o.at("id"), path, "id");
       e.group = int_field(o.at("group"), path, "group");
+      const std::string sequence = o.at("sequence").get<std::string>();
+      bool known_sequence = false;
+      for (FlightSequence s : {FlightSequence::collective, FlightSequence::point_to_point})
+        if (sequence == flight_sequence_name(s)) e.sequence = s, known_sequence = true;
+      TN_CHECK_AS(CommError, known_sequence, "'", path, "': operation ", e.id, " has sequence '",
+                  sequence, "'");
       e.seq = count(o.at("seq"), path, "seq");
       e.kind = o.at("kind").get<std::string>();
       e.bytes = static_cast<std::int64_t>(count(o.at("bytes"), path, "bytes"));

@@ -3,12 +3,14 @@
 // backend that records into it: the MPI backend does).
 //
 // A communicator registers itself once (its name and its members as world ranks) and records
-// each operation as it is issued: its group, its sequence number in that group on this rank
-// (the n-th operation this rank issued on it; in a collective every member's n-th is the same
-// operation), kind, bytes, peers, and the times it was issued, started and ended, with its
-// state. The last kCapacity operations are kept (a ring). Writing a record (`dump`) turns
-// them into one JSON file per rank, `<dir>/rank_R.json`, which `ternion-hang-report`
-// (parallel/comm/hang_report.h) reads from all ranks to say which rank is behind.
+// each operation as it is issued: its group, its sequence and its number in it on this rank,
+// kind, bytes, peers, and the times it was issued, started and ended, with its state. Each
+// group numbers its collectives and its sends and receives apart (c10d's collective_seq_id and
+// p2p_seq_id): every member's n-th collective on a group is the same operation, while a middle
+// pipeline stage sends and receives twice as often as the first and last. The last kCapacity
+// operations are kept (a ring). Writing a record (`dump`) turns them into one JSON file per rank,
+// `<dir>/rank_R.json`, which `ternion-hang-report` (parallel/comm/hang_report.h) reads from all
+// ranks to say which rank is behind.
 //
 // Thread-safe; recording is a lock and a few stores (no allocation beyond the entry's strings).
 #pragma once
@@ -23,6 +25,11 @@ namespace ternion {
 enum class FlightState { issued, started, completed, failed };
 const char* flight_state_name(FlightState state);
 
+// Which of its group's counters numbers an operation: collectives (every member calls them:
+// barrier and split too) or point-to-point sends and receives (send, recv, exchange).
+enum class FlightSequence { collective, point_to_point };
+const char* flight_sequence_name(FlightSequence sequence);
+
 struct FlightGroup {
   std::string name;          // "dp[0,2]"
   std::vector<int> members;  // world ranks, in group-rank order
@@ -31,7 +38,8 @@ struct FlightGroup {
 struct FlightEntry {
   std::uint64_t id = 0;      // this process's issue order, from 1
   int group = -1;            // index into the record's groups
-  std::uint64_t seq = 0;     // this rank's n-th operation on the group, from 1
+  FlightSequence sequence = FlightSequence::collective;
+  std::uint64_t seq = 0;     // this rank's n-th operation of `sequence` on the group, from 1
   std::string kind;          // "all_reduce", "send", "exchange", "split", ...
   std::int64_t bytes = 0;
   std::vector<int> peers;    // point to point: the peers' world ranks
@@ -57,9 +65,10 @@ class FlightRecorder {
 
   // A group's index for its entries (one per communicator).
   int register_group(std::string name, std::vector<int> members);
-  // Records an operation issued on `group` (its sequence number the group's next) and returns
-  // its id for the calls below.
-  std::uint64_t issued(int group, std::string kind, std::int64_t bytes, std::vector<int> peers);
+  // Records an operation issued on `group` (numbered the next of the group's `sequence`) and
+  // returns its id for the calls below.
+  std::uint64_t issued(int group, FlightSequence sequence, std::string kind, std::int64_t bytes,
+                       std::vector<int> peers);
   void started(std::uint64_t id);
   void ended(std::uint64_t id, const std::string& error = {});  // error: failed
 
@@ -72,7 +81,7 @@ class FlightRecorder {
   FlightEntry* find(std::uint64_t id);  // null once the ring has dropped it
   mutable std::mutex mutex_;
   std::vector<FlightGroup> groups_;
-  std::vector<std::uint64_t> next_seq_;  // per group
+  std::vector<std::uint64_t> next_collective_seq_, next_point_to_point_seq_;  // per group
   std::vector<FlightEntry> ring_ = std::vector<FlightEntry>(kCapacity);
   std::uint64_t next_id_ = 1;
 };
@@ -83,7 +92,8 @@ inline constexpr int kMaxFlightRanks = 1 << 24;
 // The most seconds a record's times may hold (about the year 33658).
 inline constexpr double kMaxFlightSeconds = 1e12;
 
-// The record as JSON, and back (CommError naming the file for one that is not a record).
+// The record as JSON, and back (CommError naming the file for one that is not a record, or is
+// of another version: the report reads the records of the build that wrote them).
 std::string flight_record_json(const FlightRecord& record);
 FlightRecord parse_flight_record(const std::string& text, const std::string& path);
 // CommError naming `where` and the field for a record no job writes: world_size outside

@@ -21,8 +21,8 @@ constexpr double kWatchdogSlackS =
     2.0 * std::chrono::duration<double>(kWatchdogLookInterval).count();
 static_assert(kWatchdogGrace > 2 * kWatchdogLookInterval);
 
-bool is_point_to_point(const std::string& kind) {
-  return kind == "send" || kind == "recv" || kind == "exchange";
+bool is_point_to_point(const FlightEntry& e) {
+  return e.sequence == FlightSequence::point_to_point;
 }
 
 // A group as every rank names it: its name and its members.
@@ -53,12 +53,16 @@ std::string rank_list(const std::set<int>& ranks) {
   return rank_runs(runs);
 }
 
-// One rank's view: its record, its operations per group, and what it waits in.
+// One rank's view: its record, its operations per group, and what it waits in. Only
+// collectives are numbered alike on every member; a send or receive is matched by its peer.
 struct RankView {
   const FlightRecord* record = nullptr;
-  std::map<std::string, std::uint64_t> last_seq;  // per group key: its newest operation's seq
-  std::map<std::string, const FlightEntry*> unfinished;  // per group key: the oldest
-  const FlightEntry* waits_in = nullptr;                  // its oldest unfinished operation
+  // Per group key: its newest collective's seq, and its oldest unfinished collective.
+  std::map<std::string, std::uint64_t> last_collective;
+  std::map<std::string, const FlightEntry*> unfinished_collective;
+  // Per group key and peer (world rank): its oldest unfinished send or receive with that peer.
+  std::map<std::string, std::map<int, const FlightEntry*>> unfinished_with;
+  const FlightEntry* waits_in = nullptr;  // its oldest unfinished operation
 };
 
 bool unfinished(const FlightEntry& e) {
@@ -95,11 +99,17 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     v.record = &r;
     for (const FlightEntry& e : r.entries) {
       const std::string key = group_key(r.groups[static_cast<std::size_t>(e.group)]);
-      v.last_seq[key] = std::max(v.last_seq[key], e.seq);
+      if (!is_point_to_point(e)) v.last_collective[key] = std::max(v.last_collective[key], e.seq);
       if (!unfinished(e)) continue;
       if (!v.waits_in || e.id < v.waits_in->id) v.waits_in = &e;
-      const FlightEntry*& oldest = v.unfinished[key];
-      if (!oldest || e.id < oldest->id) oldest = &e;
+      const auto keep_oldest = [&](const FlightEntry*& oldest) {
+        if (!oldest || e.id < oldest->id) oldest = &e;
+      };
+      if (!is_point_to_point(e)) {
+        keep_oldest(v.unfinished_collective[key]);
+      } else {
+        for (int peer : e.peers) keep_oldest(v.unfinished_with[key][peer]);
+      }
     }
   }
   const auto view_of = [&](int rank) -> const RankView* {
@@ -142,6 +152,8 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
   std::map<int, std::string> stalled;
   // Ranks whose operation has every peer in it too, and still did not complete.
   std::map<int, std::string> in_it_together;
+  // Per rank waiting in a send or receive: how long each peer has waited in its match.
+  std::map<int, std::vector<double>> partner_waits;
   for (const auto& [r, v] : views) {
     if (!v.waits_in) continue;
     const FlightEntry& e = *v.waits_in;
@@ -152,7 +164,7 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     std::set<int> silent;
     std::size_t silent_at = 0;
     bool all_passed = true;
-    const std::vector<int>& others = is_point_to_point(e.kind) ? e.peers : g.members;
+    const std::vector<int>& others = is_point_to_point(e) ? e.peers : g.members;
     for (int m : others) {
       if (m == r) continue;
       const RankView* found = view_of(m);
@@ -169,20 +181,30 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
       }
       const RankView& peer = *found;
       std::string blame;
-      const auto seq = peer.last_seq.find(key);
-      const std::uint64_t last = seq == peer.last_seq.end() ? 0 : seq->second;
       const std::string peer_wait =
           peer.waits_in ? ", it waits in " + describe(peer, *peer.waits_in) : std::string();
-      if (is_point_to_point(e.kind)) {
-        if (!peer.unfinished.count(key))
-          blame = detail::concat("rank ", m, " has nothing unfinished on that group", peer_wait);
-      } else if (last < e.seq) {
-        blame = detail::concat("rank ", m, " has issued only ", last, " operations on that group",
-                               peer_wait);
+      if (is_point_to_point(e)) {
+        // Its send or receive with this rank is the match, whatever its number.
+        const FlightEntry* match = nullptr;
+        if (const auto group = peer.unfinished_with.find(key); group != peer.unfinished_with.end())
+          if (const auto with = group->second.find(r); with != group->second.end())
+            match = with->second;
+        if (match)
+          partner_waits[r].push_back(peer.record->written_s - match->issued_s);
+        else
+          blame = detail::concat("rank ", m, " has no send or receive with rank ", r,
+                                 " unfinished on that group", peer_wait);
+      } else {
+        const auto seq = peer.last_collective.find(key);
+        const std::uint64_t last = seq == peer.last_collective.end() ? 0 : seq->second;
+        if (last < e.seq)
+          blame = detail::concat("rank ", m, " has issued only ", last,
+                                 " collectives on that group", peer_wait);
+        const auto mine = peer.unfinished_collective.find(key);
+        if (last < e.seq ||
+            (mine != peer.unfinished_collective.end() && mine->second->seq <= e.seq))
+          all_passed = false;
       }
-      const auto mine = peer.unfinished.find(key);
-      if (last < e.seq || (mine != peer.unfinished.end() && mine->second->seq <= e.seq))
-        all_passed = false;
       if (blame.empty()) continue;
       all_passed = false;
       why.push_back(blame);
@@ -204,7 +226,7 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
                                   "starved of CPU");
     if (!why.empty()) {
       line += ": " + why.front();
-    } else if (all_passed && !is_point_to_point(e.kind)) {
+    } else if (all_passed && !is_point_to_point(e)) {
       line += ": every other member has finished it, this rank has not seen it end";
       stalled.emplace(r, "its peers have finished the operation it waits in: it stopped, was "
                          "starved of CPU, or lost its link to them (their last message never "
@@ -219,28 +241,37 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     report.lines.push_back(line);
     for (std::size_t i = 1; i < why.size(); ++i) report.lines.push_back("  and " + why[i]);
   }
-  // Every member in one collective that has not completed: a member that joined it long after
+  // Every member in one operation that has not completed: a member that joined it long after
   // the others had timed out in it (its wait less than half of theirs, each on its own clock)
   // was behind them, stopped or starved of CPU before it, and woken later to write its record.
-  std::map<std::string, std::vector<std::pair<int, double>>> waits_by_operation;
+  // A collective is the same number on every member; a send or receive is its peers' matches.
+  std::map<std::string, std::vector<std::pair<int, double>>> waits_by_collective;
+  std::map<int, double> longest_wait;  // per rank: the longest wait of its operation's ranks
   for (const auto& [r, why] : in_it_together) {
     const RankView& v = *view_of(r);
     const FlightEntry& e = *v.waits_in;
+    const double waited = v.record->written_s - e.issued_s;
+    longest_wait[r] = waited;
+    if (is_point_to_point(e)) {
+      for (double theirs : partner_waits[r]) longest_wait[r] = std::max(longest_wait[r], theirs);
+      continue;
+    }
     const std::string key = group_key(v.record->groups[static_cast<std::size_t>(e.group)]);
-    waits_by_operation[key + "#" + std::to_string(e.seq)].emplace_back(
-        r, v.record->written_s - e.issued_s);
+    waits_by_collective[key + "#" + std::to_string(e.seq)].emplace_back(r, waited);
   }
-  for (const auto& [operation, waits] : waits_by_operation) {
+  for (const auto& [operation, waits] : waits_by_collective) {
     double longest = 0;
     for (const auto& [r, waited] : waits) longest = std::max(longest, waited);
-    const double timeout = view_of(waits.front().first)->record->timeout_s;
-    if (longest < timeout) continue;
-    for (const auto& [r, waited] : waits)
-      if (waited < longest / 2)
-        stalled[r] = detail::concat("it joined the operation its peers wait in only ",
-                                    static_cast<long long>(waited), " s before its record, where "
-                                    "they had waited up to ", static_cast<long long>(longest),
-                                    " s: it was behind them (stopped or starved of CPU)");
+    for (const auto& [r, waited] : waits) longest_wait[r] = longest;
+  }
+  for (const auto& [r, longest] : longest_wait) {
+    const RankView& v = *view_of(r);
+    const double waited = v.record->written_s - v.waits_in->issued_s;
+    if (longest >= v.record->timeout_s && waited < longest / 2)
+      stalled[r] = detail::concat("it joined the operation its peers wait in only ",
+                                  static_cast<long long>(waited), " s before its record, where "
+                                  "they had waited up to ", static_cast<long long>(longest),
+                                  " s: it was behind them (stopped or starved of CPU)");
   }
   // The ranks named: those that stopped inside communication, and those waited for that wait
   // for nobody (no record, or no communication); in a cycle where each waits for another,

@@ -324,20 +324,22 @@ class InjectedFailure final : public MpiOperation {
 
 }  // namespace
 
-WorkHandle MpiCommunicator::submit(std::unique_ptr<MpiOperation> operation, std::string_view kind,
-                                   std::int64_t bytes, const std::vector<int>& peers) {
+WorkHandle MpiCommunicator::submit(std::unique_ptr<MpiOperation> operation, FlightSequence sequence,
+                                   std::string_view kind, std::int64_t bytes,
+                                   const std::vector<int>& peers) {
   if (inject_comm_error(world_rank_, kind))
     operation = std::make_unique<InjectedFailure>(std::move(operation));
   operation->count_on(unfinished_);
   std::vector<int> world_peers;
   for (int peer : peers) world_peers.push_back(members_[static_cast<std::size_t>(peer)]);
-  operation->flight_id =
-      FlightRecorder::instance().issued(flight_group_, std::string(kind), bytes, world_peers);
+  operation->flight_id = FlightRecorder::instance().issued(flight_group_, sequence,
+                                                           std::string(kind), bytes, world_peers);
   return MpiProgressEngine::instance().submit(std::move(operation));
 }
 
 std::uint64_t MpiCommunicator::record_call(std::string_view kind) {
-  return FlightRecorder::instance().issued(flight_group_, std::string(kind), 0, {});
+  return FlightRecorder::instance().issued(flight_group_, FlightSequence::collective,
+                                           std::string(kind), 0, {});
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -392,9 +394,9 @@ WorkHandle MpiCommunicator::all_reduce_async(Tensor& tensor, ReduceOp op) {
   check_reducible(kOperation, tensor);
   HostStaging staging(options_.stage_cpu_tensors);
   Tensor host = staging.stage(tensor, /*copy_in=*/true, /*copy_back=*/true);
-  return staging.wrap(submit(
-      std::make_unique<AllReduceOperation>(context(kOperation), comm_, host, op, size_),
-      kOperation, static_cast<std::int64_t>(tensor.nbytes())));
+  return staging.wrap(
+      submit(std::make_unique<AllReduceOperation>(context(kOperation), comm_, host, op, size_),
+             FlightSequence::collective, kOperation, static_cast<std::int64_t>(tensor.nbytes())));
 }
 
 WorkHandle MpiCommunicator::all_gather_async(Tensor& out, const Tensor& in) {
@@ -423,9 +425,9 @@ WorkHandle MpiCommunicator::all_gather_async(Tensor& out, const Tensor& in) {
                        : Tensor::empty(in.shape(), in.dtype(), Device::cpu());
     host_in.copy_from(in);
   }
-  return staging.wrap(submit(std::make_unique<AllGatherOperation>(context(kOperation), comm_,
-                                                                 host_out, host_in, in_place),
-                             kOperation, static_cast<std::int64_t>(out.nbytes())));
+  return staging.wrap(submit(
+      std::make_unique<AllGatherOperation>(context(kOperation), comm_, host_out, host_in, in_place),
+      FlightSequence::collective, kOperation, static_cast<std::int64_t>(out.nbytes())));
 }
 
 WorkHandle MpiCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in, ReduceOp op) {
@@ -451,7 +453,7 @@ WorkHandle MpiCommunicator::reduce_scatter_async(Tensor& out, const Tensor& in, 
   return staging.wrap(
       submit(std::make_unique<ReduceScatterOperation>(context(kOperation), comm_, host_out, host_in,
                                                       op, std::move(counts)),
-             kOperation, static_cast<std::int64_t>(in.nbytes())));
+             FlightSequence::collective, kOperation, static_cast<std::int64_t>(in.nbytes())));
 }
 
 WorkHandle MpiCommunicator::broadcast_async(Tensor& tensor, int root) {
@@ -462,9 +464,9 @@ WorkHandle MpiCommunicator::broadcast_async(Tensor& tensor, int root) {
   HostStaging staging(options_.stage_cpu_tensors);
   const bool is_root = rank_ == root;
   Tensor host = staging.stage(tensor, /*copy_in=*/is_root, /*copy_back=*/!is_root);
-  return staging.wrap(
-      submit(std::make_unique<BroadcastOperation>(context(kOperation), comm_, host, root),
-             kOperation, static_cast<std::int64_t>(tensor.nbytes()), {root}));
+  return staging.wrap(submit(
+      std::make_unique<BroadcastOperation>(context(kOperation), comm_, host, root),
+      FlightSequence::collective, kOperation, static_cast<std::int64_t>(tensor.nbytes()), {root}));
 }
 
 WorkHandle MpiCommunicator::send_async(const Tensor& tensor, int peer, int tag) {
@@ -499,11 +501,12 @@ WorkHandle MpiCommunicator::point_to_point(std::string_view operation, std::vect
   }
   return staging.wrap(
       submit(std::make_unique<PointToPointOperation>(context(operation), comm_, std::move(ops)),
-             operation, bytes, peers));
+             FlightSequence::point_to_point, operation, bytes, peers));
 }
 
 WorkHandle MpiCommunicator::barrier_async() {
-  return submit(std::make_unique<BarrierOperation>(context("barrier"), comm_), "barrier", 0);
+  return submit(std::make_unique<BarrierOperation>(context("barrier"), comm_),
+                FlightSequence::collective, "barrier", 0);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const std::string& name) {

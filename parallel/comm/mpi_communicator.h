@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "parallel/comm/communicator.h"
+#include "parallel/comm/flight_recorder.h"
 
 namespace ternion {
 
@@ -89,10 +90,10 @@ class MpiCommunicator final : public Communicator {
   // `which` prefixes the message ("ops[2]: ") when a batch holds several operations.
   void check_peer(std::string_view operation, std::string_view which, int peer, int tag) const;
   WorkHandle point_to_point(std::string_view operation, std::vector<P2POp> ops);
-  // Records `operation` in the flight recorder (as `kind`, moving `bytes`, with the group's
-  // ranks `peers`) and hands it to the progress engine.
-  WorkHandle submit(std::unique_ptr<MpiOperation> operation, std::string_view kind,
-                    std::int64_t bytes, const std::vector<int>& peers = {});
+  // Records `operation` in the flight recorder (numbered in `sequence`, as `kind`, moving
+  // `bytes`, with the group's ranks `peers`) and hands it to the progress engine.
+  WorkHandle submit(std::unique_ptr<MpiOperation> operation, FlightSequence sequence,
+                    std::string_view kind, std::int64_t bytes, const std::vector<int>& peers = {});
   std::uint64_t record_call(std::string_view kind);  // a funnelled call (split, ...)
 
   MPI_Comm comm_ = MPI_COMM_NULL;

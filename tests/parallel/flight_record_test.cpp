@@ -11,13 +11,16 @@
 namespace ternion {
 namespace {
 
+constexpr FlightSequence kCollective = FlightSequence::collective;
+constexpr FlightSequence kPointToPoint = FlightSequence::point_to_point;
+
 TEST(FlightRecorder, NumbersEachGroupsOperationsAndKeepsTheNewest) {
   FlightRecorder& recorder = FlightRecorder::instance();
   const int a = recorder.register_group("tp[0,1]", {0, 1});
   const int b = recorder.register_group("dp[0,2]", {0, 2});
-  const std::uint64_t first = recorder.issued(a, "all_reduce", 64, {});
-  const std::uint64_t second = recorder.issued(b, "send", 32, {2});
-  const std::uint64_t third = recorder.issued(a, "all_gather", 16, {});
+  const std::uint64_t first = recorder.issued(a, kCollective, "all_reduce", 64, {});
+  const std::uint64_t second = recorder.issued(b, kPointToPoint, "send", 32, {2});
+  const std::uint64_t third = recorder.issued(a, kCollective, "all_gather", 16, {});
   recorder.started(first);
   recorder.ended(first);
   recorder.started(second);
@@ -37,11 +40,32 @@ TEST(FlightRecorder, NumbersEachGroupsOperationsAndKeepsTheNewest) {
 
   // Past its capacity the ring keeps the newest operations.
   for (std::size_t i = 0; i < FlightRecorder::kCapacity + 10; ++i)
-    recorder.ended(recorder.issued(b, "barrier", 0, {}));
+    recorder.ended(recorder.issued(b, kCollective, "barrier", 0, {}));
   const FlightRecord full = recorder.snapshot(0, 3, "test", 5.0);
   EXPECT_EQ(full.entries.size(), FlightRecorder::kCapacity);
   EXPECT_EQ(full.entries.back().kind, "barrier");
   EXPECT_EQ(recorder.oldest_unfinished().id, 0u);  // the started send was dropped with the ring
+}
+
+// A middle pipeline stage sends and receives twice as often as the ends: numbered with its
+// collectives, the same all-reduce would be a different number on each.
+TEST(FlightRecorder, NumbersCollectivesApartFromSendsAndReceives) {
+  FlightRecorder& recorder = FlightRecorder::instance();
+  const int pp = recorder.register_group("pp[0,1]", {0, 1});
+  for (const auto& [sequence, kind] :
+       std::vector<std::pair<FlightSequence, const char*>>{{kPointToPoint, "recv"},
+                                                           {kPointToPoint, "send"},
+                                                           {kCollective, "all_reduce"},
+                                                           {kPointToPoint, "exchange"},
+                                                           {kCollective, "barrier"}})
+    recorder.ended(recorder.issued(pp, sequence, kind, 8, {}));
+  const FlightRecord record = recorder.snapshot(0, 2, "test", 5.0);
+  std::vector<std::pair<FlightSequence, std::uint64_t>> numbers;
+  for (const FlightEntry& e : record.entries)
+    if (e.group == pp) numbers.emplace_back(e.sequence, e.seq);
+  EXPECT_EQ(numbers, (std::vector<std::pair<FlightSequence, std::uint64_t>>{
+                         {kPointToPoint, 1}, {kPointToPoint, 2}, {kCollective, 1},
+                         {kPointToPoint, 3}, {kCollective, 2}}));
 }
 
 TEST(FlightRecorder, RecordsReadBackFromTheirJson) {
@@ -61,17 +85,42 @@ TEST(FlightRecorder, RecordsReadBackFromTheirJson) {
   e.state = FlightState::started;
   e.issued_s = 990.25;
   e.started_s = 990.5;
-  r.entries = {e};
+  FlightEntry send = e;
+  send.id = 8;
+  send.sequence = FlightSequence::point_to_point;
+  send.seq = 5;
+  send.kind = "send";
+  send.peers = {0};
+  r.entries = {e, send};
   const FlightRecord back = parse_flight_record(flight_record_json(r), "rank_1.json");
   EXPECT_EQ(back.rank, 1);
   EXPECT_EQ(back.reason, r.reason);
   EXPECT_EQ(back.groups[0].members, (std::vector<int>{0, 1}));
-  ASSERT_EQ(back.entries.size(), 1u);
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[0].sequence, FlightSequence::collective);
   EXPECT_EQ(back.entries[0].seq, 3u);
+  EXPECT_EQ(back.entries[1].sequence, FlightSequence::point_to_point);
+  EXPECT_EQ(back.entries[1].seq, 5u);
   EXPECT_EQ(back.entries[0].state, FlightState::started);
   EXPECT_DOUBLE_EQ(back.entries[0].issued_s, 990.25);
   EXPECT_THROW(parse_flight_record("{\"format\": \"other\"}", "x.json"), CommError);
   EXPECT_THROW(parse_flight_record("not json", "x.json"), CommError);
+  // Version 1 numbered every operation on a group with one counter: compared with this
+  // version's numbers it would name the wrong rank, so it is refused, naming the file.
+  std::string old = flight_record_json(r);
+  ASSERT_NE(old.find("\"version\": 2"), std::string::npos) << old;
+  old.replace(old.find("\"version\": 2"), 12, "\"version\": 1");
+  try {
+    parse_flight_record(old, "fl/rank_1.json");
+    ADD_FAILURE() << "a record of version 1 was read";
+  } catch (const CommError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "'fl/rank_1.json' is a flight record of version 1, this build reads version 2: read "
+              "it with the ternion-hang-report of the build that wrote it");
+  }
+  std::string unknown = flight_record_json(r);
+  unknown.replace(unknown.find("\"collective\""), 12, "\"ring\"");
+  EXPECT_THROW(parse_flight_record(unknown, "x.json"), CommError);
   // Read as strict JSON, as every file of ours is: a key given twice is refused, not resolved.
   std::string twice = flight_record_json(r);
   twice.insert(twice.rfind('}'), ", \"rank\": 0");
@@ -180,6 +229,9 @@ FlightRecord record_of(int rank, int world, std::vector<FlightGroup> groups, std
     e.group = op.group;
     e.seq = op.seq;
     e.kind = op.kind;
+    const std::string kind = op.kind;
+    if (kind == "send" || kind == "recv" || kind == "exchange")
+      e.sequence = FlightSequence::point_to_point;
     e.peers = op.peers;
     e.state = op.state;
     e.issued_s = r.written_s - waited_s;
@@ -341,6 +393,109 @@ TEST(HangReport, SaysWhenEveryRankWaitsWithAllItsPeers) {
   EXPECT_TRUE(report.behind.empty());
   EXPECT_EQ(report.lines.back().rfind("no rank is behind: ranks 0, 1 wait in operations", 0), 0u)
       << report.lines.back();
+}
+
+// What pipeline stage `stage` of 4 records on its group over `micro_batches` forward and
+// backward passes, then in the all-reduce that every stage waits in: issued through the
+// recorder, as a rank's communicator would.
+FlightRecord pipeline_stage_record(int stage, int micro_batches) {
+  constexpr int kStages = 4;
+  FlightRecorder& recorder = FlightRecorder::instance();
+  const int pp = recorder.register_group("pp[0,1,2,3]", {0, 1, 2, 3});
+  const auto p2p = [&](const char* kind, int peer) {
+    recorder.ended(recorder.issued(pp, kPointToPoint, kind, 64, {peer}));
+  };
+  for (int m = 0; m < micro_batches; ++m) {
+    if (stage > 0) p2p("recv", stage - 1);
+    if (stage < kStages - 1) p2p("send", stage + 1);
+  }
+  for (int m = 0; m < micro_batches; ++m) {
+    if (stage < kStages - 1) p2p("recv", stage + 1);
+    if (stage > 0) p2p("send", stage - 1);
+  }
+  recorder.ended(recorder.issued(pp, kCollective, "all_reduce", 4, {}));
+  recorder.started(recorder.issued(pp, kCollective, "all_reduce", 4, {}));
+  // This rank's record of that group alone, written as its watchdog would at the timeout.
+  FlightRecord record = recorder.snapshot(stage, kStages, "timeout", 5.0);
+  record.groups = {recorder.group(pp)};
+  std::vector<FlightEntry> mine;
+  for (FlightEntry& e : record.entries)
+    if (e.group == pp) mine.push_back(e), mine.back().group = 0;
+  record.entries = mine;
+  record.written_s = record.entries.back().issued_s + 5.0;
+  return record;
+}
+
+// Every stage waits in the same all-reduce, after the middle stages did twice the sends and
+// receives of the ends: no rank is behind, the network is.
+TEST(HangReport, ComparesOnlyCollectivesAcrossAPipelineGroup) {
+  std::vector<FlightRecord> records;
+  for (int stage = 0; stage < 4; ++stage) records.push_back(pipeline_stage_record(stage, 4));
+  const HangReport report = analyse_flight_records(records);
+  EXPECT_TRUE(report.behind.empty()) << report.lines.back();
+  for (int stage = 0; stage < 4; ++stage)
+    EXPECT_EQ(report.lines[1 + static_cast<std::size_t>(stage)],
+              "rank " + std::to_string(stage) + " waits in all_reduce #2 on group 'pp[0,1,2,3]' "
+              "(started 5 s before the record): every peer is in it too");
+  EXPECT_EQ(report.lines.back().rfind("no rank is behind: ranks 0-3 wait in operations", 0), 0u)
+      << report.lines.back();
+}
+
+// The rank that has not reached the collective is named, though it issued more sends and
+// receives on the group than the others' collective number.
+TEST(HangReport, NamesTheRankBehindOnCollectivesWhateverItsSendsAndReceives) {
+  const std::vector<FlightGroup> pp = {{"pp[0,1,2,3]", {0, 1, 2, 3}}};
+  const auto passes = [](std::uint64_t sends_and_receives) {
+    std::vector<Op> ops;
+    for (std::uint64_t n = 1; n <= sends_and_receives; ++n)
+      ops.push_back({n, n % 2 ? "recv" : "send", S::completed, {1}});
+    ops.push_back({1, "all_reduce", S::completed});
+    return ops;
+  };
+  const auto waiting = [&](std::uint64_t sends_and_receives) {
+    std::vector<Op> ops = passes(sends_and_receives);
+    ops.push_back({2, "all_reduce", S::started});
+    return ops;
+  };
+  const HangReport report = analyse_flight_records({
+      record_of(0, 4, pp, waiting(8)),
+      record_of(1, 4, pp, waiting(16)),
+      record_of(2, 4, pp, passes(16)),
+      record_of(3, 4, pp, waiting(8)),
+  });
+  EXPECT_EQ(report.behind, std::vector<int>{2});
+  EXPECT_NE(report.lines[1].find(": rank 2 has issued only 1 collectives on that group"),
+            std::string::npos) << report.lines[1];
+  EXPECT_EQ(report.lines.back().rfind("behind: rank 2 (it waits in no communication", 0), 0u)
+      << report.lines.back();
+}
+
+// A send or receive is matched by its peer, not by its number: the peer's send to this rank
+// answers this rank's receive, while the peer's collective on the same group does not.
+TEST(HangReport, MatchesASendOrReceiveByItsPeer) {
+  const std::vector<FlightGroup> pp = {{"pp[0,1]", {0, 1}}};
+  const HangReport together = analyse_flight_records({
+      record_of(0, 2, pp, {{9, "recv", S::started, {1}}}),
+      record_of(1, 2, pp, {{4, "send", S::started, {0}}}),
+  });
+  EXPECT_TRUE(together.behind.empty()) << together.lines.back();
+  EXPECT_NE(together.lines[1].find("every peer is in it too"), std::string::npos)
+      << together.lines[1];
+  // One joined the exchange only after the other had timed out in it: it was behind.
+  const HangReport late = analyse_flight_records({
+      record_of(0, 2, pp, {{9, "recv", S::started, {1}}}, 0.2),
+      record_of(1, 2, pp, {{4, "send", S::started, {0}}}, 5.0),
+  });
+  EXPECT_EQ(late.behind, std::vector<int>{0});
+  // Rank 1 waits in a collective rank 0 has not reached, rank 0 for rank 1's message: a cycle.
+  const HangReport crossed = analyse_flight_records({
+      record_of(0, 2, pp, {{3, "all_reduce", S::completed}, {9, "recv", S::started, {1}}}),
+      record_of(1, 2, pp, {{3, "all_reduce", S::completed}, {4, "all_reduce", S::started}}),
+  });
+  EXPECT_EQ(crossed.behind, (std::vector<int>{0, 1}));
+  EXPECT_NE(crossed.lines[1].find(": rank 1 has no send or receive with rank 0 unfinished on "
+                                  "that group, it waits in all_reduce #4"),
+            std::string::npos) << crossed.lines[1];
 }
 
 TEST(HangReport, SaysSoWhenNothingWaits) {
