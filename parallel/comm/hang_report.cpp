@@ -152,6 +152,8 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
   std::map<int, std::string> stalled;
   // Ranks whose operation has every peer in it too, and still did not complete.
   std::map<int, std::string> in_it_together;
+  // Ranks stalled in a collective every other member has finished (a message lost to them).
+  std::set<int> peers_finished;
   // Per rank waiting in a send or receive: how long each peer has waited in its match.
   std::map<int, std::vector<double>> partner_waits;
   for (const auto& [r, v] : views) {
@@ -228,9 +230,11 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
       line += ": " + why.front();
     } else if (all_passed && !is_point_to_point(e)) {
       line += ": every other member has finished it, this rank has not seen it end";
-      stalled.emplace(r, "its peers have finished the operation it waits in: it stopped, was "
-                         "starved of CPU, or lost its link to them (their last message never "
-                         "arrived), inside it");
+      if (stalled.emplace(r, "its peers have finished the operation it waits in: it stopped, "
+                             "was starved of CPU, or lost its link to them (their last message "
+                             "never arrived), inside it")
+              .second)
+        peers_finished.insert(r);
     } else {
       line += ": every peer is in it too";
       in_it_together[r] = detail::concat("it and every peer wait in ", e.kind, " #", e.seq,
@@ -241,18 +245,20 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     report.lines.push_back(line);
     for (std::size_t i = 1; i < why.size(); ++i) report.lines.push_back("  and " + why[i]);
   }
-  // Every member in one operation that has not completed: a member that joined it long after
-  // the others had timed out in it (its wait less than half of theirs, each on its own clock)
-  // was behind them, stopped or starved of CPU before it, and woken later to write its record.
-  // A collective is the same number on every member; a send or receive is its peers' matches.
+  // Ranks in one operation that has not completed: one that joined it long after the others
+  // had timed out in it (its wait less than half of theirs, each on its own clock) was behind
+  // them, stopped or starved of CPU before it, and woken later to write its record. A
+  // collective is the same number on every member, whoever else has not joined it; a send or
+  // receive, where every peer is in it too, is its peers' matches.
   std::map<std::string, std::vector<std::pair<int, double>>> waits_by_collective;
   std::map<int, double> longest_wait;  // per rank: the longest wait of its operation's ranks
-  for (const auto& [r, why] : in_it_together) {
-    const RankView& v = *view_of(r);
+  for (const auto& [r, v] : views) {
+    if (!v.waits_in) continue;
     const FlightEntry& e = *v.waits_in;
     const double waited = v.record->written_s - e.issued_s;
-    longest_wait[r] = waited;
     if (is_point_to_point(e)) {
+      if (!in_it_together.count(r)) continue;
+      longest_wait[r] = waited;
       for (double theirs : partner_waits[r]) longest_wait[r] = std::max(longest_wait[r], theirs);
       continue;
     }
@@ -264,14 +270,29 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     for (const auto& [r, waited] : waits) longest = std::max(longest, waited);
     for (const auto& [r, waited] : waits) longest_wait[r] = longest;
   }
+  std::set<int> joined_late;
   for (const auto& [r, longest] : longest_wait) {
     const RankView& v = *view_of(r);
     const double waited = v.record->written_s - v.waits_in->issued_s;
-    if (longest >= v.record->timeout_s && waited < longest / 2)
+    if (longest >= v.record->timeout_s && waited < longest / 2) {
       stalled[r] = detail::concat("it joined the operation its peers wait in only ",
                                   static_cast<long long>(waited), " s before its record, where "
                                   "they had waited up to ", static_cast<long long>(longest),
                                   " s: it was behind them (stopped or starved of CPU)");
+      joined_late.insert(r);
+    }
+  }
+  // A member stopped just after its part of a collective, before its last message reached a
+  // peer, has since joined the next one late: the peer still waiting in it waits for that one.
+  for (const int r : peers_finished) {
+    const RankView& v = *view_of(r);
+    const FlightGroup& g = v.record->groups[static_cast<std::size_t>(v.waits_in->group)];
+    for (const int m : g.members)
+      if (joined_late.count(m)) {
+        stalled.erase(r);
+        waited_by[m].insert(r);
+        waits_for_someone.insert(r);
+      }
   }
   // The ranks named: those that stopped inside communication, and those waited for that wait
   // for nobody (no record, or no communication); in a cycle where each waits for another,

@@ -384,6 +384,28 @@ TEST(HangReport, NamesTheRankThatJoinedTheCollectiveLast) {
             std::string::npos) << report.lines.back();
 }
 
+// A rank stopped just after its part of all_reduce #36, before its last message reached rank
+// 2: rank 2 still waits in #36, and the stopped rank, woken by the job's end, joined #37 long
+// after the others. The stopped rank is behind; rank 2 waits for it.
+TEST(HangReport, NamesTheRankStoppedBeforeItsLastMessageArrived) {
+  const std::vector<FlightGroup> world = {{"world", {0, 1, 2, 3}}};
+  const std::vector<Op> next = {{36, "all_reduce", S::completed}, {37, "all_reduce", S::started}};
+  const HangReport report = analyse_flight_records({
+      record_of(0, 4, world, next, 5.0),
+      record_of(1, 4, world, next, 0.1),
+      record_of(2, 4, world, {{35, "all_reduce", S::completed}, {36, "all_reduce", S::started}},
+                5.0),
+      record_of(3, 4, world, next, 5.1),
+  });
+  EXPECT_EQ(report.behind, std::vector<int>{1});
+  EXPECT_NE(report.lines.back().find("behind: rank 1 (it joined the operation its peers wait in "
+                                     "only 0 s"),
+            std::string::npos)
+      << report.lines.back();
+  EXPECT_NE(report.lines.back().find("; rank 2 waits for it"), std::string::npos)
+      << report.lines.back();
+}
+
 TEST(HangReport, SaysWhenEveryRankWaitsWithAllItsPeers) {
   const std::vector<FlightGroup> groups = {{"dp[0,1]", {0, 1}}};
   const HangReport report = analyse_flight_records({
