@@ -132,13 +132,14 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
                             rank_runs(missing) + ")"));
 
   for (const auto& [r, v] : views) {
+    // The first failure: the later operations of a group it broke fail with its error.
     const auto failed_entry =
-        std::find_if(v.record->entries.rbegin(), v.record->entries.rend(),
+        std::find_if(v.record->entries.begin(), v.record->entries.end(),
                      [](const FlightEntry& e) { return e.state == FlightState::failed; });
     const bool error_record = v.record->reason.rfind("error", 0) == 0;
-    if (!error_record && failed_entry == v.record->entries.rend()) continue;
+    if (!error_record && failed_entry == v.record->entries.end()) continue;
     std::string line = detail::concat("failed: rank ", r);
-    if (failed_entry != v.record->entries.rend())
+    if (failed_entry != v.record->entries.end())
       line += ": " + describe(v, *failed_entry) + ": " + failed_entry->error;
     else
       line += ": " + v.record->reason;

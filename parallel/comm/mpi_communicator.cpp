@@ -242,6 +242,7 @@ class PointToPointOperation final : public CommOperation {
     }
   }
 
+  bool is_point_to_point() const override { return true; }
   std::string describe_request(std::size_t index) const override {
     const P2POp& op = ops_[index];
     const bool recv = op.kind == P2POp::Kind::Recv;
@@ -272,6 +273,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, Options option
     : comm_(comm),
       name_(std::move(name)),
       world_rank_(MpiRuntime::world_rank()),
+      state_(std::make_shared<MpiGroupState>()),
       options_(options) {
   TN_CHECK(comm_ != MPI_COMM_NULL, "an MpiCommunicator needs a communicator, not MPI_COMM_NULL");
   const std::string where =
@@ -329,7 +331,7 @@ WorkHandle MpiCommunicator::submit(std::unique_ptr<MpiOperation> operation, Flig
                                    const std::vector<int>& peers) {
   if (inject_comm_error(world_rank_, kind))
     operation = std::make_unique<InjectedFailure>(std::move(operation));
-  operation->count_on(unfinished_);
+  operation->count_on(state_);
   std::vector<int> world_peers;
   for (int peer : peers) world_peers.push_back(members_[static_cast<std::size_t>(peer)]);
   operation->flight_id = FlightRecorder::instance().issued(flight_group_, sequence,
@@ -347,8 +349,9 @@ MpiCommunicator::~MpiCommunicator() {
   if (comm_ == MPI_COMM_NULL || !MpiRuntime::initialized()) return;
   // Operations still in flight (an error unwinding past them, a peer that never joined, as the
   // job ends): freeing the communicator under them crashes Open MPI's progress (seen in its
-  // non-blocking collectives). It is left to MPI_Finalize, or to the job's end.
-  if (unfinished_->load(std::memory_order_acquire) > 0) return;
+  // non-blocking collectives). It is left to MPI_Finalize, or to the job's end; so is a broken
+  // one, whose peers may still be inside a collective this rank never joined.
+  if (state_->unfinished.load(std::memory_order_acquire) > 0 || state_->broken()) return;
   try {
     MpiProgressEngine::instance().run(
         [this] { TN_MPI_CHECK(MPI_Comm_free(&comm_), context("freeing the communicator")); });
@@ -511,20 +514,24 @@ WorkHandle MpiCommunicator::barrier_async() {
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const std::string& name) {
   MPI_Comm sub = MPI_COMM_NULL;
-  MpiProgressEngine::instance().run([&] {
-    TN_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub),
-                 context(detail::concat("split into '", name, "'")));
-  }, record_call("split"));
+  MpiProgressEngine::instance().run(
+      [&] {
+        TN_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub),
+                     context(detail::concat("split into '", name, "'")));
+      },
+      record_call("split"), state_);
   if (sub == MPI_COMM_NULL) return nullptr;
   return std::make_unique<MpiCommunicator>(sub, name, options_);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split_node_local(const std::string& name) {
   MPI_Comm sub = MPI_COMM_NULL;
-  MpiProgressEngine::instance().run([&] {
-    TN_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &sub),
-                 context(detail::concat("split_node_local into '", name, "'")));
-  }, record_call("split_node_local"));
+  MpiProgressEngine::instance().run(
+      [&] {
+        TN_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &sub),
+                     context(detail::concat("split_node_local into '", name, "'")));
+      },
+      record_call("split_node_local"), state_);
   TN_CHECK(sub != MPI_COMM_NULL, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gave no communicator");
   return std::make_unique<MpiCommunicator>(sub, name, options_);
 }
@@ -532,9 +539,12 @@ std::unique_ptr<Communicator> MpiCommunicator::split_node_local(const std::strin
 std::unique_ptr<MpiCommunicator> MpiCommunicator::duplicate(const std::string& name,
                                                             Options options) {
   MPI_Comm copy = MPI_COMM_NULL;
-  MpiProgressEngine::instance().run([&] {
-    TN_MPI_CHECK(MPI_Comm_dup(comm_, &copy), context(detail::concat("duplicate as '", name, "'")));
-  }, record_call("duplicate"));
+  MpiProgressEngine::instance().run(
+      [&] {
+        TN_MPI_CHECK(MPI_Comm_dup(comm_, &copy),
+                     context(detail::concat("duplicate as '", name, "'")));
+      },
+      record_call("duplicate"), state_);
   return std::make_unique<MpiCommunicator>(copy, name, options);
 }
 

@@ -6,7 +6,9 @@
 // starts it with the non-blocking MPI call (MPI_Iallreduce, MPI_Iallgather,
 // MPI_Ireduce_scatter, MPI_Ibcast, MPI_Isend / MPI_Irecv, MPI_Ibarrier) and completes the
 // returned Work when MPI reports it done. Failures inside MPI surface from Work::wait() as a
-// CommError naming the operation, the group, the rank and MPI's error string.
+// CommError naming the operation, the group, the rank and MPI's error string. Such a failure
+// (other than a truncated receive) breaks the communicator: every later operation on it,
+// split and duplicate included, fails with that first CommError without calling MPI.
 //
 // Element types: f32 -> MPI_FLOAT, i32 -> MPI_INT32_T, u16 -> MPI_UINT16_T; bf16 and f16
 // move as 2-byte words (MPI_UINT16_T). MPI has no bfloat16 arithmetic, so bf16 Sum and Max are
@@ -34,7 +36,6 @@
 
 #include <mpi.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +48,7 @@
 namespace ternion {
 
 class MpiOperation;  // parallel/comm/mpi_progress_engine.h
+class MpiGroupState;
 
 struct MpiCommunicatorOptions {
   // Tests: send CPU tensors through the host-staging path too (copies in and back), so that
@@ -102,8 +104,8 @@ class MpiCommunicator final : public Communicator {
   int size_ = 1;
   int world_rank_ = 0;
   int tag_upper_bound_ = 32767;  // MPI_TAG_UB; the standard guarantees at least this
-  // Operations submitted on comm_ and not yet ended (the progress engine ends them).
-  std::shared_ptr<std::atomic<int>> unfinished_ = std::make_shared<std::atomic<int>>(0);
+  // Its operations not yet ended, and whether one broke it (mpi_progress_engine.h).
+  std::shared_ptr<MpiGroupState> state_;
   Options options_;
   std::vector<int> members_;     // world ranks, in group-rank order
   int flight_group_ = -1;        // this group in the flight recorder

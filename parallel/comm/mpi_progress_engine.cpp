@@ -93,13 +93,16 @@ WorkHandle MpiProgressEngine::submit(std::unique_ptr<MpiOperation> operation) {
   return work;
 }
 
-void MpiProgressEngine::run(std::function<void()> call, std::uint64_t flight_id) {
+void MpiProgressEngine::run(std::function<void()> call, std::uint64_t flight_id,
+                            std::shared_ptr<MpiGroupState> group) {
   if (std::this_thread::get_id() == thread_.get_id()) {
+    if (group && group->broken()) std::rethrow_exception(group->failure());
     call();
     return;
   }
   auto operation = std::make_unique<CallOperation>(std::move(call));
   operation->flight_id = flight_id;
+  if (group) operation->count_on(std::move(group));
   submit(std::move(operation))->wait();
 }
 
@@ -158,13 +161,19 @@ void MpiProgressEngine::start(Pending pending) {
   Active active;
   active.operation = std::move(pending.operation);
   active.work = std::move(pending.work);
+  if (const MpiGroupState* group = active.operation->group.get(); group && group->broken()) {
+    active.error = group->failure();  // no MPI call: the peers are out of step with us
+    complete(active);
+    return;
+  }
   if (const std::uint64_t id = active.operation->flight_id; id != 0)
     FlightRecorder::instance().started(id);
   try {
     active.operation->start(active.requests);
   } catch (...) {
-    // Requests issued before the failure still have to drain before the Work completes.
-    active.error = std::current_exception();
+    // This rank has not joined the operation its peers may be in. Requests issued before the
+    // failure still have to drain before the Work completes.
+    fail(active, std::current_exception(), /*breaks_group=*/true);
   }
   if (active.requests.empty()) {
     complete(active);
@@ -184,9 +193,10 @@ bool MpiProgressEngine::poll(Active& active) {
                                   indices_.data(), statuses_.data());
   if (status != MPI_SUCCESS && status != MPI_ERR_IN_STATUS) {
     // The requests' state is unknown: give up on them rather than poll them forever.
-    if (!active.error)
-      active.error = std::make_exception_ptr(CommError(
-          active.operation->describe() + ": MPI_Testsome failed: " + mpi_error_string(status)));
+    fail(active,
+         std::make_exception_ptr(CommError(active.operation->describe() +
+                                           ": MPI_Testsome failed: " + mpi_error_string(status))),
+         /*breaks_group=*/true);
     return true;
   }
   if (completed == MPI_UNDEFINED) return true;  // every request is already done
@@ -197,22 +207,30 @@ bool MpiProgressEngine::poll(Active& active) {
     if (status == MPI_ERR_IN_STATUS && request_status.MPI_ERROR != MPI_SUCCESS) {
       // Open MPI leaves a failed request allocated, and would report it again: free it.
       if (active.requests[index] != MPI_REQUEST_NULL) MPI_Request_free(&active.requests[index]);
-      if (!active.error)
-        active.error =
-            std::make_exception_ptr(CommError(active.operation->describe_request(index) + ": " +
-                                              mpi_error_string(request_status.MPI_ERROR)));
+      int error_class = MPI_ERR_OTHER;
+      MPI_Error_class(request_status.MPI_ERROR, &error_class);
+      fail(active,
+           std::make_exception_ptr(CommError(active.operation->describe_request(index) + ": " +
+                                             mpi_error_string(request_status.MPI_ERROR))),
+           !(active.operation->is_point_to_point() && error_class == MPI_ERR_TRUNCATE));
       continue;
     }
     if (active.error) continue;
     try {
       active.operation->request_done(index, request_status);
     } catch (...) {
-      active.error = std::current_exception();
+      // Our own check of a transfer MPI completed (a short message): still in step.
+      fail(active, std::current_exception(), /*breaks_group=*/false);
     }
   }
   // Completed requests are MPI_REQUEST_NULL now; the operation is done when all are.
   return std::all_of(active.requests.begin(), active.requests.end(),
                      [](MPI_Request r) { return r == MPI_REQUEST_NULL; });
+}
+
+void MpiProgressEngine::fail(Active& active, std::exception_ptr error, bool breaks_group) {
+  if (breaks_group && active.operation->group) active.operation->group->break_with(error);
+  if (!active.error) active.error = std::move(error);
 }
 
 void MpiProgressEngine::complete(Active& active) {

@@ -341,6 +341,24 @@ TEST(HangReport, NamesTheRankWhoseOperationFailed) {
   EXPECT_EQ(report.lines.back().rfind("behind: rank 1 (it failed", 0), 0u) << report.lines.back();
 }
 
+// The send broke its group: the later receive failed with the send's error, never started.
+// The report names the send, the cause.
+TEST(HangReport, NamesTheFirstFailureOfABrokenGroup) {
+  const std::vector<FlightGroup> pipeline = {{"pp[0,1]", {0, 1}}};
+  FlightRecord failed =
+      record_of(1, 2, pipeline, {{3, "send", S::failed, {0}}, {4, "recv", S::failed, {0}}});
+  failed.reason = "error: the send failed";
+  for (FlightEntry& e : failed.entries) e.error = "send on group 'pp[0,1]': failed";
+  const HangReport report = analyse_flight_records({
+      record_of(0, 2, pipeline, {{3, "recv", S::started, {1}}}),
+      failed,
+  });
+  EXPECT_EQ(report.failed, std::vector<int>{1});
+  ASSERT_GE(report.lines.size(), 2u);
+  EXPECT_EQ(report.lines[1].rfind("failed: rank 1: send #3 on group 'pp[0,1]'", 0), 0u)
+      << report.lines[1];
+}
+
 TEST(HangReport, NamesARankThatFailedOutsideCommunication) {
   const std::vector<FlightGroup> world = {{"world", {0, 1}}};
   FlightRecord failed = record_of(1, 2, world, {{4, "all_reduce", S::completed}});
