@@ -181,7 +181,8 @@ void prune_checkpoints(const std::string& save_dir, std::int64_t saved,
   if (decision.report_newer)
     log_info("ternion: checkpoint.save_dir '", save_dir, "' holds checkpoints of steps after ",
              saved, " from another run (", step_names(decision.newer),
-             "): left in place; checkpoint.keep does not prune them");
+             "): left in place while ahead of this run's saves; once it saves past them, "
+             "checkpoint.keep counts them among the older checkpoints");
 }
 
 }  // namespace

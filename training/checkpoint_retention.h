@@ -8,8 +8,9 @@
 //   - of the checkpoints of steps up to s, N are kept: this run's most recent saves first
 //     and, while it has saved fewer than N, the newest of the others (a resumed run keeps
 //     the checkpoints it continues from); the rest are deleted;
-//   - checkpoints of steps after s are another trajectory's: they are never deleted, and the
-//     first save that finds them reports them, so the user can remove them.
+//   - checkpoints of steps after s are another trajectory's: they are not deleted while they
+//     are ahead, and the first save that finds them reports them, so the user can move them;
+//     once this run saves past them, they are among the checkpoints of steps up to s above.
 // Step numbers come from the directory names (step_0000100), compared as numbers.
 #pragma once
 

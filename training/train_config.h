@@ -116,7 +116,7 @@ struct CheckpointConfig {
     v("save_interval", save_interval, "save every N steps (0 = at the end and on SIGTERM only)");
     v("keep", keep,
       "checkpoints kept: this run's newest saves (then the newest older ones); later steps "
-      "of another run are left");
+      "of another run are left while they are ahead of this run's saves");
     v("load", load,
       "resume from this checkpoint directory (a save_dir: its latest), or 'latest' in save_dir "
       "(none yet: the run starts afresh)");
