@@ -99,6 +99,13 @@ int main(int argc, char** argv) {
   std::int64_t batch = 4, seq = 64, steps = 5, threads = 0;
   RecomputePolicy recompute;
   std::string recompute_name = "none";
+  if (argc % 2 == 0) {  // a flag without its value (--help among them)
+    std::fprintf(stderr,
+                 "usage: bench_gpt_step [--family gpt2|llama] [--recompute none|selective|full] "
+                 "[--layers N] [--heads N] [--kv-heads N] [--width N] [--ff N] [--vocab N] "
+                 "[--batch N] [--seq N] [--steps N] [--threads N]\n");
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::int64_t value = std::atoll(argv[i + 1]);
