@@ -52,8 +52,6 @@ FlightRecorder& FlightRecorder::instance() {
 int FlightRecorder::register_group(std::string name, std::vector<int> members) {
   std::lock_guard lock(mutex_);
   groups_.push_back({std::move(name), std::move(members)});
-  next_collective_seq_.push_back(1);
-  next_point_to_point_seq_.push_back(1);
   return static_cast<int>(groups_.size() - 1);
 }
 
@@ -67,9 +65,8 @@ std::uint64_t FlightRecorder::issued(int group, FlightSequence sequence, std::st
   e.id = id;
   e.group = group;
   e.sequence = sequence;
-  std::vector<std::uint64_t>& next =
-      sequence == FlightSequence::collective ? next_collective_seq_ : next_point_to_point_seq_;
-  e.seq = next[static_cast<std::size_t>(group)]++;
+  FlightGroup& g = groups_[static_cast<std::size_t>(group)];
+  e.seq = ++(sequence == FlightSequence::collective ? g.collectives : g.point_to_point);
   e.kind = std::move(kind);
   e.bytes = bytes;
   e.peers = std::move(peers);
@@ -138,7 +135,10 @@ FlightRecord FlightRecorder::snapshot(int rank, int world_size, std::string reas
 std::string flight_record_json(const FlightRecord& r) {
   json groups = json::array();
   for (const FlightGroup& g : r.groups)
-    groups.push_back({{"name", g.name}, {"members", g.members}});
+    groups.push_back({{"name", g.name},
+                      {"members", g.members},
+                      {"collectives", g.collectives},
+                      {"point_to_point", g.point_to_point}});
   json entries = json::array();
   for (const FlightEntry& e : r.entries) {
     json entry = {{"id", e.id},
@@ -261,8 +261,10 @@ FlightRecord parse_flight_record(const std::string& text, const std::string& pat
     r.written_s = doc.at("written_s").get<double>();
     r.timeout_s = doc.at("timeout_s").get<double>();
     for (const json& g : doc.at("groups"))
-      r.groups.push_back(
-          {g.at("name").get<std::string>(), int_list(g.at("members"), path, "member")});
+      r.groups.push_back({g.at("name").get<std::string>(),
+                          int_list(g.at("members"), path, "member"),
+                          count(g.at("collectives"), path, "collectives"),
+                          count(g.at("point_to_point"), path, "point_to_point")});
     for (const json& o : doc.at("operations")) {
       FlightEntry e;
       e.id = count(o.at("id"), path, "id");

@@ -33,6 +33,9 @@ const char* flight_sequence_name(FlightSequence sequence);
 struct FlightGroup {
   std::string name;          // "dp[0,2]"
   std::vector<int> members;  // world ranks, in group-rank order
+  // The operations of each sequence this rank has issued on it, those the ring has dropped
+  // too: a group used rarely beside a busy one keeps its count when its entries are gone.
+  std::uint64_t collectives = 0, point_to_point = 0;
 };
 
 struct FlightEntry {
@@ -80,8 +83,7 @@ class FlightRecorder {
  private:
   FlightEntry* find(std::uint64_t id);  // null once the ring has dropped it
   mutable std::mutex mutex_;
-  std::vector<FlightGroup> groups_;
-  std::vector<std::uint64_t> next_collective_seq_, next_point_to_point_seq_;  // per group
+  std::vector<FlightGroup> groups_;  // with their counts, which number the entries
   std::vector<FlightEntry> ring_ = std::vector<FlightEntry>(kCapacity);
   std::uint64_t next_id_ = 1;
 };

@@ -97,6 +97,9 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     RankView& v = views[r.rank];
     TN_CHECK_AS(CommError, v.record == nullptr, "two records of rank ", r.rank);
     v.record = &r;
+    // The groups' counts hold the collectives whose entries the ring has dropped.
+    for (const FlightGroup& g : r.groups)
+      v.last_collective[group_key(g)] = std::max(v.last_collective[group_key(g)], g.collectives);
     for (const FlightEntry& e : r.entries) {
       const std::string key = group_key(r.groups[static_cast<std::size_t>(e.group)]);
       if (!is_point_to_point(e)) v.last_collective[key] = std::max(v.last_collective[key], e.seq);

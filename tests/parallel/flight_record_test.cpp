@@ -45,6 +45,11 @@ TEST(FlightRecorder, NumbersEachGroupsOperationsAndKeepsTheNewest) {
   EXPECT_EQ(full.entries.size(), FlightRecorder::kCapacity);
   EXPECT_EQ(full.entries.back().kind, "barrier");
   EXPECT_EQ(recorder.oldest_unfinished().id, 0u);  // the started send was dropped with the ring
+  // The groups' counts outlive their entries: group a's two are gone from the ring.
+  for (const FlightEntry& e : full.entries) EXPECT_NE(e.group, a);
+  EXPECT_EQ(full.groups[static_cast<std::size_t>(a)].collectives, 2u);
+  EXPECT_EQ(full.groups[static_cast<std::size_t>(b)].collectives, FlightRecorder::kCapacity + 10);
+  EXPECT_EQ(full.groups[static_cast<std::size_t>(b)].point_to_point, 1u);
 }
 
 // A middle pipeline stage sends and receives twice as often as the ends: numbered with its
@@ -75,7 +80,7 @@ TEST(FlightRecorder, RecordsReadBackFromTheirJson) {
   r.reason = "timeout: all_reduce #3 on group 'world'";
   r.written_s = 1000.5;
   r.timeout_s = 5;
-  r.groups = {{"world", {0, 1}}};
+  r.groups = {{"world", {0, 1}, 3, 5}};
   FlightEntry e;
   e.id = 7;
   e.group = 0;
@@ -96,6 +101,8 @@ TEST(FlightRecorder, RecordsReadBackFromTheirJson) {
   EXPECT_EQ(back.rank, 1);
   EXPECT_EQ(back.reason, r.reason);
   EXPECT_EQ(back.groups[0].members, (std::vector<int>{0, 1}));
+  EXPECT_EQ(back.groups[0].collectives, 3u);
+  EXPECT_EQ(back.groups[0].point_to_point, 5u);
   ASSERT_EQ(back.entries.size(), 2u);
   EXPECT_EQ(back.entries[0].sequence, FlightSequence::collective);
   EXPECT_EQ(back.entries[0].seq, 3u);
@@ -422,6 +429,23 @@ TEST(HangReport, NamesTheRankStoppedBeforeItsLastMessageArrived) {
       << report.lines.back();
   EXPECT_NE(report.lines.back().find("; rank 2 waits for it"), std::string::npos)
       << report.lines.back();
+}
+
+// A busy group's operations push a rarely used group's out of a rank's ring: the group's
+// count still says the rank has finished the collective its peer waits in.
+TEST(HangReport, CountsTheCollectivesTheRingHasDropped) {
+  std::vector<FlightGroup> groups = {{"dp[0,1]", {0, 1}}, {"tp[0,2]", {0, 2}}};
+  std::vector<FlightGroup> dropped = groups;
+  dropped[0].collectives = 51;  // its entries are gone from rank 0's ring
+  const HangReport report = analyse_flight_records({
+      record_of(0, 3, dropped, {{9000, "all_reduce", S::completed, {}, 1}}),
+      record_of(1, 3, groups, {{51, "all_reduce", S::started}}),
+      record_of(2, 3, groups, {{9000, "all_reduce", S::completed, {}, 1}}),
+  });
+  EXPECT_EQ(report.lines[1].rfind("rank 1 waits in all_reduce #51", 0), 0u) << report.lines[1];
+  EXPECT_NE(report.lines[1].find(": every other member has finished it"), std::string::npos)
+      << report.lines[1];
+  EXPECT_EQ(report.behind, std::vector<int>{1});
 }
 
 TEST(HangReport, SaysWhenEveryRankWaitsWithAllItsPeers) {
