@@ -435,7 +435,8 @@ int run_training(Communicator& world, const Setup& s) {
   // rank without a GPU fails the job instead of leaving the others in a collective.
   std::unique_ptr<Communicator> device_world;
   if (config.training.device == "cuda") {
-    const std::unique_ptr<Communicator> node = world.split_node_local("node");  // collective
+    // Named apart from the process groups' "node": the hang report tells groups by name.
+    const std::unique_ptr<Communicator> node = world.split_node_local("gpu_binding");
     const std::optional<Failure> bound = capture([&] { init_cuda_device(node->rank()); });
     if (const std::optional<int> status = agree_on_failure(world, bound)) return *status;
     const CommBackend backend = parallel.comm_backend(/*cuda_tensors=*/true);

@@ -26,7 +26,7 @@ const char* comm_backend_name(CommBackend backend) {
 std::unique_ptr<Communicator> make_world_communicator(CommBackend backend) {
   if (backend == CommBackend::Mpi) return mpi_world_communicator();
 #if TN_HAVE_CUDA
-  std::unique_ptr<Communicator> mpi = mpi_world_communicator();
+  std::unique_ptr<Communicator> mpi = mpi_world_communicator("world_cpu");
   std::unique_ptr<Communicator> nccl = NcclCommunicator::create(*mpi, "world");
   return std::make_unique<DeviceRoutingCommunicator>(std::move(mpi), std::move(nccl));
 #else

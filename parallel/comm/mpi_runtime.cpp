@@ -84,7 +84,7 @@ bool MpiRuntime::initialized() { return g_initialized.load(); }
 int MpiRuntime::world_rank() { return g_world_rank.load(); }
 int MpiRuntime::world_size() { return g_world_size.load(); }
 
-std::unique_ptr<Communicator> mpi_world_communicator() {
+std::unique_ptr<Communicator> mpi_world_communicator(const std::string& name) {
   // A duplicate of MPI_COMM_WORLD, so that each world communicator owns its handle like every
   // other one, and messages of two of them never match each other.
   MPI_Comm world = MPI_COMM_NULL;
@@ -93,7 +93,7 @@ std::unique_ptr<Communicator> mpi_world_communicator() {
                  detail::concat("creating the world communicator (world rank ",
                                 MpiRuntime::world_rank(), ")"));
   });
-  return std::make_unique<MpiCommunicator>(world, "world");
+  return std::make_unique<MpiCommunicator>(world, name);
 }
 
 void abort_job(const std::string& message, int status) {

@@ -33,7 +33,9 @@ class MpiRuntime {
 
 // MPI_COMM_WORLD behind the Communicator interface (named "world"). Collective: it duplicates
 // MPI_COMM_WORLD, so every rank calls it, in the same order as its other collectives.
-std::unique_ptr<Communicator> mpi_world_communicator();
+// `name` tells it apart in messages and flight records from another world communicator of the
+// same process (one that carries a device world's CPU tensors).
+std::unique_ptr<Communicator> mpi_world_communicator(const std::string& name = "world");
 
 [[noreturn]] void abort_job(const std::string& message, int status = 1);
 
