@@ -70,13 +70,23 @@ void check_outputs_writable(const TrainConfig& config, int rank,
     check("logging.trace_file", config.logging.trace_file, false);
     distinct("logging.metrics_file", config.logging.metrics_file);
     distinct("logging.trace_file", config.logging.trace_file);
+    // Each is written as FILE.partial, then renamed: the names of either may be neither's.
     const std::string& metrics = config.logging.metrics_file;
     const std::string& trace = config.logging.trace_file;
-    TN_CHECK_AS(ConfigError,
-                metrics.empty() || trace.empty() ||
-                    fs::path(metrics).lexically_normal() != fs::path(trace).lexically_normal(),
-                where, "logging.trace_file: ", quoted(fs::path(trace)),
-                " is logging.metrics_file too: one would replace the other");
+    if (!metrics.empty() && !trace.empty()) {
+      std::error_code ec;
+      auto resolved = [&](const std::string& path) {
+        return fs::weakly_canonical(fs::absolute(path, ec), ec);
+      };
+      const fs::path m = resolved(metrics), t = resolved(trace);
+      const fs::path m_partial = resolved(metrics + ".partial");
+      const fs::path t_partial = resolved(trace + ".partial");
+      TN_CHECK_AS(ConfigError, m != t && m != t_partial && t != m_partial, where,
+                  "logging.trace_file: ", quoted(fs::path(trace)), " and logging.metrics_file ",
+                  quoted(fs::path(metrics)),
+                  " name the same file (or one the other's temporary FILE.partial): one would "
+                  "replace the other");
+    }
   }
   // The flight recorder writes when a run fails: too late to find out then.
   check(config.logging.flight_dir.empty() ? "logging.flight_dir (unset: beside the metrics file)"

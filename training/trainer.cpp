@@ -308,13 +308,20 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
     resumed_from_ = resume;
     resumed_step_ = load_checkpoint(resumed_from_);
     after_master_update();
-    // A step the checkpoint has already run is never traced: say so rather than write nothing.
+    // A step the checkpoint has already run is not traced again. Named explicitly, the
+    // checkpoint is this run's choice: refused. 'latest' is a restart of the same command
+    // (a requeue after the trace was written): said, not refused.
     const std::int64_t traced = config.logging.trace_step;
-    TN_CHECK_AS(ConfigError,
-                config.logging.trace_file.empty() || traced == 0 || traced > resumed_step_,
-                "logging.trace_step: step ", traced, " comes before this run's first step ",
-                resumed_step_ + 1, " (it resumes from ", resumed_from_,
-                "): trace a later step, or 0 for the last");
+    if (!config.logging.trace_file.empty() && traced > 0 && traced <= resumed_step_ &&
+        resumed_step_ < config.training.steps) {
+      const std::string why = detail::concat(
+          "logging.trace_step: step ", traced, " comes before this run's first step ",
+          resumed_step_ + 1, " (it resumes from ", resumed_from_, ")");
+      TN_CHECK_AS(ConfigError, config.checkpoint.load == "latest",
+                  config.source.empty() ? "" : config.source + ": ", why,
+                  ": trace a later step, or 0 for the last");
+      log_info("ternion: ", why, ": no step is traced in this run");
+    }
   }
 }
 

@@ -4,7 +4,7 @@
 # 1. trains CONFIG for 10 steps on one rank (the reference);
 # 2. trains as pipeline 2, saving every 5 steps, and resumes from step 5 as tensor 2 x data 2
 #    with ZeRO-1: steps 6..10 must log the reference's losses (1e-5 relative); a resume that
-#    would trace a step before it is refused;
+#    would trace a step before it is refused, and through 'latest' (a requeue) said;
 # 3. ternion-export writes the final checkpoint as a LlamaForCausalLM directory; a second
 #    reader (llama_reference.py: the published formulas in double precision) computes the
 #    logits of a prompt from it, and they must equal ternion-generate's on the checkpoint;
@@ -35,6 +35,14 @@ $mpirun -np 2 "$train" "${common[@]}" --set parallel.pipeline=2 \
   fail "a trace of step 3 in a run resumed after step 5 was not refused"
 [ "$(grep -c "logging.trace_step: step 3 comes before this run's first step 6" "$out/trace.log")" = 1 ] ||
   { cat "$out/trace.log"; fail "the trace of a step before the resume: not refused once"; }
+# The same through 'latest' is a restart of the traced run's command: it trains on, and says so.
+cp -r "$out/ckpt" "$out/requeued"
+$mpirun -np 2 "$train" "${common[@]}" --set training.steps=12 --set parallel.pipeline=2 \
+  --set "checkpoint.save_dir=$out/requeued" --set checkpoint.load=latest \
+  --set "logging.trace_file=$out/trace.json" --set logging.trace_step=3 > "$out/requeued.log" 2>&1 ||
+  { cat "$out/requeued.log"; fail "a requeued run (load: latest) past its traced step"; }
+grep -q "logging.trace_step: step 3 comes before this run's first step 11 .*: no step is traced in this run" \
+  "$out/requeued.log" || { cat "$out/requeued.log"; fail "the requeued run does not say it traces nothing"; }
 loss() { sed -E 's/.*"loss": ?([^,]+),.*/\1/' "$1"; }
 paste <(tail -n 5 "$out/reference.jsonl" | loss /dev/stdin) <(loss "$out/resumed.jsonl") | awk '
   { n++; d = $1 - $2; if (d < 0) d = -d; printf "step %d: one rank %s, saved as pp 2 and resumed as tp 2 x dp 2 %s\n", n + 5, $1, $2

@@ -87,13 +87,18 @@ parallel_mpi_cli_test(dry_run_val_is_a_training_file 2 1
   --once "data.val '.*/train.bin': '.*/train.bin' is also a file of data.train"
   -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
      --set data.val=${parallel_train_bin} --dry-run)
-# The trace written over the metrics file (or the other way round): refused at setup, once.
+# The trace written over the metrics file, named another way (relative and absolute), or over
+# its temporary FILE.partial: refused at setup, once.
+set(pp2_dry_run --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
+    --set parallel.data=1 --set parallel.pipeline=2 --dry-run)
 parallel_mpi_cli_test(dry_run_trace_file_is_the_metrics_file 2 1
-  --once "logging.trace_file: '.*/run.jsonl' is logging.metrics_file too: one would replace the other"
-  -- --config ${parallel_configs}/tp2_dp2.yaml ${data_set} --set parallel.tensor=1
-     --set parallel.data=1 --set parallel.pipeline=2
-     --set logging.metrics_file=${CMAKE_CURRENT_BINARY_DIR}/cli/run.jsonl
-     --set logging.trace_file=${CMAKE_CURRENT_BINARY_DIR}/cli/./run.jsonl --dry-run)
+  --once "logging.trace_file: '.*/cli/run.jsonl' and logging.metrics_file 'cli/run.jsonl' name the same file"
+  -- ${pp2_dry_run} --set logging.metrics_file=cli/run.jsonl
+     --set logging.trace_file=${CMAKE_CURRENT_BINARY_DIR}/cli/run.jsonl)
+parallel_mpi_cli_test(dry_run_trace_file_is_the_metrics_partial 2 1
+  --once "logging.trace_file: '.*/cli/run.jsonl.partial' and logging.metrics_file '.*/cli/run.jsonl' name the same file .or one the other's temporary FILE.partial."
+  -- ${pp2_dry_run} --set logging.metrics_file=${CMAKE_CURRENT_BINARY_DIR}/cli/run.jsonl
+     --set logging.trace_file=${CMAKE_CURRENT_BINARY_DIR}/cli/run.jsonl.partial)
 # A data-parallel option out of range: refused on every rank, once, naming the key.
 parallel_mpi_cli_test(training_refuses_bad_zero_stage 2 1
   --once "--set parallel.zero_stage=3: parallel.zero_stage: must be 0, 1 or 2, got 3"
