@@ -18,8 +18,9 @@ namespace ternion {
 namespace {
 using json = nlohmann::json;
 constexpr const char* kFormat = "ternion-flight-record";
-// 2: collectives and sends/receives numbered apart, each operation naming its sequence.
-constexpr int kVersion = 2;
+// 2: collectives and sends/receives numbered apart, each operation naming its sequence;
+// 3: each group's counts of both.
+constexpr int kVersion = 3;
 }  // namespace
 
 const char* flight_state_name(FlightState state) {

@@ -60,6 +60,7 @@ struct RankView {
   // Per group key: its newest collective's seq, and its oldest unfinished collective.
   std::map<std::string, std::uint64_t> last_collective;
   std::map<std::string, const FlightEntry*> unfinished_collective;
+  std::map<std::string, std::set<std::uint64_t>> failed_collectives;  // per group key
   // Per group key and peer (world rank): its oldest unfinished send or receive with that peer.
   std::map<std::string, std::map<int, const FlightEntry*>> unfinished_with;
   const FlightEntry* waits_in = nullptr;  // its oldest unfinished operation
@@ -103,6 +104,8 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
     for (const FlightEntry& e : r.entries) {
       const std::string key = group_key(r.groups[static_cast<std::size_t>(e.group)]);
       if (!is_point_to_point(e)) v.last_collective[key] = std::max(v.last_collective[key], e.seq);
+      if (!is_point_to_point(e) && e.state == FlightState::failed)
+        v.failed_collectives[key].insert(e.seq);
       if (!unfinished(e)) continue;
       if (!v.waits_in || e.id < v.waits_in->id) v.waits_in = &e;
       const auto keep_oldest = [&](const FlightEntry*& oldest) {
@@ -203,9 +206,12 @@ HangReport analyse_flight_records(const std::vector<FlightRecord>& records) {
       } else {
         const auto seq = peer.last_collective.find(key);
         const std::uint64_t last = seq == peer.last_collective.end() ? 0 : seq->second;
+        const auto failed = peer.failed_collectives.find(key);
         if (last < e.seq)
           blame = detail::concat("rank ", m, " has issued only ", last,
                                  " collectives on that group", peer_wait);
+        else if (failed != peer.failed_collectives.end() && failed->second.count(e.seq))
+          blame = detail::concat("rank ", m, " failed it");
         const auto mine = peer.unfinished_collective.find(key);
         if (last < e.seq ||
             (mine != peer.unfinished_collective.end() && mine->second->seq <= e.seq))

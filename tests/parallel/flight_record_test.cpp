@@ -2,6 +2,7 @@
 // JSON it writes and reads back, and which rank the report names in each kind of hang.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "framework/error.h"
@@ -115,14 +116,14 @@ TEST(FlightRecorder, RecordsReadBackFromTheirJson) {
   // Version 1 numbered every operation on a group with one counter: compared with this
   // version's numbers it would name the wrong rank, so it is refused, naming the file.
   std::string old = flight_record_json(r);
-  ASSERT_NE(old.find("\"version\": 2"), std::string::npos) << old;
-  old.replace(old.find("\"version\": 2"), 12, "\"version\": 1");
+  ASSERT_NE(old.find("\"version\": 3"), std::string::npos) << old;
+  old.replace(old.find("\"version\": 3"), 12, "\"version\": 1");
   try {
     parse_flight_record(old, "fl/rank_1.json");
     ADD_FAILURE() << "a record of version 1 was read";
   } catch (const CommError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "'fl/rank_1.json' is a flight record of version 1, this build reads version 2: read "
+              "'fl/rank_1.json' is a flight record of version 1, this build reads version 3: read "
               "it with the ternion-hang-report of the build that wrote it");
   }
   std::string unknown = flight_record_json(r);
@@ -364,6 +365,22 @@ TEST(HangReport, NamesTheFirstFailureOfABrokenGroup) {
   ASSERT_GE(report.lines.size(), 2u);
   EXPECT_EQ(report.lines[1].rfind("failed: rank 1: send #3 on group 'pp[0,1]'", 0), 0u)
       << report.lines[1];
+}
+
+// A peer that failed the collective has not finished it: its line says so.
+TEST(HangReport, SaysAPeerFailedTheCollectiveItWaitsIn) {
+  const std::vector<FlightGroup> data = {{"dp[0,1]", {0, 1}}};
+  FlightRecord failed = record_of(1, 2, data, {{48, "all_reduce", S::failed}});
+  failed.reason = "error: all_reduce failed";
+  failed.entries[0].error = "all_reduce on group 'dp[0,1]': failed";
+  const HangReport report =
+      analyse_flight_records({record_of(0, 2, data, {{48, "all_reduce", S::started}}), failed});
+  EXPECT_EQ(report.behind, std::vector<int>{1});
+  const std::string waits = "rank 0 waits in all_reduce #48 on group 'dp[0,1]'";
+  const auto line = std::find_if(report.lines.begin(), report.lines.end(),
+                                 [&](const std::string& l) { return l.rfind(waits, 0) == 0; });
+  ASSERT_NE(line, report.lines.end());
+  EXPECT_NE(line->find(": rank 1 failed it"), std::string::npos) << *line;
 }
 
 TEST(HangReport, NamesARankThatFailedOutsideCommunication) {
