@@ -99,11 +99,16 @@ int main(int argc, char** argv) {
   std::int64_t batch = 4, seq = 64, steps = 5, threads = 0;
   RecomputePolicy recompute;
   std::string recompute_name = "none";
-  if (argc % 2 == 0) {  // a flag without its value (--help among them)
-    std::fprintf(stderr,
-                 "usage: bench_gpt_step [--family gpt2|llama] [--recompute none|selective|full] "
-                 "[--layers N] [--heads N] [--kv-heads N] [--width N] [--ff N] [--vocab N] "
-                 "[--batch N] [--seq N] [--steps N] [--threads N]\n");
+  const char* usage =
+      "usage: bench_gpt_step [--family gpt2|llama] [--recompute none|selective|full] "
+      "[--layers N] [--heads N] [--kv-heads N] [--width N] [--ff N] [--vocab N] [--batch N] "
+      "[--seq N] [--steps N] [--threads N]\n";
+  if (argc == 2 && std::string(argv[1]) == "--help") {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  if (argc % 2 == 0) {  // a flag without its value
+    std::fputs(usage, stderr);
     return 2;
   }
   for (int i = 1; i + 1 < argc; i += 2) {

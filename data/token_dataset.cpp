@@ -48,8 +48,8 @@ void refuse_mixed_splits(const std::string& key, const std::string& spec, const 
   }
   const std::string glob = (prefixed ? "" : "*") + split + "*.bin";
   TN_CHECK_AS(DataError, !(train && val), key, " '", spec, "' ", verb,
-              " both training (named train*.bin or *_train*.bin) and validation (val*.bin, "
-              "*_val*.bin) files: name one split with a glob, e.g. ",
+              " both training (named train*.bin, or with a part 'train' between _, - or .) and "
+              "validation (val*.bin, or a part 'val') files: name one split with a glob, e.g. ",
               (dir / glob).string());
 }
 

@@ -5,8 +5,8 @@
 //   a token file                     that file alone;
 //   a directory                      every regular file in it named *.bin, in name order (not
 //                                    one holding both train*.bin and val*.bin files, as
-//                                    ternion-prepare writes, or *_train*.bin and *_val*.bin,
-//                                    as llm.c does: the splits would mix);
+//                                    ternion-prepare writes, or names with a part train and
+//                                    val between _, - or ., as llm.c's: the splits would mix);
 //   a glob pattern (* ? [...])       the files it matches, in name order (glob(3)) (not both
 //                                    splits, either);
 // and opens every shard at once, so a bad header anywhere stops the run before the first step.

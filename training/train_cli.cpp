@@ -25,12 +25,12 @@
 #include "kernels/threads.h"
 #include "layers/model_family.h"
 #include "layers/model_facts.h"
+#include "optimizers/lr_schedule.h"
 #include "parallel/comm/comm_backend.h"
 #include "parallel/comm/comm_watchdog.h"
 #include "parallel/comm/fault_injection.h"
 #include "parallel/comm/mpi_runtime.h"
 #include "parallel/process_groups.h"
-#include "optimizers/lr_schedule.h"
 #include "training/checkpoint.h"
 #include "training/memory_estimate.h"
 #include "training/run_outputs.h"
@@ -500,8 +500,9 @@ int run_training(Communicator& world, const Setup& s) {
     if (config.training.eval_interval == 0)
       val += " (not evaluated: training.eval_interval is 0)";
     else if (reads > trainer->val_windows())  // a small file: its windows weigh unevenly
-      val += detail::concat(" (an evaluation reads ", reads, " sequences of its ",
-                            count_of(trainer->val_windows(), "window", "windows"), ": they repeat)");
+      val +=
+          detail::concat(" (an evaluation reads ", reads, " sequences of its ",
+                         count_of(trainer->val_windows(), "window", "windows"), ": they repeat)");
   }
   // How often the run goes over its data, as Megatron's epochs: windows are drawn at random,
   // so a run of many passes over a small text sees the same windows again and again.
@@ -534,9 +535,9 @@ int run_training(Communicator& world, const Setup& s) {
            " of ", parallel.micro_batch_size, ")", layout, ", ",
            count_of(num_threads(), "thread", "threads"), world.size() > 1 ? " per rank" : "",
            ", optimizer ", config.optimizer.type, " (",
-           describe_schedule(config.optimizer, config.training.steps), "), parameters ", human_bytes(local_params * 4.0),
-           world.size() > 1 ? " per rank" : "", ", optimizer state ",
-           human_bytes(static_cast<double>(trainer->optimizer_state_bytes())),
+           describe_schedule(config.optimizer, config.training.steps), "), parameters ",
+           human_bytes(local_params * 4.0), world.size() > 1 ? " per rank" : "",
+           ", optimizer state ", human_bytes(static_cast<double>(trainer->optimizer_state_bytes())),
            config.training.device == "cuda"
                ? detail::concat(", on CUDA in ", config.training.precision, " (backend ",
                                 comm_backend_name(parallel.comm_backend(true)), ", attention ",

@@ -226,7 +226,8 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
   const bool loads_weights = !resume.empty() || !config.model.init_from.empty();
   for (auto& chunk : chunks_) {
     chunk->set_recompute(recompute);
-    if (!meta && !loads_weights) chunk->initialize(static_cast<std::uint64_t>(config.training.seed));
+    if (!meta && !loads_weights)
+      chunk->initialize(static_cast<std::uint64_t>(config.training.seed));
     for (Parameter* p : chunk->parameters()) parameters_.push_back(p);
   }
   if (total > 1) {

@@ -61,7 +61,7 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   StepMetrics train_step(std::int64_t step);
-  double evaluate();  // mean loss over training.eval_batches micro-batches of data.val
+  double evaluate();  // mean loss over training.eval_batches global batches of data.val
   // Trains the steps after the loaded checkpoint's (all of them without one), logging each
   // and writing metrics; returns the last step's metrics. SIGTERM / SIGINT stop it after the
   // step in progress, with a checkpoint when checkpoint.save_dir is set.
