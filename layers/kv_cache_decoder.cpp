@@ -7,7 +7,7 @@ namespace ternion {
 // The built-in block's attention has a cached mode; a user's block (even one registered as
 // "transformer") may not.
 bool KvCacheDecoder::supports(const ModelConfig& config) {
-  return config.block == "transformer" && LayerRegistry::instance().is_built_in("transformer");
+  return LayerRegistry::instance().is_built_in(config.block);
 }
 
 KvCacheDecoder::KvCacheDecoder(const GptModel& model)

@@ -19,8 +19,11 @@ LayerRegistry& LayerRegistry::instance() {
 }
 
 void LayerRegistry::add(const std::string& type, BlockFactory factory) {
+  // Under the library's name, a user's block would be saved as ours: the stock generator and
+  // ternion-export would then read its checkpoints as our block's, without its own weights.
+  TN_CHECK_AS(ConfigError, !is_built_in(type), "block type '", type,
+              "' is the library's own: register yours under another name");
   factories_[type] = std::move(factory);
-  built_in_.erase(type);
 }
 
 bool LayerRegistry::is_built_in(const std::string& type) const {

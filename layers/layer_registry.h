@@ -1,8 +1,9 @@
 // Block types selectable by name from YAML (`model.block: NAME`).
 //
 // A user adds a layer without touching the framework: write a Layer subclass that maps
-// [batch, seq, d_model] to itself, register a factory for it before the config is read, and
-// name it in the config. examples/custom_block/ does exactly this:
+// [batch, seq, d_model] to itself ([batch, seq / tp, d_model] under sequence parallelism),
+// register a factory for it before the config is read, and name it in the config
+// (CONTRIBUTING.md, "A new layer or block", has the rules). examples/custom_block/ does this:
 //
 //   ternion::LayerRegistry::instance().add("my_block",
 //       [](const ternion::BlockSpec& spec) { return std::make_unique<MyBlock>(spec); });
@@ -36,10 +37,10 @@ class LayerRegistry {
  public:
   static LayerRegistry& instance();  // holds the built-in "transformer" block from the start
 
-  void add(const std::string& type, BlockFactory factory);  // replaces an existing entry
+  // Replaces a user's entry of the same name; a built-in name is refused (ConfigError).
+  void add(const std::string& type, BlockFactory factory);
   bool has(const std::string& type) const;
-  // Whether `type` is still the library's own block (a user's add() may replace it).
-  bool is_built_in(const std::string& type) const;
+  bool is_built_in(const std::string& type) const;  // the library's own block
   std::unique_ptr<Layer> create(const std::string& type, const BlockSpec& spec) const;
   std::string names() const;  // "a, b, c"
   // The message for a `type` nobody registered: the registered names, and who registers one.

@@ -1,14 +1,48 @@
 #include "training/memory_estimate.h"
 
+#include <new>
 #include <optional>
+#include <string>
 #include <unordered_set>
 
 #include "framework/allocator.h"
 #include "framework/device_runtime.h"
+#include "framework/error.h"
 #include "framework/logging.h"
+#include "layers/layer_registry.h"
 #include "training/trainer.h"
 
 namespace ternion {
+
+namespace {
+
+// A user's block runs here on shape-only tensors before the run trains: what its code throws
+// is said as its block type's, with the rule it broke, not as an internal error of ours.
+void run_meta_step(Trainer& trainer, const std::string& block) {
+  if (LayerRegistry::instance().is_built_in(block)) {
+    trainer.train_step(1);
+    return;
+  }
+  std::string what;
+  try {
+    trainer.train_step(1);
+    return;
+  } catch (const Error& e) {
+    if (e.is_user_error()) throw;
+    what = e.what();
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  TN_THROW(ConfigError, "block type '", block,
+           "' failed in the memory estimate, a training step on shape-only tensors (device "
+           "meta) that every run takes before training: ", what,
+           " (a block's own loops over tensor data must skip a meta tensor, "
+           "x.device().is_meta(), as the ops do: CONTRIBUTING.md, 'A new layer or block')");
+}
+
+}  // namespace
 
 MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layout, int rank,
                                OpCostRecorder* step_ops, std::size_t resident_limit) {
@@ -38,8 +72,7 @@ MemoryEstimate estimate_memory(const TrainConfig& config, const RankLayout& layo
   {
     std::optional<OpCostScope> counting;
     if (step_ops != nullptr) counting.emplace(*step_ops);
-    const StepMetrics metrics = trainer.train_step(1);
-    (void)metrics;
+    run_meta_step(trainer, config.model.block);
   }
   const DeviceMemoryStats after = device_memory_stats(meta);
   estimate.step = after.peak - before - resident;

@@ -53,6 +53,18 @@ TEST(LayerRegistry, AUserBlockIsSelectableByName) {
   EXPECT_NE(LayerRegistry::instance().names().find("identity_for_test"), std::string::npos);
 }
 
+// Under the library's name a user's block would be saved, exported and sampled as ours.
+TEST(LayerRegistry, TheBuiltInNameIsNotReplaced) {
+  try {
+    LayerRegistry::instance().add("transformer", [](const BlockSpec&) { return nullptr; });
+    ADD_FAILURE() << "the built-in block was replaced";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "block type 'transformer' is the library's own: register yours under another name");
+  }
+  EXPECT_TRUE(LayerRegistry::instance().is_built_in("transformer"));
+}
+
 TEST(LayerRegistry, UnknownTypeIsAConfigError) {
   ModelConfig c;
   c.block = "no-such-block";

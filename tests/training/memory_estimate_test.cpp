@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "framework/device_runtime.h"
+#include "framework/error.h"
+#include "layers/layer_registry.h"
 #include "training/trainer.h"
 #include "training_test_support.h"
 
@@ -46,6 +48,37 @@ Comparison compare(const TrainConfig& config) {
   c.estimate = estimate_memory(config, make_rank_layout(1, 1, 1, 1), 0);
   c.measured = measured_peak(config) - base;
   return c;
+}
+
+// A user's block whose own loop reads a tensor's data, without skipping shape-only ones.
+class ReadsItsInput : public Layer {
+ public:
+  explicit ReadsItsInput(std::string name) : Layer(std::move(name)) {}
+  Tensor forward(const Tensor& input, ActivationContext&) override {
+    (void)input.data<float>();
+    return input;
+  }
+  Tensor backward(const Tensor& grad_output, ActivationContext&) override { return grad_output; }
+};
+
+// Every run steps its blocks on shape-only tensors to estimate its memory: a user's block
+// that fails there is named with the rule, not reported as an internal error.
+TEST(MemoryEstimate, AUserBlockThatReadsShapeOnlyDataIsNamed) {
+  ScratchDir dir("memory-estimate-user-block");
+  testing_support::prepare_builtin(dir);
+  LayerRegistry::instance().add("reads_its_input",
+                                [](const BlockSpec& spec) { return std::make_unique<ReadsItsInput>(spec.name); });
+  TrainConfig c = small_run(dir);
+  c.model.block = "reads_its_input";
+  try {
+    estimate_memory(c, make_rank_layout(1, 1, 1, 1), 0);
+    ADD_FAILURE() << "the block's failure was not reported";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("block type 'reads_its_input' failed in the memory estimate", 0), 0u)
+        << what;
+    EXPECT_NE(what.find("x.device().is_meta()"), std::string::npos) << what;
+  }
 }
 
 TEST(MemoryEstimate, IsTheMeasuredPeakOnOneRank) {
