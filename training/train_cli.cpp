@@ -365,7 +365,10 @@ void read_setup(Setup& s, int argc, char** argv, int world_size) {
 std::string model_line(const ModelConfig& m, std::int64_t params) {
   const std::string kv_heads =
       m.kv_heads() != m.n_head ? detail::concat(" (", m.kv_heads(), " key/value)") : "";
-  return detail::concat("ternion: ", m.family, " ", m.n_layer, " layers x ", m.d_model, " wide, ",
+  // A block type of the user's is named: its layers are not the family's own.
+  const std::string block = m.block != "transformer" ? " (block " + m.block + ")" : "";
+  return detail::concat("ternion: ", m.family, " ", m.n_layer, " layers", block, " x ", m.d_model,
+                        " wide, ",
                         m.n_head, " heads", kv_heads, ", vocab ", m.vocab_size, " (padded ",
                         m.padded_vocab_size(), "), context ", m.seq_len, ": ",
                         human_count(static_cast<double>(params)), " parameters (", params,
