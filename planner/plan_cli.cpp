@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/atomic_file.h"
+#include "framework/output_path.h"
 #include "framework/error.h"
 #include "framework/logging.h"
 #include "planner/layout_search.h"
@@ -135,7 +136,8 @@ void write_config(const std::string& path, const TrainConfig& config) {
 int run(int argc, char** argv) {
   std::string config_path, cluster_path, layout_text, write_path, top_text;
   std::vector<std::string> overrides;
-  bool json = false, layout_given = false;  // --layout '' is refused, not the search
+  // An empty value is refused, not taken as the option left out.
+  bool json = false, layout_given = false, write_given = false, top_given = false;
   CliOptionValues values({"--config", "--cluster", "--layout", "--write-config", "--top", "--set"});
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -145,8 +147,13 @@ int run(int argc, char** argv) {
     else if (arg == "--layout") {
       layout_text = value();
       layout_given = true;
-    } else if (arg == "--write-config") write_path = value();
-    else if (arg == "--top") top_text = value();
+    } else if (arg == "--write-config") {
+      write_path = value();
+      write_given = true;
+    } else if (arg == "--top") {
+      top_text = value();
+      top_given = true;
+    }
     else if (arg == "--json") json = true;
     else if (arg == "--set") {
       TN_CHECK_AS(UsageError, i + 1 < argc, "--set needs section.key=value");
@@ -160,8 +167,13 @@ int run(int argc, char** argv) {
   }
   TN_CHECK_AS(UsageError, !config_path.empty(), "--config FILE is required");
   TN_CHECK_AS(UsageError, !cluster_path.empty(), "--cluster FILE is required");
+  TN_CHECK_AS(UsageError, !write_given || !write_path.empty(), "--write-config needs a file name");
+  if (write_given) {
+    const std::string why_not = why_not_replaceable(write_path, {config_path, cluster_path});
+    TN_CHECK_AS(DataError, why_not.empty(), "--write-config: ", why_not);
+  }
   int top = 10;
-  if (!top_text.empty()) {
+  if (top_given) {
     std::int64_t parsed = 0;
     TN_CHECK_AS(UsageError,
                 detail::parse_decimal(top_text, parsed) && parsed >= 1 && parsed <= 1000000,

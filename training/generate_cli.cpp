@@ -10,7 +10,9 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "framework/output_path.h"
 #include "framework/strict_json.h"
 #include "layers/kv_cache_decoder.h"
 #include "training/checkpoint.h"
@@ -106,7 +108,9 @@ Options parse(int argc, char** argv) {
 
 // The prompt's logits [T, vocab_size] (the padding rows dropped) as JSON rows, written to a
 // temporary name and renamed, so FILE is whole or absent.
-void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std::string& path) {
+// `checkpoint_files`: what the model was read from, which FILE must not be.
+void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std::string& path,
+                         const std::vector<std::string>& checkpoint_files) {
   const std::string problem =
       sample.tokenizer.prompt_problem(sample.prompt, model.config().vocab_size);
   TN_CHECK_AS(UsageError, problem.empty(), "--prompt: ", problem);
@@ -122,6 +126,8 @@ void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std
   ActivationContext ctx(info);
   const std::vector<float> logits = model.logits(tokens, ctx).to_vector();
   const std::int64_t padded = model.config().padded_vocab_size();
+  const std::string why_not = why_not_replaceable(path, checkpoint_files);
+  TN_CHECK_AS(DataError, why_not.empty(), "--logits: ", why_not);
   const std::int64_t vocab = model.config().vocab_size;
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
@@ -145,6 +151,21 @@ void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std
   }
 }
 
+// The files under a checkpoint (a step's directory, or a save_dir and its steps'): what
+// --logits must not replace.
+std::vector<std::string> files_under(const std::string& checkpoint) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(checkpoint, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it.depth() > 1) it.disable_recursion_pending();
+    std::error_code not_a_file;
+    if (it->is_regular_file(not_a_file)) files.push_back(it->path().string());
+  }
+  return files;
+}
+
 int run(Options o) {
   if (o.help) {
     std::cout << kUsage;
@@ -156,7 +177,8 @@ int run(Options o) {
   o.sample.temperature = o.temperature.value_or(config.training.sample_temperature);
   o.sample.top_k = o.top_k.value_or(config.training.sample_top_k);
   o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
-  if (!o.logits_path.empty()) write_prompt_logits(*model, o.sample, o.logits_path);
+  if (!o.logits_path.empty())
+    write_prompt_logits(*model, o.sample, o.logits_path, files_under(o.checkpoint));
   // One rank: the KV cache where the decoder knows the model's keys and values; otherwise (a
   // registered custom block) each token reruns its window.
   const std::string text =

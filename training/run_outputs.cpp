@@ -6,6 +6,7 @@
 #include <string>
 
 #include "framework/error.h"
+#include "framework/output_path.h"
 #include "training/checkpoint.h"
 
 namespace ternion {
@@ -51,7 +52,8 @@ void check_outputs_writable(const TrainConfig& config, int rank,
   const std::string where = config.source.empty() ? "" : config.source + ": ";
   auto check = [&](const char* key, const std::string& path, bool directory) {
     if (path.empty()) return;
-    const std::string why = why_unwritable(path, directory);
+    std::string why = why_unwritable(path, directory);
+    if (why.empty() && !directory) why = why_not_replaceable(path);  // a FIFO, a device
     TN_CHECK_AS(ConfigError, why.empty(), where, key, ": ", why);
   };
   // A file the run reads, or the other output, would be replaced when the run ends.
