@@ -75,7 +75,17 @@ refuse data_0_np_3 "$out" "^ternion-run: error: world size 3 is not a multiple o
 out=$(launch 2 -- -np 8 "$config")
 refuse np_disagrees "$out" "^ternion-run: error: the config's layout is .* = 4 ranks, but the world size given is 8$"
 out=$(launch 2 -- -np 0 "$config")
-refuse np_0 "$out" "^ternion-run: error: the world size must be a positive integer, got '0'$"
+refuse np_0 "$out" "^ternion-run: error: the world size must be a whole number from 1 to 16777216, got '0'$"
+# Past the rank cap, before bash arithmetic could wrap it (2^32 + 2 once started 2 ranks).
+out=$(launch 2 -- -np 4294967298 "$config" --set parallel.data=0)
+refuse np_huge "$out" "^ternion-run: error: the world size must be a whole number from 1 to 16777216, got '4294967298'$"
+out=$(launch 2 -- -np "" "$config")
+refuse np_empty "$out" "^ternion-run: error: -np needs a number$"
+# A directory as the trainer; a pattern as mpirun, never matched against the current folder.
+out=$(launch 2 TERNION_TRAIN=/tmp -- "$config")
+refuse train_is_a_directory "$out" "^ternion-run: error: no ternion-train at '/tmp'"
+out=$(cd "$scratch" && launch 2 "TERNION_MPIRUN=m*" -- "$config" --set parallel.data=1)
+refuse mpirun_pattern "$out" "^ternion-run: error: no mpirun at 'm\*' \(TERNION_MPIRUN\)"
 # No mpirun: said so, before its --version probe (which would take it for MPICH's).
 out=$(launch 2 TERNION_MPIRUN=$scratch/no/mpirun -- "$config" --set parallel.data=1)
 refuse no_mpirun "$out" \
