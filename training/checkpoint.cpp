@@ -543,4 +543,15 @@ Tokenizer checkpoint_tokenizer(const std::string& path, const TrainConfig& confi
   }
 }
 
+std::vector<std::string> checkpoint_files(const std::string& path) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it.depth() > 1) it.disable_recursion_pending();
+    std::error_code not_a_file;
+    if (it->is_regular_file(not_a_file)) files.push_back(it->path().string());
+  }
+  return files;
+}
+
 }  // namespace ternion

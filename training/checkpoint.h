@@ -98,5 +98,8 @@ std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, Tr
 // load_model_from_checkpoint reads it): its tokenizer.json, or bytes where its run had none.
 // CheckpointError when the run named one and the copy is missing or unreadable.
 Tokenizer checkpoint_tokenizer(const std::string& path, const TrainConfig& config);
+// The files under `path` (a step's directory, or a save_dir and its steps'): what a program
+// that reads the checkpoint must not write over.
+std::vector<std::string> checkpoint_files(const std::string& path);
 
 }  // namespace ternion

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/output_path.h"
 #include "framework/safetensors.h"
 #include "training/checkpoint.h"
 #include "training/cli_option_values.h"
@@ -36,6 +37,24 @@ class TemporaryFiles {
 
  private:
   std::vector<std::string> paths_;
+};
+
+// The output folder an export made: removed again (empty, once the temporaries are gone) when
+// the export fails, so that a failure leaves no folder behind.
+class OutputFolder {
+ public:
+  OutputFolder(std::string path, bool made) : path_(std::move(path)), made_(made) {}
+  OutputFolder(const OutputFolder&) = delete;
+  OutputFolder& operator=(const OutputFolder&) = delete;
+  ~OutputFolder() {
+    std::error_code ignored;
+    if (made_) std::filesystem::remove(path_, ignored);  // only while empty
+  }
+  void keep() { made_ = false; }
+
+ private:
+  std::string path_;
+  bool made_;
 };
 
 int run(int argc, char** argv) {
@@ -70,8 +89,6 @@ int run(int argc, char** argv) {
 
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(output, ec);
-  TN_CHECK_AS(CheckpointError, !ec, "cannot create '", output, "': ", ec.message());
   const std::string weights = (fs::path(output) / "model.safetensors").string();
   const std::string json = (fs::path(output) / "config.json").string();
   // A BPE run's tokenizer goes along, so the folder loads with its tokenizer too.
@@ -79,6 +96,17 @@ int run(int argc, char** argv) {
   const std::string tokenizer_json = (fs::path(output) / "tokenizer.json").string();
   std::vector<std::string> written{weights, json};
   if (tokenizer.bpe() != nullptr) written.push_back(tokenizer_json);
+  // Every file is checked before any is written: a rename that fails part-way would leave the
+  // folder with this export's weights beside an earlier export's config.
+  const std::vector<std::string> inputs = checkpoint_files(checkpoint);
+  for (const std::string& path : written) {
+    const std::string why_not = why_not_replaceable(path, inputs);
+    TN_CHECK_AS(CheckpointError, why_not.empty(), "--output: ", why_not);
+  }
+  const bool made_output = !fs::exists(output, ec);
+  fs::create_directories(output, ec);
+  TN_CHECK_AS(CheckpointError, !ec, "cannot create '", output, "': ", ec.message());
+  OutputFolder folder(output, made_output);
   const TemporaryFiles temporaries({weights + ".tmp", json + ".tmp", tokenizer_json + ".tmp"});
   write_safetensors(weights + ".tmp", hf, {{"format", "pt"}});  // checked and fsynced
   auto write_text = [](const std::string& path, const std::string& text) {
@@ -100,6 +128,7 @@ int run(int argc, char** argv) {
     TN_CHECK_AS(CheckpointError, !ec, "cannot remove the earlier export's '", tokenizer_json,
                 "': ", ec.message());
   }
+  folder.keep();
   std::printf("wrote %s (%zu tensors) and %s%s\n", weights.c_str(), hf.size(), json.c_str(),
               tokenizer.bpe() != nullptr ? (" and " + tokenizer_json).c_str() : "");
   return 0;

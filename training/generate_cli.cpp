@@ -151,21 +151,6 @@ void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std
   }
 }
 
-// The files under a checkpoint (a step's directory, or a save_dir and its steps'): what
-// --logits must not replace.
-std::vector<std::string> files_under(const std::string& checkpoint) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(checkpoint, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (it.depth() > 1) it.disable_recursion_pending();
-    std::error_code not_a_file;
-    if (it->is_regular_file(not_a_file)) files.push_back(it->path().string());
-  }
-  return files;
-}
-
 int run(Options o) {
   if (o.help) {
     std::cout << kUsage;
@@ -178,7 +163,7 @@ int run(Options o) {
   o.sample.top_k = o.top_k.value_or(config.training.sample_top_k);
   o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
   if (!o.logits_path.empty())
-    write_prompt_logits(*model, o.sample, o.logits_path, files_under(o.checkpoint));
+    write_prompt_logits(*model, o.sample, o.logits_path, checkpoint_files(o.checkpoint));
   // One rank: the KV cache where the decoder knows the model's keys and values; otherwise (a
   // registered custom block) each token reruns its window.
   const std::string text =
