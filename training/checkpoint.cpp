@@ -321,6 +321,10 @@ std::string resolve_checkpoint(const std::string& load, const std::string& save_
   std::string name;
   std::getline(in, name);
   TN_CHECK_AS(CheckpointError, !name.empty(), "'", latest, "' is empty");
+  // A save writes a step's directory name there; anything else (a path to another run's
+  // checkpoint) is an edit, not this save_dir's latest.
+  TN_CHECK_AS(CheckpointError, step_of_name(name) >= 0, "'", latest, "' names '", name,
+              "', not a checkpoint of this save_dir (step_NNNNNNN)");
   return (fs::path(save_dir) / name).string();
 }
 

@@ -317,6 +317,21 @@ TEST_F(CheckpointFiles, ASaveThatDiesLeavesTheLastCheckpointLoadable) {
   EXPECT_EQ(resolve_checkpoint("latest", dir_), refused ? step_ : dir_ + "/step_0000004");
 }
 
+// 'latest' names a step of its own save_dir: a path there (to another run's checkpoint) is an
+// edit, refused rather than followed.
+TEST_F(CheckpointFiles, LatestNamesAStepOfItsOwnSaveDir) {
+  std::ofstream(dir_ + "/latest") << "../elsewhere/step_0000002\n";
+  try {
+    resolve_checkpoint("latest", dir_);
+    ADD_FAILURE() << "a path in 'latest' was followed";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("latest' names '../elsewhere/step_0000002', not a "
+                                         "checkpoint of this save_dir (step_NNNNNNN)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(CheckpointFiles, OnlyTheNewestAreKept) {
   for (int s = 3; s <= 6; ++s) trainer_->save_checkpoint(s);  // keep = 3
   EXPECT_FALSE(fs::exists(dir_ + "/step_0000003"));
