@@ -191,10 +191,45 @@ int int_field(const json& value, const std::string& path, const char* field) {
 }
 
 std::vector<int> int_list(const json& value, const std::string& path, const char* field) {
+  TN_CHECK_AS(CommError, value.is_array(), "'", path, "': the ", field, "s are ",
+              describe_json(value), ", not a list");
   std::vector<int> list;
-  for (const json& item : value.get<std::vector<json>>())
-    list.push_back(int_field(item, path, field));
+  for (const json& item : value) list.push_back(int_field(item, path, field));
   return list;
+}
+
+// `object`'s field `key`, or a CommError naming the field and what holds it (`where`).
+const json& field(const json& object, const char* key, const std::string& path,
+                  const std::string& where) {
+  TN_CHECK_AS(CommError, object.is_object(), "'", path, "': ", where, " ",
+              describe_json(object), " is not an object");
+  const auto found = object.find(key);
+  TN_CHECK_AS(CommError, found != object.end(), "'", path, "': ", where, " has no field '", key,
+              "'");
+  return *found;
+}
+
+std::string text_field(const json& object, const char* key, const std::string& path,
+                       const std::string& where) {
+  const json& value = field(object, key, path, where);
+  TN_CHECK_AS(CommError, value.is_string(), "'", path, "': ", where, "'s ", key, " ",
+              describe_json(value), " is not text");
+  return value.get<std::string>();
+}
+
+double seconds_field(const json& object, const char* key, const std::string& path,
+                     const std::string& where) {
+  const json& value = field(object, key, path, where);
+  TN_CHECK_AS(CommError, value.is_number(), "'", path, "': ", where, "'s ", key, " ",
+              describe_json(value), " is not a number");
+  return value.get<double>();
+}
+
+const json& list_field(const json& object, const char* key, const std::string& path) {
+  const json& value = field(object, key, path, "the record");
+  TN_CHECK_AS(CommError, value.is_array(), "'", path, "': ", key, " is ", describe_json(value),
+              ", not a list");
+  return value;
 }
 }  // namespace
 
@@ -255,41 +290,45 @@ FlightRecord parse_flight_record(const std::string& text, const std::string& pat
                 version ? std::to_string(*version) : describe_json(doc["version"]),
                 ", this build reads version ", kVersion,
                 ": read it with the ternion-hang-report of the build that wrote it");
+    const std::string record = "the record";
     FlightRecord r;
-    r.rank = int_field(doc.at("rank"), path, "rank");
-    r.world_size = int_field(doc.at("world_size"), path, "world_size");
-    r.reason = doc.at("reason").get<std::string>();
-    r.written_s = doc.at("written_s").get<double>();
-    r.timeout_s = doc.at("timeout_s").get<double>();
-    for (const json& g : doc.at("groups"))
-      r.groups.push_back({g.at("name").get<std::string>(),
-                          int_list(g.at("members"), path, "member"),
-                          count(g.at("collectives"), path, "collectives"),
-                          count(g.at("point_to_point"), path, "point_to_point")});
-    for (const json& o : doc.at("operations")) {
+    r.rank = int_field(field(doc, "rank", path, record), path, "rank");
+    r.world_size = int_field(field(doc, "world_size", path, record), path, "world_size");
+    r.reason = text_field(doc, "reason", path, record);
+    r.written_s = seconds_field(doc, "written_s", path, record);
+    r.timeout_s = seconds_field(doc, "timeout_s", path, record);
+    for (const json& g : list_field(doc, "groups", path)) {
+      const std::string group = "group " + std::to_string(r.groups.size());
+      r.groups.push_back({text_field(g, "name", path, group),
+                          int_list(field(g, "members", path, group), path, "member"),
+                          count(field(g, "collectives", path, group), path, "collectives"),
+                          count(field(g, "point_to_point", path, group), path, "point_to_point")});
+    }
+    for (const json& o : list_field(doc, "operations", path)) {
+      const std::string op = "operation " + std::to_string(r.entries.size() + 1) + " of the list";
       FlightEntry e;
-      e.id = count(o.at("id"), path, "id");
-      e.group = int_field(o.at("group"), path, "group");
-      const std::string sequence = o.at("sequence").get<std::string>();
+      e.id = count(field(o, "id", path, op), path, "id");
+      e.group = int_field(field(o, "group", path, op), path, "group");
+      const std::string sequence = text_field(o, "sequence", path, op);
       bool known_sequence = false;
       for (FlightSequence s : {FlightSequence::collective, FlightSequence::point_to_point})
         if (sequence == flight_sequence_name(s)) e.sequence = s, known_sequence = true;
       TN_CHECK_AS(CommError, known_sequence, "'", path, "': operation ", e.id, " has sequence '",
                   sequence, "'");
-      e.seq = count(o.at("seq"), path, "seq");
-      e.kind = o.at("kind").get<std::string>();
-      e.bytes = static_cast<std::int64_t>(count(o.at("bytes"), path, "bytes"));
-      e.peers = int_list(o.at("peers"), path, "peer");
-      const std::string state = o.at("state").get<std::string>();
+      e.seq = count(field(o, "seq", path, op), path, "seq");
+      e.kind = text_field(o, "kind", path, op);
+      e.bytes = static_cast<std::int64_t>(count(field(o, "bytes", path, op), path, "bytes"));
+      e.peers = int_list(field(o, "peers", path, op), path, "peer");
+      const std::string state = text_field(o, "state", path, op);
       bool known = false;
       for (FlightState s : {FlightState::issued, FlightState::started, FlightState::completed,
                             FlightState::failed})
         if (state == flight_state_name(s)) e.state = s, known = true;
       TN_CHECK_AS(CommError, known, "'", path, "': operation ", e.id, " has state '", state, "'");
-      e.issued_s = o.at("issued_s").get<double>();
-      e.started_s = o.at("started_s").get<double>();
-      e.ended_s = o.at("ended_s").get<double>();
-      e.error = o.value("error", "");
+      e.issued_s = seconds_field(o, "issued_s", path, op);
+      e.started_s = seconds_field(o, "started_s", path, op);
+      e.ended_s = seconds_field(o, "ended_s", path, op);
+      if (o.contains("error")) e.error = text_field(o, "error", path, op);
       r.entries.push_back(std::move(e));
     }
     check_flight_record(r, "'" + path + "'");

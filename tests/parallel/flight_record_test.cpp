@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "framework/error.h"
+#include "framework/strict_json.h"
 #include "parallel/comm/flight_recorder.h"
 #include "parallel/comm/hang_report.h"
 
@@ -151,6 +153,33 @@ std::string refusal(Read read) {
     return e.what();
   }
   return "";
+}
+
+// A field missing or of the wrong kind is named with what holds it, not as the JSON library's
+// own message.
+TEST(FlightRecorder, NamesAMissingOrMistypedField) {
+  FlightRecord r;
+  r.groups = {{"world", {0}}};
+  FlightEntry e;
+  e.id = 1;
+  e.group = 0;
+  e.seq = 1;
+  e.kind = "barrier";
+  r.entries = {e};
+  const Json good = Json::parse(flight_record_json(r));
+  auto refused = [&](const std::function<void(Json&)>& edit) {
+    Json doc = good;
+    edit(doc);
+    return refusal([&] { parse_flight_record(doc.dump(), "x.json"); });
+  };
+  EXPECT_EQ(refused([](Json& d) { d["operations"][0].erase("kind"); }),
+            "'x.json': operation 1 of the list has no field 'kind'");
+  EXPECT_EQ(refused([](Json& d) { d["operations"] = Json::object(); }),
+            "'x.json': operations is an object, not a list");
+  EXPECT_EQ(refused([](Json& d) { d["groups"][0]["name"] = 7; }),
+            "'x.json': group 0's name '7' is not text");
+  EXPECT_EQ(refused([](Json& d) { d["written_s"] = "soon"; }),
+            "'x.json': the record's written_s 'soon' is not a number");
 }
 
 // A record no job writes is refused, naming the file and the field: its ranks index the
