@@ -39,11 +39,16 @@ void ModelConfig::validate(const ConfigDocument& doc) const {
                     std::to_string(vocab_pad_multiple) + " passes 2^31");
   // Each size fits, but their products must too: a bound on the whole model, in doubles.
   const double width = static_cast<double>(d_model);
-  const double parameters = static_cast<double>(n_layer) *
-                                (4 * width * width + 2 * width * static_cast<double>(ff_width())) +
-                            static_cast<double>(padded_vocab_size() + seq_len) * width;
+  const double blocks = static_cast<double>(n_layer) *
+                        (4 * width * width + 2 * width * static_cast<double>(ff_width()));
+  const double embeddings = static_cast<double>(padded_vocab_size() + seq_len) * width;
+  const double parameters = blocks + embeddings;
+  // Named after what makes most of it: the layer count, the width, or the vocabulary.
+  const char* largest = embeddings > blocks                               ? "vocab_size"
+                        : static_cast<double>(n_layer) > width * width ? "n_layer"
+                                                                         : "d_model";
   if (parameters > 1e13)
-    config_fail(doc, kSection, "d_model",
+    config_fail(doc, kSection, largest,
                 std::to_string(n_layer) + " layers of width " + std::to_string(d_model) +
                     " (MLP " + std::to_string(ff_width()) + ") and a vocabulary of " +
                     std::to_string(vocab_size) + " make about " +

@@ -83,7 +83,7 @@ TEST(TrainConfig, ImpossibleValuesAreRefusedByKey) {
       {"model.vocab_size=9223372036854775807", "model.vocab_size"},
       {"model.vocab_pad_multiple=9223372036854775807", "model.vocab_pad_multiple"},
       {"model.d_model=1073741824", "model.d_model"},
-      {"model.d_model=1048576", "billion parameters"},  // 26 trillion of them
+      {"model.d_model=1048576", "model.d_model: 2 layers of width 1048576"},  // 26 trillion
       {"optimizer.lr=.inf", "optimizer.lr"},
       {"optimizer.eps=.inf", "optimizer.eps"},
       {"model.init_std=.nan", "model.init_std"},
@@ -94,6 +94,9 @@ TEST(TrainConfig, ImpossibleValuesAreRefusedByKey) {
     std::string msg = error_of(kValid, {override_text});
     EXPECT_NE(msg.find(key), std::string::npos) << override_text << " gave: '" << msg << "'";
   }
+  // A model too large is named after what makes most of it: here the layers.
+  const std::string layers = error_of(kValid, {"model.n_layer=2147483647", "model.d_ff=4096"});
+  EXPECT_NE(layers.find("model.n_layer: 2147483647 layers of width"), std::string::npos) << layers;
 }
 
 // parallel.schedule: the names, and zb-h1's limits (one chunk per rank, enough micro-batches)
