@@ -344,7 +344,16 @@ std::string checkpoint_to_resume(const CheckpointConfig& checkpoint) {
              "' yet: the run starts from the beginning");
     return "";
   }
-  return resolve_checkpoint(checkpoint.load, checkpoint.save_dir);
+  // Checked here, where the key is known: a path that is no checkpoint is named as the key's.
+  try {
+    const std::string dir = resolve_checkpoint(checkpoint.load, checkpoint.save_dir);
+    meta_path_of(dir);
+    return dir;
+  } catch (const CheckpointError& e) {
+    const std::string what = e.what();
+    if (what.rfind("checkpoint.load", 0) == 0) throw;
+    TN_THROW(CheckpointError, "checkpoint.load: ", what);
+  }
 }
 
 CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
