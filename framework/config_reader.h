@@ -129,17 +129,29 @@ class ConfigReader {
       field = node.Scalar();
     } else {
       T parsed{};
-      // A quoted scalar ("3") is a string, whatever it spells: refuse it for typed fields.
-      bool ok = node.Tag() != "!";
+      // A quoted scalar ("3", tag "!") or one tagged as another type (!!str 3, !custom 3) is
+      // not a number or a bool, whatever it spells: only a plain one (tag "?") or one tagged
+      // as the field's own type is read.
+      const std::string& tag = node.Tag();
+      std::string own = "tag:yaml.org,2002:bool";
+      if constexpr (std::is_same_v<T, std::int64_t>) own = "tag:yaml.org,2002:int";
+      if constexpr (std::is_same_v<T, double>) own = "tag:yaml.org,2002:float";
+      bool ok = tag == "?" || tag == own ||
+                (std::is_same_v<T, double> && tag == "tag:yaml.org,2002:int");
       if constexpr (std::is_same_v<T, std::int64_t>) {
         // Decimal, as YAML 1.2 reads it: yaml-cpp would take 010 as octal 8 and 0x10 as 16.
         ok = ok && detail::parse_decimal(node.Scalar(), parsed);
       } else {
         ok = ok && YAML::convert<T>::decode(node, parsed);
       }
-      if (!ok)
-        config_fail(doc_, section_, key, std::string("expected ") + detail::config_type_name<T>() +
-                                             ", got '" + node.Scalar() + "'");
+      if (!ok) {
+        const std::string core = "tag:yaml.org,2002:";  // written !!str, !!int, ...
+        const std::string written = tag.rfind(core, 0) == 0 ? "!!" + tag.substr(core.size()) : tag;
+        config_fail(doc_, section_, key,
+                    std::string("expected ") + detail::config_type_name<T>() + ", got '" +
+                        node.Scalar() + "'" +
+                        (tag == "?" || tag == "!" ? "" : " tagged " + written));
+      }
       if constexpr (std::is_same_v<T, double>) {
         if (!std::isfinite(parsed))
           config_fail(doc_, section_, key, "must be a finite number, got '" + node.Scalar() + "'");

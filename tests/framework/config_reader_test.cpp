@@ -99,6 +99,14 @@ TEST(ConfigReader, WrongTypesNameKeyLineAndValue) {
   EXPECT_NE(msg.find("seven"), std::string::npos) << msg;
   EXPECT_NE(config_error([] { read("sec:\n  count: 1.5\n"); }), "");
   EXPECT_NE(config_error([] { read("sec:\n  rate: \"0.1\"\n"); }), "");  // quoted: a string
+  // Tagged as another type: not read as the field's, whatever it spells; its own type's tag is.
+  EXPECT_NE(config_error([] { read("sec:\n  count: !!str 3\n"); })
+                .find("expected an integer, got '3' tagged !!str"),
+            std::string::npos);
+  EXPECT_NE(config_error([] { read("sec:\n  rate: !mine 0.1\n"); }).find("tagged !mine"),
+            std::string::npos);
+  EXPECT_EQ(read("sec:\n  count: !!int 3\n").count, 3);
+  EXPECT_EQ(read("sec:\n  rate: !!int 1\n").rate, 1.0);
   EXPECT_NE(config_error([] { read("sec:\n  flag: maybe\n"); }), "");
   EXPECT_NE(config_error([] { read("sec:\n  count: [1, 2]\n"); }), "");
   EXPECT_NE(config_error([] { read("sec:\n  count:\n"); }).find("has no value"), std::string::npos);
