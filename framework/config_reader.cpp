@@ -89,6 +89,10 @@ int first_tab_indented_line(const std::string& text, int last) {
 void check_unique_keys(const std::string& source, const YAML::Node& map, const char* what) {
   std::map<std::string, YAML::Mark> seen;
   for (const auto& entry : map) {
+    // A list, a map or nothing (~) as a name would read as the empty name.
+    TN_CHECK_AS(ConfigError, entry.first.IsScalar() && !entry.first.Scalar().empty(),
+                line_of(source, entry.first), ": a ", what, " must be named by a word, got ",
+                entry.first.IsSequence() ? "a list" : entry.first.IsMap() ? "a map" : "nothing");
     const std::string key = entry.first.Scalar();
     const auto [first, inserted] = seen.emplace(key, entry.first.Mark());
     TN_CHECK_AS(ConfigError, inserted, line_of(source, entry.first), ": ", what, " '", key,

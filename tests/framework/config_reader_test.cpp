@@ -114,6 +114,16 @@ TEST(ConfigReader, WrongTypesNameKeyLineAndValue) {
   EXPECT_EQ(read("", {"sec.name="}).name, "");
 }
 
+// A key that is not a word (a list, nothing) would read as the empty name: refused where it is.
+TEST(ConfigReader, KeysAreWords) {
+  EXPECT_EQ(config_error([] { read("sec:\n  [a, b]: 1\n"); }),
+            "test.yaml:2: a key must be named by a word, got a list");
+  EXPECT_EQ(config_error([] { read("sec:\n  ~: 1\n"); }),
+            "test.yaml:2: a key must be named by a word, got nothing");
+  EXPECT_EQ(config_error([] { read("~:\n  count: 1\n"); }),
+            "test.yaml:1: a section must be named by a word, got nothing");
+}
+
 TEST(ConfigReader, OverrideErrorsNameTheOverride) {
   std::string msg = config_error([] { read("", {"sec.count=abc"}); });
   EXPECT_NE(msg.find("--set sec.count=abc"), std::string::npos) << msg;
