@@ -34,7 +34,11 @@ std::optional<Json> parse_strict_json(const std::string& text, std::string* why,
   } catch (const Refused& refused) {
     *why = refused.why;
   } catch (const Json::exception& e) {
-    *why = e.what();  // a syntax error names its byte; a number past a double's range, its text
+    // A syntax error names its line, column and byte; a number past a double's range, its
+    // text. The library's "[json.exception.parse_error.101] " before it says nothing more.
+    *why = e.what();
+    if (why->rfind("[json.exception.", 0) == 0 && why->find("] ") != std::string::npos)
+      why->erase(0, why->find("] ") + 2);
   }
   return std::nullopt;
 }
