@@ -66,8 +66,9 @@ class ReadsItsInput : public Layer {
 TEST(MemoryEstimate, AUserBlockThatReadsShapeOnlyDataIsNamed) {
   ScratchDir dir("memory-estimate-user-block");
   testing_support::prepare_builtin(dir);
-  LayerRegistry::instance().add("reads_its_input",
-                                [](const BlockSpec& spec) { return std::make_unique<ReadsItsInput>(spec.name); });
+  LayerRegistry::instance().add("reads_its_input", [](const BlockSpec& spec) {
+    return std::make_unique<ReadsItsInput>(spec.name);
+  });
   TrainConfig c = small_run(dir);
   c.model.block = "reads_its_input";
   try {
