@@ -13,6 +13,20 @@ LayerRegistry::LayerRegistry() {
   built_in_ = {"transformer"};
 }
 
+std::optional<std::string> failure_of_user_code(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    if (e.is_user_error()) throw;
+    return std::string(e.what());
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
 LayerRegistry& LayerRegistry::instance() {
   static LayerRegistry registry;
   return registry;
@@ -36,21 +50,12 @@ std::unique_ptr<Layer> LayerRegistry::create(const std::string& type, const Bloc
   auto it = factories_.find(type);
   TN_CHECK_AS(ConfigError, it != factories_.end(), why_unknown(type));
   if (is_built_in(type)) return it->second(spec);  // our code: a failed check is our bug
-  std::unique_ptr<Layer> block;
   // A registered factory is the user's code: what it throws is said as its block type's
-  // failure, not as an internal error of ours (a user error it throws stands as it is).
-  try {
-    block = it->second(spec);
-  } catch (const Error& e) {
-    if (e.is_user_error()) throw;
+  // failure, not as an internal error of ours.
+  std::unique_ptr<Layer> block;
+  if (const auto failed = failure_of_user_code([&] { block = it->second(spec); }))
     TN_THROW(ConfigError, "block type '", type, "' could not build block ", spec.name, ": ",
-             e.what());
-  } catch (const std::bad_alloc&) {
-    throw;
-  } catch (const std::exception& e) {
-    TN_THROW(ConfigError, "block type '", type, "' could not build block ", spec.name, ": ",
-             e.what());
-  }
+             *failed);
   TN_CHECK_AS(ConfigError, block != nullptr, "block type '", type,
               "': its factory returned no layer for block ", spec.name);
   return block;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -32,6 +33,11 @@ struct BlockSpec {
 };
 
 using BlockFactory = std::function<std::unique_ptr<Layer>(const BlockSpec&)>;
+
+// Runs `call`, which runs a user's block code, and returns what it threw as that code's
+// failure: the message of an internal error or a std::exception, to be said as the block's
+// (a user error and std::bad_alloc pass through as they are). Nothing when it succeeded.
+std::optional<std::string> failure_of_user_code(const std::function<void()>& call);
 
 class LayerRegistry {
  public:

@@ -115,20 +115,12 @@ struct LocatedPiece {
   std::string file;
 };
 
-// fs::exists without its filesystem_error (a name too long for the OS, say): the OS's reason,
-// naming the path, as a CheckpointError.
-bool path_exists(const fs::path& path) {
-  std::error_code ec;
-  const bool found = fs::exists(path, ec);
-  TN_CHECK_AS(CheckpointError, !ec, "'", path.string(), "': ", ec.message());
-  return found;
-}
-
 // checkpoint.json of `dir`, which only a complete checkpoint has.
 std::string meta_path_of(const std::string& dir) {
   const std::string meta_path = (fs::path(dir) / "checkpoint.json").string();
-  TN_CHECK_AS(CheckpointError, path_exists(dir), "checkpoint '", dir, "' does not exist");
-  TN_CHECK_AS(CheckpointError, path_exists(meta_path), "'", dir,
+  TN_CHECK_AS(CheckpointError, checkpoint_path_exists(dir), "checkpoint '", dir,
+              "' does not exist");
+  TN_CHECK_AS(CheckpointError, checkpoint_path_exists(meta_path), "'", dir,
               "' is not a complete checkpoint (no checkpoint.json)");
   return meta_path;
 }
@@ -138,8 +130,8 @@ std::map<std::string, std::vector<LocatedPiece>> read_pieces(const std::string& 
   std::map<std::string, std::vector<LocatedPiece>> pieces;
   for (int r = 0; r < ranks; ++r) {
     const std::string index_path = (fs::path(dir) / rank_name(r, ".json")).string();
-    TN_CHECK_AS(CheckpointError, path_exists(index_path), "checkpoint '", dir, "' is missing '",
-                rank_name(r, ".json"), "'");
+    TN_CHECK_AS(CheckpointError, checkpoint_path_exists(index_path), "checkpoint '", dir,
+                "' is missing '", rank_name(r, ".json"), "'");
     const std::string file = (fs::path(dir) / rank_name(r, ".safetensors")).string();
     for (CheckpointPiece& piece : read_rank_index(index_path, r)) {
       const std::string tensor = piece.tensor;
@@ -319,7 +311,8 @@ void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std:
 std::string resolve_checkpoint(const std::string& load, const std::string& save_dir) {
   if (load != "latest") {
     // A save_dir, as ternion-generate and ternion-export take one: its latest checkpoint.
-    if (path_exists(fs::path(load) / "latest") && !path_exists(fs::path(load) / "checkpoint.json"))
+    if (checkpoint_path_exists(fs::path(load) / "latest") &&
+        !checkpoint_path_exists(fs::path(load) / "checkpoint.json"))
       return resolve_checkpoint("latest", load);
     return load;
   }
@@ -339,7 +332,8 @@ std::string resolve_checkpoint(const std::string& load, const std::string& save_
 
 std::string checkpoint_to_resume(const CheckpointConfig& checkpoint) {
   if (checkpoint.load.empty()) return "";
-  if (checkpoint.load == "latest" && !path_exists(fs::path(checkpoint.save_dir) / "latest")) {
+  if (checkpoint.load == "latest" &&
+      !checkpoint_path_exists(fs::path(checkpoint.save_dir) / "latest")) {
     log_info("ternion: checkpoint.load: latest: no checkpoint in '", checkpoint.save_dir,
              "' yet: the run starts from the beginning");
     return "";
@@ -509,9 +503,9 @@ namespace {
 // a `latest`).
 std::string checkpoint_config_path(const std::string& path) {
   const std::string dir =
-      path_exists(fs::path(path) / "latest") ? resolve_checkpoint("latest", path) : path;
+      checkpoint_path_exists(fs::path(path) / "latest") ? resolve_checkpoint("latest", path) : path;
   const std::string config_path = (fs::path(dir) / "config.yaml").string();
-  TN_CHECK_AS(CheckpointError, path_exists(config_path), "'", dir,
+  TN_CHECK_AS(CheckpointError, checkpoint_path_exists(config_path), "'", dir,
               "' is not a checkpoint (no config.yaml)");
   return config_path;
 }
@@ -563,6 +557,13 @@ Tokenizer checkpoint_tokenizer(const std::string& path, const TrainConfig& confi
     TN_THROW(CheckpointError, "the checkpoint's run used data.tokenizer '", named,
              "', but its copy is unusable: ", e.what());
   }
+}
+
+bool checkpoint_path_exists(const fs::path& path) {
+  std::error_code ec;
+  const bool found = fs::exists(path, ec);
+  TN_CHECK_AS(CheckpointError, !ec, "'", path.string(), "': ", ec.message());
+  return found;
 }
 
 std::vector<std::string> checkpoint_files(const std::string& path) {

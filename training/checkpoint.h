@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,6 +99,10 @@ std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, Tr
 // load_model_from_checkpoint reads it): its tokenizer.json, or bytes where its run had none.
 // CheckpointError when the run named one and the copy is missing or unreadable.
 Tokenizer checkpoint_tokenizer(const std::string& path, const TrainConfig& config);
+// Whether `path` exists, without std::filesystem's own error (a name too long for the OS, say):
+// that is a CheckpointError naming the path and the OS's reason. For checkpoints and the model
+// directories model.init_from reads.
+bool checkpoint_path_exists(const std::filesystem::path& path);
 // The files under `path` (a step's directory, or a save_dir and its steps'): what a program
 // that reads the checkpoint must not write over.
 std::vector<std::string> checkpoint_files(const std::string& path);

@@ -9,6 +9,7 @@
 #include "framework/float16.h"
 #include "framework/read_file.h"
 #include "framework/safetensors.h"
+#include "training/checkpoint.h"
 #include "training/hf_interop.h"
 
 namespace ternion {
@@ -24,17 +25,9 @@ std::string read_text(const std::string& path) {
 
 // The directory's weight files: model.safetensors, or the shards its index names (Hugging Face
 // splits larger models: model.safetensors.index.json maps each tensor to its file).
-// std::filesystem::exists without its filesystem_error (a name too long for the OS, say).
-bool path_exists(const std::filesystem::path& path) {
-  std::error_code ec;
-  const bool found = std::filesystem::exists(path, ec);
-  TN_CHECK_AS(CheckpointError, !ec, "'", path.string(), "': ", ec.message());
-  return found;
-}
-
 std::vector<std::string> weight_files(const std::filesystem::path& dir) {
   const std::filesystem::path index = dir / "model.safetensors.index.json";
-  if (!path_exists(index)) return {(dir / "model.safetensors").string()};
+  if (!checkpoint_path_exists(index)) return {(dir / "model.safetensors").string()};
   const Json root = read_hf_json_object(read_text(index.string()), index.string());
   const auto map = root.find("weight_map");
   TN_CHECK_AS(CheckpointError, map != root.end() && map->is_object() && !map->empty(), "'",
@@ -72,7 +65,7 @@ void import_hf_weights(const ModelConfig& config, const std::string& dir,
   std::map<std::string, Tensor> whole;
   try {
     const std::string config_path = (std::filesystem::path(dir) / "config.json").string();
-    if (path_exists(config_path))
+    if (checkpoint_path_exists(config_path))
       hf_mapping(config).check_config(config, read_text(config_path), config_path);
     std::vector<std::pair<std::string, Tensor>> hf;
     std::set<std::string> names;

@@ -1,6 +1,5 @@
 #include "training/memory_estimate.h"
 
-#include <new>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -23,23 +22,12 @@ void run_meta_step(Trainer& trainer, const std::string& block) {
     trainer.train_step(1);
     return;
   }
-  std::string what;
-  try {
-    trainer.train_step(1);
-    return;
-  } catch (const Error& e) {
-    if (e.is_user_error()) throw;
-    what = e.what();
-  } catch (const std::bad_alloc&) {
-    throw;
-  } catch (const std::exception& e) {
-    what = e.what();
-  }
-  TN_THROW(ConfigError, "block type '", block,
-           "' failed in the memory estimate, a training step on shape-only tensors (device "
-           "meta) that every run takes before training: ", what,
-           " (a block's own loops over tensor data must skip a meta tensor, "
-           "x.device().is_meta(), as the ops do: CONTRIBUTING.md, 'A new layer or block')");
+  if (const auto failed = failure_of_user_code([&] { trainer.train_step(1); }))
+    TN_THROW(ConfigError, "block type '", block,
+             "' failed in the memory estimate, a training step on shape-only tensors (device "
+             "meta) that every run takes before training: ", *failed,
+             " (a block's own loops over tensor data must skip a meta tensor, "
+             "x.device().is_meta(), as the ops do: CONTRIBUTING.md, 'A new layer or block')");
 }
 
 }  // namespace

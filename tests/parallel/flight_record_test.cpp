@@ -359,16 +359,19 @@ TEST(HangReport, FollowsAPointToPointWaitToTheRankBehindIt) {
   EXPECT_EQ(report.behind, std::vector<int>{2});
 }
 
-TEST(HangReport, NamesTheRankWhoseOperationFailed) {
-  // Rank 1's send failed (its record written by the error); rank 0 waits for the message.
+// Rank 1 of a pipeline group, whose `ops` failed with its send's error (its record written by
+// the error), and rank 0 waiting for the message.
+HangReport report_of_a_failed_send(const std::vector<Op>& ops) {
   const std::vector<FlightGroup> pipeline = {{"pp[0,1]", {0, 1}}};
-  FlightRecord failed = record_of(1, 2, pipeline, {{3, "send", S::failed, {0}}});
+  FlightRecord failed = record_of(1, 2, pipeline, ops);
   failed.reason = "error: the send failed";
-  failed.entries.back().error = "send on group 'pp[0,1]': failed";
-  const HangReport report = analyse_flight_records({
-      record_of(0, 2, pipeline, {{3, "recv", S::started, {1}}}),
-      failed,
-  });
+  for (FlightEntry& e : failed.entries) e.error = "send on group 'pp[0,1]': failed";
+  return analyse_flight_records({record_of(0, 2, pipeline, {{3, "recv", S::started, {1}}}),
+                                 failed});
+}
+
+TEST(HangReport, NamesTheRankWhoseOperationFailed) {
+  const HangReport report = report_of_a_failed_send({{3, "send", S::failed, {0}}});
   EXPECT_EQ(report.failed, std::vector<int>{1});
   ASSERT_GE(report.lines.size(), 2u);
   EXPECT_EQ(report.lines[1].rfind("failed: rank 1: send #3 on group 'pp[0,1]'", 0), 0u)
@@ -381,15 +384,8 @@ TEST(HangReport, NamesTheRankWhoseOperationFailed) {
 // The send broke its group: the later receive failed with the send's error, never started.
 // The report names the send, the cause.
 TEST(HangReport, NamesTheFirstFailureOfABrokenGroup) {
-  const std::vector<FlightGroup> pipeline = {{"pp[0,1]", {0, 1}}};
-  FlightRecord failed =
-      record_of(1, 2, pipeline, {{3, "send", S::failed, {0}}, {4, "recv", S::failed, {0}}});
-  failed.reason = "error: the send failed";
-  for (FlightEntry& e : failed.entries) e.error = "send on group 'pp[0,1]': failed";
-  const HangReport report = analyse_flight_records({
-      record_of(0, 2, pipeline, {{3, "recv", S::started, {1}}}),
-      failed,
-  });
+  const HangReport report =
+      report_of_a_failed_send({{3, "send", S::failed, {0}}, {4, "recv", S::failed, {0}}});
   EXPECT_EQ(report.failed, std::vector<int>{1});
   ASSERT_GE(report.lines.size(), 2u);
   EXPECT_EQ(report.lines[1].rfind("failed: rank 1: send #3 on group 'pp[0,1]'", 0), 0u)
