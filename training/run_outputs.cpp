@@ -47,31 +47,23 @@ std::string why_unwritable(const fs::path& path, bool directory) {
 }  // namespace
 
 void check_outputs_writable(const TrainConfig& config, int rank,
-                            const std::vector<std::string>& inputs) {
+                            const std::vector<std::string>& data_files) {
   check_save_dir_writable(config, rank);
+  std::vector<std::string> inputs = data_files;
+  for (const std::string& file : {config.source, config.data.tokenizer})
+    if (!file.empty()) inputs.push_back(file);
   const std::string where = config.source.empty() ? "" : config.source + ": ";
+  // A file the run reads (under any name), a FIFO or a device would be replaced when the run
+  // ends.
   auto check = [&](const char* key, const std::string& path, bool directory) {
     if (path.empty()) return;
     std::string why = why_unwritable(path, directory);
-    if (why.empty() && !directory) why = why_not_replaceable(path);  // a FIFO, a device
+    if (why.empty() && !directory) why = why_not_replaceable(path, inputs);
     TN_CHECK_AS(ConfigError, why.empty(), where, key, ": ", why);
-  };
-  // A file the run reads, or the other output, would be replaced when the run ends.
-  auto distinct = [&](const char* key, const std::string& path) {
-    if (path.empty()) return;
-    std::error_code ec;
-    for (const std::string& input : inputs) {
-      if (!fs::equivalent(path, input, ec)) continue;
-      const std::string same = path == input ? "" : " (" + quoted(fs::path(input)) + ")";
-      TN_THROW(ConfigError, where, key, ": ", quoted(fs::path(path)),
-               " is one of the data files the run reads", same, ": the run would replace it");
-    }
   };
   if (rank == 0) {
     check("logging.metrics_file", config.logging.metrics_file, false);
     check("logging.trace_file", config.logging.trace_file, false);
-    distinct("logging.metrics_file", config.logging.metrics_file);
-    distinct("logging.trace_file", config.logging.trace_file);
     // Each is written as FILE.partial, then renamed: the names of either may be neither's.
     const std::string& metrics = config.logging.metrics_file;
     const std::string& trace = config.logging.trace_file;

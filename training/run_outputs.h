@@ -11,10 +11,10 @@
 namespace ternion {
 
 // A ConfigError naming the key and the path where one of this rank's outputs cannot be
-// written, or would replace one of `inputs` (the files the run reads: its data's shards) or
-// the other output file. Creates save_dir, as a save would, and nothing else. Local: every
-// rank calls it, and the ranks agree on the outcome.
+// written, or would replace a file the run reads (its data's shards, `data_files`; its config
+// file; its tokenizer) or the other output file. Creates save_dir, as a save would, and
+// nothing else. Local: every rank calls it, and the ranks agree on the outcome.
 void check_outputs_writable(const TrainConfig& config, int rank,
-                            const std::vector<std::string>& inputs);
+                            const std::vector<std::string>& data_files);
 
 }  // namespace ternion
