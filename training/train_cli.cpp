@@ -98,8 +98,14 @@ CliOptions parse_args(int argc, char** argv) {
   bool config_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    // A value that is one of the options was left out (`--config --dry-run`).
     auto value = [&]() -> std::string {
       TN_CHECK_AS(UsageError, i + 1 < argc, arg, " needs a value");
+      const std::string next = argv[i + 1];
+      for (const char* option : {"--config", "--set", "--dry-run", "--print-config",
+                                 "--print-layout", "--help", "-h"})
+        TN_CHECK_AS(UsageError, next != option, arg, " needs a value (got the option ", next,
+                    ")");
       return argv[++i];
     };
     if (arg == "--config" || arg.rfind("--config=", 0) == 0) {
