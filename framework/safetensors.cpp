@@ -323,15 +323,24 @@ Tensor SafetensorsFile::read(const std::string& name) const {
   if (e == nullptr)
     TN_THROW(CheckpointError, "safetensors file '", path_, "' has no tensor '", name, "'");
   Tensor t = Tensor::empty(e->shape, e->dtype);
-  const auto bytes = static_cast<std::size_t>(e->end - e->begin);
-  if (bytes == 0) return t;
+  read_into(name, t.raw_data(), t.nbytes());
+  return t;
+}
+
+void SafetensorsFile::read_into(const std::string& name, void* out, std::size_t bytes) const {
+  const SafetensorsEntry* e = find(name);
+  if (e == nullptr)
+    TN_THROW(CheckpointError, "safetensors file '", path_, "' has no tensor '", name, "'");
+  const auto held = static_cast<std::size_t>(e->end - e->begin);
+  TN_CHECK_AS(CheckpointError, held == bytes, "safetensors file '", path_, "': tensor '", name,
+              "' holds ", held, " bytes, not the ", bytes, " expected");
+  if (bytes == 0) return;
   FileDescriptor fd = open_for_reading(path_);
   const std::size_t got =
-      read_at(fd.get(), path_, static_cast<char*>(t.raw_data()), bytes, data_start_ + e->begin);
+      read_at(fd.get(), path_, static_cast<char*>(out), bytes, data_start_ + e->begin);
   if (got != bytes)
     TN_THROW(CheckpointError, "safetensors file '", path_, "': tensor '", name,
              "' cut short: read ", got, " of ", bytes, " bytes (the file was truncated)");
-  return t;
 }
 
 }  // namespace ternion

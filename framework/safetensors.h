@@ -49,6 +49,9 @@ class SafetensorsFile {
   // A fresh contiguous CPU tensor. CheckpointError if absent, or if the read comes up short
   // (the file was truncated after open).
   Tensor read(const std::string& name) const;
+  // The tensor's bytes into `out`, which holds exactly its size (else CheckpointError): a read
+  // with no buffer of its own, straight into where the values are kept.
+  void read_into(const std::string& name, void* out, std::size_t bytes) const;
   const std::string& path() const { return path_; }
 
  private:

@@ -400,21 +400,10 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     if (tensor.rfind("optim/", 0) == 0)
       optimizer_kinds.insert(tensor.substr(6, tensor.find('/', 6) - 6));
 
-  std::map<std::string, SafetensorsFile> files;
-  // A piece's data, its checksum checked.
-  auto read_data = [&](const CheckpointPiece& piece, const std::string& path,
-                       const std::string& tensor) {
-    auto file = files.find(path);
-    if (file == files.end()) file = files.emplace(path, SafetensorsFile::open(path)).first;
-    const Tensor data = file->second.read(piece.key);
-    TN_CHECK_AS(CheckpointError,
-                data.dtype() == DType::F32 && data.numel() == piece.end - piece.begin &&
-                    crc32(data.raw_data(), data.nbytes()) == piece.crc,
-                "checkpoint '", dir, "': piece ", piece.key, " of tensor '", tensor, "' in '",
-                path, "' fails its checksum");
-    return data;
-  };
-  for (ShardedTensor& target : targets) {
+  // Every target's pieces are found and counted before any is read, so that a checkpoint of
+  // another layout's making that lacks part of this one's state is refused with nothing read.
+  std::vector<const std::vector<LocatedPiece>*> sources;
+  for (const ShardedTensor& target : targets) {
     const auto found = pieces.find(target.name);
     if (found == pieces.end() && target.name.rfind("optim/", 0) == 0 && !optimizer_kinds.empty()) {
       // A checkpoint that predates recording optimizer.type, of another optimizer.
@@ -422,18 +411,16 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
       if (optimizer_kinds.count(kind) == 0) {
         std::string held;
         for (const std::string& k : optimizer_kinds) held += (held.empty() ? "'" : ", '") + k + "'";
-        TN_THROW(CheckpointError, "checkpoint '", dir, "' holds optimizer state ", held,
-                 ", not '", kind, "': it was saved with another optimizer.type than this run's ",
+        TN_THROW(CheckpointError, "checkpoint '", dir, "' holds optimizer state ", held, ", not '",
+                 kind, "': it was saved with another optimizer.type than this run's ",
                  optimizer_type);
       }
     }
     TN_CHECK_AS(CheckpointError, found != pieces.end(), "checkpoint '", dir, "' has no tensor '",
                 target.name, "'");
     const Shape& global_shape = target.param->global_shape;
-    const Parameter& p = *target.param;
     // A save writes each element once, so the pieces' sizes add up to the tensor's: an index
-    // that holds more (a piece edited in, or left from another save) or fewer is refused
-    // here, on either path below, before any piece is read.
+    // that holds more (a piece edited in, or left from another save) or fewer is refused.
     std::int64_t held = 0;
     for (const LocatedPiece& located : found->second) {
       const CheckpointPiece& piece = located.piece;
@@ -445,50 +432,88 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     TN_CHECK_AS(CheckpointError, held == shape_numel(global_shape), "checkpoint '", dir,
                 "': the pieces of tensor '", target.name, "' hold ", held, " elements, its ",
                 shape_str(global_shape), " has ", shape_numel(global_shape));
+    sources.push_back(&found->second);
+  }
+
+  std::map<std::string, SafetensorsFile> files;
+  // A piece's elements into `out`, their checksum checked.
+  auto read_piece = [&](const LocatedPiece& located, const std::string& tensor, float* out) {
+    auto file = files.find(located.file);
+    if (file == files.end())
+      file = files.emplace(located.file, SafetensorsFile::open(located.file)).first;
+    const CheckpointPiece& piece = located.piece;
+    const SafetensorsEntry* entry = file->second.find(piece.key);
+    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(piece.end - piece.begin);
+    bool intact =
+        entry == nullptr || (entry->dtype == DType::F32 &&
+                             static_cast<std::size_t>(entry->end - entry->begin) == bytes);
+    if (intact) {
+      file->second.read_into(piece.key, out, bytes);  // names a missing piece
+      intact = crc32(out, bytes) == piece.crc;
+    }
+    TN_CHECK_AS(CheckpointError, intact, "checkpoint '", dir, "': piece ", piece.key,
+                " of tensor '", tensor, "' in '", located.file, "' fails its checksum");
+  };
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    ShardedTensor& target = targets[k];
+    const std::vector<LocatedPiece>& located_pieces = *sources[k];
+    const Shape& global_shape = target.param->global_shape;
+    const Parameter& p = *target.param;
+    const std::int64_t count = target.end - target.begin;
+    // The elements go straight into the caller's CPU tensor; elsewhere (a GPU's) through a
+    // CPU one, a tensor's worth at a time, so a load never holds a second copy of the state.
+    const bool in_place = target.data.defined() && target.data.device().is_cpu() &&
+                          target.data.is_contiguous() && target.data.dtype() == DType::F32;
+    TN_CHECK(!target.data.defined() || target.data.numel() == count, "load target '", target.name,
+             "' holds ", target.data.numel(), " elements, not ", count);
+    Tensor staging = in_place ? target.data.view({count}) : Tensor::empty({count});
+    float* out = staging.data<float>();
     // Saved by this layout: one piece is this rank's part as it is, with nothing to assemble.
     auto is_ours = [&](const LocatedPiece& located) {
       const CheckpointPiece& piece = located.piece;
-      return piece.global_shape == global_shape && piece.local_shape == p.value.shape() &&
-             piece.shard_dim == p.shard_dim && piece.shard_offset == p.shard_offset &&
-             piece.begin == target.begin && piece.end == target.end;
+      return piece.local_shape == p.value.shape() && piece.shard_dim == p.shard_dim &&
+             piece.shard_offset == p.shard_offset && piece.begin == target.begin &&
+             piece.end == target.end;
     };
-    const auto same = std::find_if(found->second.begin(), found->second.end(), is_ours);
-    if (std::count_if(found->second.begin(), found->second.end(), is_ours) == 1) {
-      const Tensor data = read_data(same->piece, same->file, target.name);
-      target.data = data.view({target.end - target.begin});
-      continue;
-    }
-    std::vector<float> whole(static_cast<std::size_t>(shape_numel(global_shape)));
-    std::vector<char> covered(whole.size(), 0);
-    for (const LocatedPiece& located : found->second) {
-      const CheckpointPiece& piece = located.piece;
-      const std::string& path = located.file;
-      // read_rank_index checked that the piece lies within its global shape, which is this
-      // model's (above), so its elements' indices are within `whole`.
-      const Tensor data = read_data(piece, path, target.name);
-      const float* values = data.data<float>();
-      for_each_run(piece.local_shape, global_shape, piece.shard_dim, piece.shard_offset,
-                   piece.begin, piece.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
-                     const auto twice = std::find(covered.begin() + g, covered.begin() + g + n, 1);
-                     TN_CHECK_AS(CheckpointError, twice == covered.begin() + g + n,
-                                 "checkpoint '", dir, "': tensor '", target.name,
-                                 "' has element ", twice - covered.begin(), " in two pieces");
-                     std::copy_n(values + (i - piece.begin), n, whole.begin() + g);
-                     std::fill_n(covered.begin() + g, n, 1);
+    const auto same = std::find_if(located_pieces.begin(), located_pieces.end(), is_ours);
+    if (std::count_if(located_pieces.begin(), located_pieces.end(), is_ours) == 1) {
+      read_piece(*same, target.name, out);
+    } else {
+      std::vector<float> whole(static_cast<std::size_t>(shape_numel(global_shape)));
+      std::vector<char> covered(whole.size(), 0);
+      std::vector<float> values;
+      for (const LocatedPiece& located : located_pieces) {
+        const CheckpointPiece& piece = located.piece;
+        values.resize(static_cast<std::size_t>(piece.end - piece.begin));
+        read_piece(located, target.name, values.data());
+        // read_rank_index checked that the piece lies within its global shape, which is this
+        // model's (above), so its elements' indices are within `whole`.
+        for_each_run(piece.local_shape, global_shape, piece.shard_dim, piece.shard_offset,
+                     piece.begin, piece.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
+                       const auto twice =
+                           std::find(covered.begin() + g, covered.begin() + g + n, 1);
+                       TN_CHECK_AS(CheckpointError, twice == covered.begin() + g + n,
+                                   "checkpoint '", dir, "': tensor '", target.name,
+                                   "' has element ", twice - covered.begin(), " in two pieces");
+                       std::copy_n(values.begin() + (i - piece.begin), n, whole.begin() + g);
+                       std::fill_n(covered.begin() + g, n, 1);
+                     });
+      }
+      // This rank's part of it.
+      for_each_run(p.value.shape(), global_shape, p.shard_dim, p.shard_offset, target.begin,
+                   target.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
+                     TN_CHECK_AS(CheckpointError,
+                                 std::find(covered.begin() + g, covered.begin() + g + n, 0) ==
+                                     covered.begin() + g + n,
+                                 "checkpoint '", dir, "' is missing part of tensor '", target.name,
+                                 "'");
+                     std::copy_n(whole.begin() + g, n, out + (i - target.begin));
                    });
     }
-    // This rank's part of it.
-    target.data = Tensor::empty({target.end - target.begin});
-    float* out = target.data.data<float>();
-    for_each_run(p.value.shape(), global_shape, p.shard_dim, p.shard_offset, target.begin,
-                 target.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
-                   TN_CHECK_AS(CheckpointError,
-                               std::find(covered.begin() + g, covered.begin() + g + n, 0) ==
-                                   covered.begin() + g + n,
-                               "checkpoint '", dir, "' is missing part of tensor '", target.name,
-                               "'");
-                   std::copy_n(whole.begin() + g, n, out + (i - target.begin));
-                 });
+    if (!target.data.defined())
+      target.data = staging;
+    else if (!in_place)
+      target.data.copy_from(staging.view(target.data.shape()));
   }
   return meta;
 }
@@ -539,10 +564,8 @@ std::unique_ptr<GptModel> load_model_from_checkpoint(const std::string& path, Tr
   auto model = std::make_unique<GptModel>(config->model);
   std::vector<ShardedTensor> targets;
   for (Parameter* p : model->parameters())
-    targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
+    targets.push_back({"model/" + p->name, p, p->value.view({-1}), 0, p->value.numel()});
   load_checkpoint(dir, config->model, "", targets);
-  for (std::size_t i = 0; i < targets.size(); ++i)
-    model->parameters()[i]->value.view({-1}).copy_from(targets[i].data);
   return model;
 }
 

@@ -40,7 +40,9 @@
 namespace ternion {
 
 // One rank's piece of a parameter-shaped tensor: flat elements [begin, end) of `param`'s local
-// shard. For saving, `data` holds those elements; loading fills it.
+// shard. For saving, `data` holds those elements. For loading, `data` is where they go: the
+// tensor of end - begin f32 elements they are loaded into (on any device), or undefined, and
+// the load makes a CPU tensor of them.
 struct ShardedTensor {
   std::string name;
   const Parameter* param = nullptr;
@@ -72,8 +74,10 @@ std::string resolve_checkpoint(const std::string& load, const std::string& save_
 // job and every requeue, as in Megatron-LM and torchtitan; logged).
 std::string checkpoint_to_resume(const CheckpointConfig& checkpoint);
 
-// Fills every target from the checkpoint in `dir`; returns its checkpoint.json (the step, the
-// optimizer updates applied, what it was saved with). CheckpointError naming the
+// Fills every target from the checkpoint in `dir`, one tensor at a time (a CPU target's values
+// are read straight into it); returns its checkpoint.json (the step, the optimizer updates
+// applied, what it was saved with). A failure may leave the targets part loaded: the caller
+// does not use them then. CheckpointError naming the
 // file, field or tensor for a missing or corrupt checkpoint (training/checkpoint_index.h), a
 // checksum mismatch, a model of another shape, or optimizer state of another optimizer.type
 // than `optimizer_type` (empty: the targets are the model's alone).

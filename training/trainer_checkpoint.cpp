@@ -103,14 +103,17 @@ Trainer::CheckpointTransfer Trainer::save_checkpoint(std::int64_t step) {
 
 std::int64_t Trainer::load_checkpoint(const std::string& dir) {
   const double start = seconds_now();
+  // Each target is the tensor it is loaded into.
   std::vector<ShardedTensor> targets;
   for (Parameter* p : parameters_)
-    targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
+    targets.push_back({"model/" + p->name, p, p->value.view({-1}), 0, p->value.numel()});
   const std::vector<std::string> kinds = optimizer_->state_kinds();
-  for (std::size_t i = 0; i < segments_.size(); ++i)
-    for (const std::string& kind : kinds)
-      targets.push_back({"optim/" + kind + "/" + segments_[i].param->name, segments_[i].param,
-                         Tensor(), segments_[i].begin, segments_[i].end});
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    const std::vector<Tensor> state = optimizer_->state_of(i);
+    for (std::size_t k = 0; k < kinds.size(); ++k)
+      targets.push_back({"optim/" + kinds[k] + "/" + segments_[i].param->name, segments_[i].param,
+                         state[k].view({-1}), segments_[i].begin, segments_[i].end});
+  }
   std::vector<std::pair<std::string, Tensor>> reduction_state;
   if (reducer_) reduction_state = reducer_->reduction().state(device_);
   const std::string prefix = reduction_state_prefix(config_, groups_.world().rank());
@@ -120,7 +123,7 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
   if (restores_reduction) {
     for (const auto& [name, tensor] : reduction_state) {
       whole.push_back(whole_tensor(prefix + name, tensor));
-      targets.push_back({prefix + name, &whole.back(), Tensor(), 0, tensor.numel()});
+      targets.push_back({prefix + name, &whole.back(), tensor.view({-1}), 0, tensor.numel()});
     }
   }
   const CheckpointMeta meta =
@@ -137,16 +140,8 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
       bytes += checkpoint_bytes(target);
   }
   resume_transfer_ = checkpoint_transfer(bytes, seconds_now() - start);
-  std::size_t t = 0;
-  for (Parameter* p : parameters_) p->value.view({-1}).copy_from(targets[t++].data);
-  for (std::size_t i = 0; i < segments_.size(); ++i) {
-    std::vector<Tensor> state = optimizer_->state_of(i);
-    for (Tensor& s : state) s.copy_from(targets[t++].data);
-  }
-  if (restores_reduction) {
-    for (auto& [name, tensor] : reduction_state)
-      tensor.copy_from(targets[t++].data.view(tensor.shape()));
-  } else if (!reduction_state.empty() && step > config_.parallel.powersgd_start_step) {
+  if (!restores_reduction && !reduction_state.empty() &&
+      step > config_.parallel.powersgd_start_step) {
     log_info("ternion: PowerSGD's error feedback and Q start afresh: checkpoint '", dir,
              "' holds none of this layout's (data ", config_.parallel.data, " x tensor ",
              config_.parallel.tensor, " x pipeline ", config_.parallel.pipeline,

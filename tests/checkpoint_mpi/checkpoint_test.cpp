@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -256,6 +257,27 @@ TEST_F(CheckpointFiles, LayoutOnDisk) {
     EXPECT_TRUE(fs::exists(step_ + "/" + f)) << f;
   EXPECT_EQ(latest_name(), "step_0000002");
   EXPECT_EQ(load_error(step_), "");
+}
+
+// A CPU target is loaded in place, so a resume holds no second copy of the state; an
+// undefined one gets a tensor of its own. Both hold the saved values.
+TEST_F(CheckpointFiles, ALoadFillsTheTargetsOwnTensors) {
+  const TrainConfig config = run_config(Layout{}, dir_);
+  const std::vector<Parameter*>& saved = trainer_->parameters();
+  ASSERT_GE(saved.size(), 2u);
+  std::vector<ShardedTensor> targets;
+  for (const Parameter* p : saved)
+    targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
+  Tensor place = Tensor::zeros({saved[0]->value.numel()});
+  targets[0].data = place;
+  load_checkpoint(step_, config.model, "", targets);
+  EXPECT_TRUE(targets[0].data.same_start_as(place));
+  for (std::size_t i = 0; i < saved.size(); ++i) {
+    const Tensor expected = saved[i]->value.view({-1});
+    ASSERT_EQ(targets[i].data.numel(), expected.numel()) << saved[i]->name;
+    EXPECT_EQ(std::memcmp(targets[i].data.raw_data(), expected.raw_data(), expected.nbytes()), 0)
+        << saved[i]->name;
+  }
 }
 
 TEST_F(CheckpointFiles, CorruptedDataIsRefusedByItsChecksum) {
