@@ -201,20 +201,16 @@ void check_hf_gpt2_config(const ModelConfig& config, const std::string& json,
   auto given = [&](const char* key) { return hf_given(root, key); };
   check_hf_model_kind(root, path, "gpt2", "gpt2", "GPT2");
 
-  auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
-    const Json* node = given(key);
-    if (node == nullptr) return;
-    const std::optional<std::int64_t> theirs = json_int64(*node);
-    TN_CHECK_AS(CheckpointError, theirs.has_value(), "'", path, "': ", key, " is not an integer");
-    TN_CHECK_AS(CheckpointError, *theirs == ours, "'", path, "' gives ", key, " ", *theirs,
-                ", but ", our_key, " is ", ours);
-  };
-  check_size("n_head", config.n_head, "model.n_head");
-  check_size("n_layer", config.n_layer, "model.n_layer");
-  check_size("n_embd", config.d_model, "model.d_model");
-  check_size("vocab_size", config.vocab_size, "model.vocab_size");
-  check_size("n_positions", config.seq_len, "model.seq_len");
-  check_size("n_inner", config.ff_width(), "the MLP width (model.d_ff, or 4 x model.d_model)");
+  // transformers' GPT2Config defaults, and its aliases (attribute_map).
+  check_hf_size(root, path, "n_head", 12, config.n_head, "model.n_head", "num_attention_heads");
+  check_hf_size(root, path, "n_layer", 12, config.n_layer, "model.n_layer", "num_hidden_layers");
+  check_hf_size(root, path, "n_embd", 768, config.d_model, "model.d_model", "hidden_size");
+  check_hf_size(root, path, "vocab_size", 50257, config.vocab_size, "model.vocab_size");
+  check_hf_size(root, path, "n_positions", 1024, config.seq_len, "model.seq_len",
+                "max_position_embeddings");
+  // n_inner left out is 4 x n_embd, which (checked above) is 4 x model.d_model.
+  check_hf_size(root, path, "n_inner", 4 * config.d_model, config.ff_width(),
+                "the MLP width (model.d_ff, or 4 x model.d_model)");
 
   // Ours is GPT-2's tanh GELU (kernels/gelu.h), which transformers calls gelu_new.
   if (const Json* activation = given("activation_function")) {

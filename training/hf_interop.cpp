@@ -37,6 +37,33 @@ std::string hf_text(const Json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+HfSize hf_size(const Json& root, const std::string& path, const char* key, std::int64_t fallback,
+               const char* alias) {
+  auto integer = [&](const char* name) -> std::optional<std::int64_t> {
+    const Json* node = hf_given(root, name);
+    if (node == nullptr) return std::nullopt;
+    const std::optional<std::int64_t> value = json_int64(*node);
+    TN_CHECK_AS(CheckpointError, value.has_value(), "'", path, "': ", name, " is not an integer");
+    return value;
+  };
+  const std::optional<std::int64_t> direct = integer(key);
+  const std::optional<std::int64_t> aliased = alias ? integer(alias) : std::nullopt;
+  TN_CHECK_AS(CheckpointError, !direct || !aliased || *direct == *aliased, "'", path, "' gives ",
+              key, " ", direct.value_or(0), " and ", alias ? alias : "", " ",
+              aliased.value_or(0), ", which transformers reads as one setting");
+  if (aliased) return {*aliased, alias};
+  if (direct) return {*direct, key};
+  return {fallback, "no " + std::string(key) + ", so transformers' default " + key};
+}
+
+void check_hf_size(const Json& root, const std::string& path, const char* key,
+                   std::int64_t fallback, std::int64_t ours, const char* our_key,
+                   const char* alias) {
+  const HfSize theirs = hf_size(root, path, key, fallback, alias);
+  TN_CHECK_AS(CheckpointError, theirs.value == ours, "'", path, "' gives ", theirs.label, " ",
+              theirs.value, ", but ", our_key, " is ", ours);
+}
+
 void check_hf_model_kind(const Json& root, const std::string& path, const std::string& family,
                          const std::string& model_type, const std::string& class_prefix) {
   if (const Json* type = hf_given(root, "model_type"))

@@ -36,6 +36,21 @@ Json read_hf_json_object(const std::string& text, const std::string& path);
 const Json* hf_given(const Json& object, const char* key);
 // A string's text, anything else as written: for messages and name comparisons.
 std::string hf_text(const Json& value);
+// The integer config.json `root` (`path`) gives for `key` as transformers reads it: the key,
+// or its alias (transformers' attribute_map, GPT-2's num_attention_heads for n_head: where
+// both are given they must agree), or `fallback`, transformers' default, where neither is.
+// `label` is said in messages: "n_head", or "no n_head, so transformers' default n_head".
+// CheckpointError where a value given is not an integer.
+struct HfSize {
+  std::int64_t value = 0;
+  std::string label;
+};
+HfSize hf_size(const Json& root, const std::string& path, const char* key, std::int64_t fallback,
+               const char* alias = nullptr);
+// CheckpointError unless hf_size(...) is `ours`; `our_key` names ours in the message.
+void check_hf_size(const Json& root, const std::string& path, const char* key,
+                   std::int64_t fallback, std::int64_t ours, const char* our_key,
+                   const char* alias = nullptr);
 // CheckpointError where config.json `root` (`path`) is of another kind of model than `family`:
 // its model_type is not `model_type`, or a class in its architectures list does not start
 // with `class_prefix` ("Llama": LlamaForCausalLM, LlamaModel). Either may be left out.

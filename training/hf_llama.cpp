@@ -225,11 +225,6 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
                            const std::string& path) {
   const Json root = read_hf_json_object(json, path);
 
-  auto integer = [&](const Json& node, const std::string& label) {
-    const std::optional<std::int64_t> value = json_int64(node);
-    TN_CHECK_AS(CheckpointError, value.has_value(), "'", path, "': ", label, " is not an integer");
-    return *value;
-  };
   auto number = [&](const Json& node, const std::string& label) {
     TN_CHECK_AS(CheckpointError, node.is_number(), "'", path, "': ", label, " is not a number");
     return node.get<double>();
@@ -242,39 +237,30 @@ void check_hf_llama_config(const ModelConfig& config, const std::string& json,
 
   check_hf_model_kind(root, path, "llama", "llama", "Llama");
 
-  auto check_size = [&](const char* key, std::int64_t ours, const char* our_key) {
-    if (const auto node = hf_given(root, key)) {
-      const std::int64_t theirs = integer(*node, key);
-      TN_CHECK_AS(CheckpointError, theirs == ours, "'", path, "' gives ", key, " ", theirs,
-                  ", but ", our_key, " is ", ours);
-    }
-  };
-  check_size("hidden_size", config.d_model, "model.d_model");
-  check_size("num_hidden_layers", config.n_layer, "model.n_layer");
-  check_size("num_attention_heads", config.n_head, "model.n_head");
-  check_size("vocab_size", config.vocab_size, "model.vocab_size");
-  check_size("intermediate_size", config.ff_width(),
-             "the MLP width (model.d_ff, or 4 x model.d_model)");
-  check_size("head_dim", config.head_size(), "the head size (model.d_model / model.n_head)");
-  // transformers reads a null or absent num_key_value_heads as num_attention_heads.
-  if (hf_given(root, "num_key_value_heads")) {
-    check_size("num_key_value_heads", config.kv_heads(), "model.n_kv_head (0 = model.n_head)");
-  } else if (hf_given(root, "num_attention_heads")) {
-    const std::int64_t heads =
-        integer(*hf_given(root, "num_attention_heads"), "num_attention_heads");
-    TN_CHECK_AS(CheckpointError, heads == config.kv_heads(), "'", path,
-                "' gives no num_key_value_heads, so its key/value heads are num_attention_heads ",
-                heads, ", but model.n_kv_head (0 = model.n_head) is ", config.kv_heads());
-  }
+  // transformers' LlamaConfig defaults where a size is left out.
+  check_hf_size(root, path, "hidden_size", 4096, config.d_model, "model.d_model");
+  check_hf_size(root, path, "num_hidden_layers", 32, config.n_layer, "model.n_layer");
+  check_hf_size(root, path, "num_attention_heads", 32, config.n_head, "model.n_head");
+  check_hf_size(root, path, "vocab_size", 32000, config.vocab_size, "model.vocab_size");
+  check_hf_size(root, path, "intermediate_size", 11008, config.ff_width(),
+                "the MLP width (model.d_ff, or 4 x model.d_model)");
+  // head_dim left out is hidden_size / num_attention_heads, each checked above.
+  check_hf_size(root, path, "head_dim", config.head_size(), config.head_size(),
+                "the head size (model.d_model / model.n_head)");
+  // num_key_value_heads left out is num_attention_heads.
+  const std::int64_t heads = hf_size(root, path, "num_attention_heads", 32).value;
+  HfSize kv_heads = hf_size(root, path, "num_key_value_heads", heads);
+  if (hf_given(root, "num_key_value_heads") == nullptr)
+    kv_heads.label = "no num_key_value_heads, so its key/value heads are num_attention_heads";
+  TN_CHECK_AS(CheckpointError, kv_heads.value == config.kv_heads(), "'", path, "' gives ",
+              kv_heads.label, " ", kv_heads.value, ", but model.n_kv_head (0 = model.n_head) is ",
+              config.kv_heads());
   // Rotary positions are not weights: a shorter context than the checkpoint's is fine.
-  if (const auto node = hf_given(root, "max_position_embeddings")) {
-    const std::int64_t theirs = integer(*node, "max_position_embeddings");
-    const bool ours_given = config.max_context > 0;
-    TN_CHECK_AS(CheckpointError, config.context_made_for() <= theirs, "'", path,
-                "' gives max_position_embeddings ", theirs, ", but ",
-                ours_given ? "model.max_context" : "model.seq_len", " is ",
-                config.context_made_for(), ", longer than the model was made for");
-  }
+  const HfSize context = hf_size(root, path, "max_position_embeddings", 2048);
+  TN_CHECK_AS(CheckpointError, config.context_made_for() <= context.value, "'", path, "' gives ",
+              context.label, " ", context.value, ", but ",
+              config.max_context > 0 ? "model.max_context" : "model.seq_len", " is ",
+              config.context_made_for(), ", longer than the model was made for");
 
   auto check_close = [&](const std::string& label, double theirs, double ours,
                          const char* our_key) {

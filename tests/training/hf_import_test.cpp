@@ -157,20 +157,48 @@ TEST(HfImport, ConfigJsonOfAnotherHeadCountIsRefused) {
   EXPECT_THROW(Trainer t(same), CheckpointError);
 }
 
-TEST(HfImport, ConfigJsonKeysAreCheckedOnlyWhereGiven) {
+// transformers reads a size config.json leaves out as GPT2Config's default, and its aliases
+// (attribute_map: num_attention_heads for n_head, ...) as the size itself: a model read any
+// other way would load as another model, or compute another function with the same weights.
+TEST(HfImport, ConfigJsonSizesAreReadAsTransformersReadsThem) {
   ModelConfig m;
   m.n_layer = 2;
   m.n_head = 2;
   m.d_model = 32;
   m.seq_len = 16;
+  m.vocab_size = 64;
+  auto sized = [&](const std::string& json) { return testing_support::sized_hf_config(m, json); };
   EXPECT_NO_THROW(check_hf_gpt2_config(m, hf_gpt2_config_json(m), "c.json"));
-  EXPECT_NO_THROW(check_hf_gpt2_config(m, "{\"n_inner\": null}", "c.json"));
-  EXPECT_NO_THROW(check_hf_gpt2_config(m, "{}", "c.json"));
-  EXPECT_THROW(check_hf_gpt2_config(m, "{\"n_inner\": 64}", "c.json"), CheckpointError);
+  EXPECT_NO_THROW(check_hf_gpt2_config(m, sized("{\"n_inner\": null}"), "c.json"));
+  EXPECT_NO_THROW(check_hf_gpt2_config(m, sized("{}"), "c.json"));
+  EXPECT_THROW(check_hf_gpt2_config(m, sized("{\"n_inner\": 64}"), "c.json"), CheckpointError);
   EXPECT_THROW(check_hf_gpt2_config(m, "{\"n_layer\": \"two\"}", "c.json"), CheckpointError);
-  EXPECT_THROW(check_hf_gpt2_config(m, "{\"activation_function\": \"gelu\"}", "c.json"),
+  EXPECT_THROW(check_hf_gpt2_config(m, sized("{\"activation_function\": \"gelu\"}"), "c.json"),
                CheckpointError);
   EXPECT_THROW(check_hf_gpt2_config(m, "[1, 2]", "c.json"), CheckpointError);
+  auto refused = [&](const std::string& json, const std::string& expected) {
+    try {
+      check_hf_gpt2_config(m, json, "c.json");
+      ADD_FAILURE() << "accepted " << json;
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  Json without_heads = Json::parse(hf_gpt2_config_json(m));
+  without_heads.erase("n_head");
+  refused(without_heads.dump(),
+          "'c.json' gives no n_head, so transformers' default n_head 12, but model.n_head is 2");
+  Json without_positions = Json::parse(hf_gpt2_config_json(m));
+  without_positions.erase("n_positions");
+  refused(without_positions.dump(), "default n_positions 1024, but model.seq_len is 16");
+  Json aliased = without_heads;
+  aliased["num_attention_heads"] = 12;
+  refused(aliased.dump(), "'c.json' gives num_attention_heads 12, but model.n_head is 2");
+  aliased["num_attention_heads"] = 2;
+  EXPECT_NO_THROW(check_hf_gpt2_config(m, aliased.dump(), "c.json"));
+  aliased["n_head"] = 4;
+  refused(aliased.dump(), "'c.json' gives n_head 4 and num_attention_heads 2, which "
+                          "transformers reads as one setting");
 }
 
 // transformers' GPT-2 makes some of its math configurable; a model that computes other math
@@ -181,7 +209,8 @@ TEST(HfImport, ConfigJsonOfOtherMathIsRefusedNamingTheKey) {
                            R"({"scale_attn_by_inverse_layer_idx": false})",
                            R"({"layer_norm_epsilon": 1e-05})",
                            R"({"layer_norm_epsilon": 9.999999747378752e-06})"})
-    EXPECT_NO_THROW(check_hf_gpt2_config(m, ours, "c.json")) << ours;
+    EXPECT_NO_THROW(check_hf_gpt2_config(m, testing_support::sized_hf_config(m, ours), "c.json"))
+        << ours;
   for (const auto& [theirs, key] : std::vector<std::pair<std::string, std::string>>{
            {R"({"tie_word_embeddings": false})", "tie_word_embeddings false"},
            {R"({"scale_attn_weights": false})", "scale_attn_weights false"},
@@ -190,7 +219,7 @@ TEST(HfImport, ConfigJsonOfOtherMathIsRefusedNamingTheKey) {
            {R"({"layer_norm_epsilon": 0.1})", "layer_norm_epsilon 0.1"},
            {R"({"layer_norm_epsilon": "1e-5"})", "layer_norm_epsilon is not a number"}}) {
     try {
-      check_hf_gpt2_config(m, theirs, "c.json");
+      check_hf_gpt2_config(m, testing_support::sized_hf_config(m, theirs), "c.json");
       ADD_FAILURE() << "accepted " << theirs;
     } catch (const CheckpointError& e) {
       const std::string what = e.what();

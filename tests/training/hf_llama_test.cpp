@@ -12,9 +12,16 @@
 #include "framework/error.h"
 #include "test_util.h"
 #include "training/hf_export.h"
+#include "training_test_support.h"
 
 namespace ternion {
 namespace {
+
+// check_hf_llama_config of a config.json that may leave the model's sizes out: they are
+// filled in from the model (sized_hf_config), so a test of other keys meets no default size.
+void check_partial(const ModelConfig& config, const std::string& json, const std::string& path) {
+  check_hf_llama_config(config, testing_support::sized_hf_config(config, json), path);
+}
 
 ModelConfig tiny_config(std::int64_t n_kv_head, bool tied) {
   ModelConfig c;
@@ -297,7 +304,7 @@ TEST(HfLlama, ConfigJsonIsLlamaForCausalLMs) {
     // Equality holds between 500000 and 500000.0: the floats must be written as floats.
     for (const char* key : {"rms_norm_eps", "rope_theta", "attention_dropout", "initializer_range"})
       EXPECT_TRUE(got[key].is_number_float()) << key << " in config.json:\n" << json;
-    EXPECT_NO_THROW(check_hf_llama_config(config, json, "c.json"));
+    EXPECT_NO_THROW(check_partial(config, json, "c.json"));
     config.n_kv_head = 0;  // written as the head count it stands for
     EXPECT_EQ(Json::parse(hf_llama_config_json(config))["num_key_value_heads"], 4);
   }
@@ -310,9 +317,9 @@ TEST(HfLlama, ExportKeepsTheContextTheModelIsMadeFor) {
   config.max_context = 131072;
   const std::string json = hf_llama_config_json(config);
   EXPECT_EQ(Json::parse(json)["max_position_embeddings"], 131072);
-  EXPECT_NO_THROW(check_hf_llama_config(config, json, "c.json"));
+  EXPECT_NO_THROW(check_partial(config, json, "c.json"));
   expect_checkpoint_error(
-      [&] { check_hf_llama_config(config, R"({"max_position_embeddings": 8192})", "c.json"); },
+      [&] { check_partial(config, R"({"max_position_embeddings": 8192})", "c.json"); },
       {"gives max_position_embeddings 8192, but model.max_context is 131072"});
 }
 
@@ -341,18 +348,18 @@ const char* kTransformers5Config = R"({
 TEST(HfLlama, RopeThetaIsReadWhereEitherTransformersPutsIt) {
   ModelConfig config = tiny_config(2, false);
   config.rope_theta = 500000;
-  EXPECT_NO_THROW(check_hf_llama_config(config, kTransformers4Config, "c.json"));
-  EXPECT_NO_THROW(check_hf_llama_config(config, kTransformers5Config, "c.json"));
+  EXPECT_NO_THROW(check_partial(config, kTransformers4Config, "c.json"));
+  EXPECT_NO_THROW(check_partial(config, kTransformers5Config, "c.json"));
   config.rope_theta = 10000;
-  expect_checkpoint_error([&] { check_hf_llama_config(config, kTransformers4Config, "c.json"); },
+  expect_checkpoint_error([&] { check_partial(config, kTransformers4Config, "c.json"); },
                           {"'c.json' gives rope_theta 500000", "model.rope_theta is 10000"});
   expect_checkpoint_error(
-      [&] { check_hf_llama_config(config, kTransformers5Config, "c.json"); },
+      [&] { check_partial(config, kTransformers5Config, "c.json"); },
       {"'c.json' gives rope_parameters.rope_theta 500000", "model.rope_theta is 10000"});
   EXPECT_NO_THROW(
-      check_hf_llama_config(config, R"({"rope_parameters": {"rope_type": "default"},
+      check_partial(config, R"({"rope_parameters": {"rope_type": "default"},
                                           "rms_norm_eps": 1e-5})", "c.json"));
-  EXPECT_NO_THROW(check_hf_llama_config(
+  EXPECT_NO_THROW(check_partial(
       config, R"({"rope_theta": 10000.0000001, "rms_norm_eps": 1e-5})", "c.json"));
 }
 
@@ -369,9 +376,9 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
       R"({"rms_norm_eps": 1e-5,
           "rope_parameters": {"rope_theta": 10000.0, "rope_type": "llama3", "factor": 8.0,
           "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192}})";
-  EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_4x, "c.json"));
-  EXPECT_NO_THROW(check_hf_llama_config(scaled, llama3_5x, "c.json"));
-  EXPECT_NO_THROW(check_hf_llama_config(scaled, hf_llama_config_json(scaled), "c.json"));
+  EXPECT_NO_THROW(check_partial(scaled, llama3_4x, "c.json"));
+  EXPECT_NO_THROW(check_partial(scaled, llama3_5x, "c.json"));
+  EXPECT_NO_THROW(check_partial(scaled, hf_llama_config_json(scaled), "c.json"));
   const Json scaling = Json::parse(hf_llama_config_json(scaled))["rope_scaling"];
   EXPECT_EQ(scaling, Json::parse(R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                 "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"))
@@ -381,33 +388,33 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
   EXPECT_TRUE(scaling["original_max_position_embeddings"].is_number_integer());
 
   const ModelConfig plain = tiny_config(2, false);
-  expect_checkpoint_error([&] { check_hf_llama_config(plain, llama3_4x, "c.json"); },
+  expect_checkpoint_error([&] { check_partial(plain, llama3_4x, "c.json"); },
                           {"'c.json' gives rope_scaling with rope_type 'llama3'",
                            "model.rope_scaling_factor is 0"});
   expect_checkpoint_error(
-      [&] { check_hf_llama_config(scaled, R"({"rope_theta": 10000.0})", "c.json"); },
+      [&] { check_partial(scaled, R"({"rope_theta": 10000.0})", "c.json"); },
       {"'c.json' gives no Llama 3 rotary scaling", "model.rope_scaling_factor is 8"});
   ModelConfig other = scaled;
   other.rope_scaling_original_context = 4096;
-  expect_checkpoint_error([&] { check_hf_llama_config(other, llama3_5x, "c.json"); },
+  expect_checkpoint_error([&] { check_partial(other, llama3_5x, "c.json"); },
                           {"rope_parameters.original_max_position_embeddings 8192",
                            "model.rope_scaling_original_context is 4096"});
   expect_checkpoint_error(
       [&] {
-        check_hf_llama_config(scaled, R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}})",
+        check_partial(scaled, R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}})",
                               "c.json");
       },
       {"rope_scaling.low_freq_factor is missing"});
   for (const char* json :
        {R"({"rope_scaling": {"type": "linear", "factor": 2.0}})",
         R"({"rope_parameters": {"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0}})"})
-    expect_checkpoint_error([&] { check_hf_llama_config(plain, json, "c.json"); },
+    expect_checkpoint_error([&] { check_partial(plain, json, "c.json"); },
                             {"'c.json' gives rope_", "'default'", "'llama3'"});
   expect_checkpoint_error(
-      [&] { check_hf_llama_config(plain, R"({"partial_rotary_factor": 0.5})", "c.json"); },
+      [&] { check_partial(plain, R"({"partial_rotary_factor": 0.5})", "c.json"); },
       {"partial_rotary_factor 0.5"});
   EXPECT_NO_THROW(
-      check_hf_llama_config(plain, R"({"rope_scaling": {"rope_type": "default"},
+      check_partial(plain, R"({"rope_scaling": {"rope_type": "default"},
                                        "rms_norm_eps": 1e-5})", "c.json"));
 }
 
@@ -416,23 +423,44 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
 TEST(HfLlama, AbsentKeysAreTransformersDefaults) {
   ModelConfig config = tiny_config(2, false);
   config.norm_eps = 1e-6;
-  EXPECT_NO_THROW(check_hf_llama_config(config, "{}", "c.json"));
+  EXPECT_NO_THROW(check_partial(config, "{}", "c.json"));
   config.rope_theta = 500000;
-  expect_checkpoint_error([&] { check_hf_llama_config(config, "{}", "c.json"); },
+  expect_checkpoint_error([&] { check_partial(config, "{}", "c.json"); },
                           {"'c.json' gives no rope_theta, so transformers' default rope_theta "
                            "10000, but model.rope_theta is 500000"});
   config.rope_theta = 10000;
   config.norm_eps = 1e-5;
-  expect_checkpoint_error([&] { check_hf_llama_config(config, "{}", "c.json"); },
+  expect_checkpoint_error([&] { check_partial(config, "{}", "c.json"); },
                           {"'c.json' gives no rms_norm_eps, so transformers' default 1e-06, but "
                            "model.norm_eps is 1e-05"});
-  EXPECT_NO_THROW(check_hf_llama_config(config, R"({"rms_norm_eps": 1e-5})", "c.json"));
+  EXPECT_NO_THROW(check_partial(config, R"({"rms_norm_eps": 1e-5})", "c.json"));
   config.tie_embeddings = true;
   config.norm_eps = 1e-6;
-  expect_checkpoint_error([&] { check_hf_llama_config(config, "{}", "c.json"); },
+  expect_checkpoint_error([&] { check_partial(config, "{}", "c.json"); },
                           {"'c.json' gives no tie_word_embeddings, so transformers' default "
                            "tie_word_embeddings false, but model.tie_embeddings is true"});
-  EXPECT_NO_THROW(check_hf_llama_config(config, R"({"tie_word_embeddings": true})", "c.json"));
+  EXPECT_NO_THROW(check_partial(config, R"({"tie_word_embeddings": true})", "c.json"));
+  // Sizes too: a file without them is of LlamaConfig's 4096-wide, 32-layer model.
+  config.tie_embeddings = false;
+  for (const auto& [key, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"hidden_size", "gives no hidden_size, so transformers' default hidden_size 4096, "
+                           "but model.d_model is 16"},
+           {"num_hidden_layers", "default num_hidden_layers 32, but model.n_layer is 2"},
+           {"num_attention_heads", "default num_attention_heads 32, but model.n_head is 4"},
+           {"intermediate_size", "default intermediate_size 11008, but the MLP width"},
+           {"vocab_size", "default vocab_size 32000, but model.vocab_size is 29"}}) {
+    Json without = Json::parse(hf_llama_config_json(config));
+    without.erase(key);
+    expect_checkpoint_error([&] { check_hf_llama_config(config, without.dump(), "c.json"); },
+                            {expected});
+  }
+  config.seq_len = 4096;
+  Json without_context = Json::parse(hf_llama_config_json(config));
+  without_context.erase("max_position_embeddings");
+  expect_checkpoint_error(
+      [&] { check_hf_llama_config(config, without_context.dump(), "c.json"); },
+      {"gives no max_position_embeddings, so transformers' default max_position_embeddings "
+       "2048, but model.seq_len is 4096"});
 }
 
 TEST(HfLlama, ConfigJsonOfAnotherFamilyIsRefusedBothWays) {
@@ -442,7 +470,7 @@ TEST(HfLlama, ConfigJsonOfAnotherFamilyIsRefusedBothWays) {
   gpt2.d_model = 16;
   const ModelConfig llama = tiny_config(2, false);
   expect_checkpoint_error(
-      [&] { check_hf_llama_config(llama, hf_gpt2_config_json(gpt2), "c.json"); },
+      [&] { check_partial(llama, hf_gpt2_config_json(gpt2), "c.json"); },
       {"'c.json' gives model_type 'gpt2'", "model.family is llama"});
   expect_checkpoint_error(
       [&] { check_hf_gpt2_config(gpt2, hf_llama_config_json(llama), "c.json"); },
@@ -453,23 +481,26 @@ TEST(HfLlama, ConfigJsonOfAnotherFamilyIsRefusedBothWays) {
   llama_defaults.norm_eps = 1e-6;
   expect_checkpoint_error(
       [&] {
-        check_hf_llama_config(llama_defaults, R"({"architectures": ["MistralForCausalLM"]})",
+        check_partial(llama_defaults, R"({"architectures": ["MistralForCausalLM"]})",
                               "c.json");
       },
       {"'c.json' gives architectures [\"MistralForCausalLM\"], but model.family is llama"});
   expect_checkpoint_error(
       [&] { check_hf_gpt2_config(gpt2, R"({"architectures": ["LlamaForCausalLM"]})", "c.json"); },
       {"a LlamaForCausalLM cannot start a gpt2 model"});
-  EXPECT_NO_THROW(check_hf_llama_config(
+  EXPECT_NO_THROW(check_partial(
       llama_defaults, R"({"architectures": ["LlamaForCausalLM"]})", "c.json"));
   EXPECT_NO_THROW(
-      check_hf_gpt2_config(gpt2, R"({"architectures": ["GPT2LMHeadModel"]})", "c.json"));
+      check_hf_gpt2_config(gpt2,
+                           testing_support::sized_hf_config(
+                               gpt2, R"({"architectures": ["GPT2LMHeadModel"]})"),
+                           "c.json"));
 }
 
 TEST(HfLlama, ConfigJsonSizesAreCheckedNamingOurKey) {
   const ModelConfig config = tiny_config(2, false);
   auto refused = [&](const std::string& json, const std::vector<std::string>& expected) {
-    expect_checkpoint_error([&] { check_hf_llama_config(config, json, "c.json"); }, expected);
+    expect_checkpoint_error([&] { check_partial(config, json, "c.json"); }, expected);
   };
   refused(R"({"num_key_value_heads": 4})",
           {"gives num_key_value_heads 4", "model.n_kv_head", "is 2"});
@@ -495,18 +526,20 @@ TEST(HfLlama, ConfigJsonSizesAreCheckedNamingOurKey) {
   refused(R"({"hidden_size": )", {"'c.json' is not valid JSON"});
   refused(R"({"hidden_size": 1e400})", {"'c.json' is not valid JSON"});  // past a double
   refused(R"({"hidden_size": "16"})", {"hidden_size is not an integer"});  // quoted
-  refused(R"({"vocab_size": 29, "vocab_size": 29})", {"key 'vocab_size' appears twice"});
+  expect_checkpoint_error(  // raw: a parse for sized_hf_config would keep one of the two
+      [&] { check_hf_llama_config(config, R"({"vocab_size": 29, "vocab_size": 29})", "c.json"); },
+      {"key 'vocab_size' appears twice"});
   // A float32 round trip of the epsilon, a longer context than ours, keys left out (where
   // transformers' defaults are ours): accepted.
   EXPECT_NO_THROW(
-      check_hf_llama_config(config, R"({"rms_norm_eps": 9.99999974738e-06})", "c.json"));
-  EXPECT_NO_THROW(check_hf_llama_config(
+      check_partial(config, R"({"rms_norm_eps": 9.99999974738e-06})", "c.json"));
+  EXPECT_NO_THROW(check_partial(
       config, R"({"max_position_embeddings": 131072, "rms_norm_eps": 1e-5})", "c.json"));
-  EXPECT_NO_THROW(check_hf_llama_config(
+  EXPECT_NO_THROW(check_partial(
       config, R"({"head_dim": null, "rope_scaling": null, "rms_norm_eps": 1e-5})", "c.json"));
   ModelConfig defaults = config;
   defaults.norm_eps = 1e-6;
-  EXPECT_NO_THROW(check_hf_llama_config(defaults, "{}", "c.json"));
+  EXPECT_NO_THROW(check_partial(defaults, "{}", "c.json"));
 }
 
 }  // namespace

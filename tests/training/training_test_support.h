@@ -7,6 +7,9 @@
 
 #include "data/builtin_corpus.h"
 #include "data/text_prepare.h"
+#include "framework/strict_json.h"
+#include "layers/model_config.h"
+#include "training/hf_interop.h"
 
 namespace ternion::testing_support {
 
@@ -33,6 +36,27 @@ class ScratchDir {
 // train.bin / val.bin of the built-in corpus (about `bytes` bytes) in `dir`.
 inline void prepare_builtin(const ScratchDir& dir, std::int64_t bytes = 200000) {
   prepare_text(builtin_corpus_text(bytes), dir.path().string(), {.val_fraction = 0.1});
+}
+
+// config.json text holding `json`'s keys and, where it leaves them out, the sizes of `config`
+// as its family's export writes them: a test of other keys then meets no size of transformers'
+// defaults. A size's alias given (GPT-2's num_attention_heads) stands for it. Text that is not
+// a JSON object is returned as it is.
+inline std::string sized_hf_config(const ModelConfig& config, const std::string& json) {
+  Json given = Json::parse(json, nullptr, false);
+  if (!given.is_object()) return json;
+  const Json whole = Json::parse(hf_mapping(config).config_json(config));
+  const std::vector<std::pair<const char*, const char*>> sizes = {
+      {"n_head", "num_attention_heads"}, {"n_layer", "num_hidden_layers"},
+      {"n_embd", "hidden_size"},         {"n_positions", "max_position_embeddings"},
+      {"n_inner", ""},                   {"vocab_size", ""},
+      {"hidden_size", ""},               {"num_hidden_layers", ""},
+      {"num_attention_heads", ""},       {"num_key_value_heads", ""},
+      {"intermediate_size", ""},         {"max_position_embeddings", ""}};
+  for (const auto& [key, alias] : sizes)
+    if (whole.contains(key) && !given.contains(key) && !given.contains(alias))
+      given[key] = whole[key];
+  return given.dump();
 }
 
 }  // namespace ternion::testing_support
