@@ -26,8 +26,10 @@ std::string read_text(const std::string& path) {
 // The directory's weight files: model.safetensors, or the shards its index names (Hugging Face
 // splits larger models: model.safetensors.index.json maps each tensor to its file).
 std::vector<std::string> weight_files(const std::filesystem::path& dir) {
+  // One file where there is one, else the index, in transformers' order.
+  const std::filesystem::path single = dir / "model.safetensors";
   const std::filesystem::path index = dir / "model.safetensors.index.json";
-  if (!checkpoint_path_exists(index)) return {(dir / "model.safetensors").string()};
+  if (checkpoint_path_exists(single) || !checkpoint_path_exists(index)) return {single.string()};
   const Json root = read_hf_json_object(read_text(index.string()), index.string());
   const auto map = root.find("weight_map");
   TN_CHECK_AS(CheckpointError, map != root.end() && map->is_object() && !map->empty(), "'",

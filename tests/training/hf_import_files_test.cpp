@@ -129,6 +129,21 @@ TEST(HfImportFiles, ShardedWeightsLoadThroughTheirIndex) {
   expect_imported(c, dir.path().string(), params);
 }
 
+// Beside shards and their index, model.safetensors is what transformers loads: so does this.
+TEST(HfImportFiles, OneFileComesBeforeAnIndex) {
+  const ModelConfig c = small_model();
+  const std::map<std::string, Tensor> params = exact_params(c);
+  std::map<std::string, Tensor> others;
+  for (const auto& [name, t] : params) {
+    others[name] = t.clone();
+    others[name].fill(0.5f);
+  }
+  ScratchDir dir("hf-both");
+  write_sharded(dir, to_hf_gpt2(c, others));
+  write_safetensors(dir.file("model.safetensors"), to_hf_gpt2(c, params));
+  expect_imported(c, dir.path().string(), params);
+}
+
 TEST(HfImportFiles, DamagedIndexesAreRefusedNamingWhatIsWrong) {
   const ModelConfig c = small_model();
   const auto hf = to_hf_gpt2(c, exact_params(c));
