@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -506,6 +507,9 @@ double Trainer::grad_norm() {
   for (double squares : sums_of_squares(counted)) sum += squares;
   if (groups_.model_parallel().size() > 1) sum = all_reduce_double(groups_.model_parallel(), sum);
   if (reducer_ && reducer_->shards_optimizer_state()) sum = all_reduce_double(groups_.data(), sum);
+  // A sum past f32's range is not finite where it is reduced in f32 parts: it counts so on
+  // every layout, one rank's too, so that each skips the same steps.
+  if (sum > std::numeric_limits<float>::max()) return std::numeric_limits<double>::infinity();
   return std::sqrt(sum);
 }
 

@@ -182,6 +182,25 @@ TEST(Trainer, NonFiniteGradientsSkipTheUpdate) {
   EXPECT_TRUE(record["grad_norm"].is_null());  // JSON has no NaN
 }
 
+// A gradient norm past 1.8e19 (its square past f32's range) is finite in one rank's double
+// sum but not where the layouts reduce it in f32 parts: every layout skips it, one rank too.
+TEST(Trainer, AGradientNormPastF32sRangeSkipsTheUpdate) {
+  ScratchDir dir("huge_norm");
+  testing_support::prepare_builtin(dir, 50000);
+  Trainer trainer(small_run(dir, 1));
+  std::vector<Parameter*> params = trainer.model().parameters();
+  Parameter* ln = params[params.size() - 2];  // ln_f.weight: scales the head's input
+  ASSERT_EQ(ln->name, "ln_f.weight");
+  ln->value.fill(1e20f);
+  const auto before = test::trainer_state_bits(trainer);
+  const StepMetrics m = trainer.train_step(1);
+  EXPECT_TRUE(std::isfinite(m.loss)) << m.loss;
+  EXPECT_TRUE(m.skipped);
+  EXPECT_FALSE(std::isfinite(m.grad_norm));
+  EXPECT_EQ(test::changed_state(before, test::trainer_state_bits(trainer)),
+            std::vector<std::string>{});
+}
+
 // AdamW's bias correction counts the updates applied, as PyTorch's and Megatron's do: after a
 // skipped first step, the first update is a first update (each element moves by the learning
 // rate, m_hat / sqrt(v_hat) being the gradient's sign), not a second one (0.735 of it).
