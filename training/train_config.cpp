@@ -88,8 +88,9 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   const StageBlocks largest = pipeline_stage_blocks(c.model.n_layer, chunks, 0);
   if (c.model.n_layer >= chunks && t.recompute_layers > largest.end - largest.begin)
     config_fail(doc, kSection, "recompute_layers",
-                "is more than the " + std::to_string(largest.end - largest.begin) +
-                    " blocks of the largest pipeline chunk (0 recomputes them all)");
+                "is more than the largest pipeline chunk's blocks (" +
+                    std::to_string(largest.end - largest.begin) +
+                    "): it counts a chunk's blocks (0 recomputes them all)");
   if (t.eval_interval > 0 && c.data.val.empty())
     config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
   if (c.data.train.empty())
