@@ -369,9 +369,25 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     if (saved == meta.model.end() && key == "tie_embeddings") continue;
     TN_CHECK_AS(CheckpointError, saved != meta.model.end(), "checkpoint file '", meta_path,
                 "': field 'model.", key, "' is missing");
+    // The vocabulary may be padded to another multiple (one that another tensor-parallel size
+    // needs): no token reads a padding row and no padding logit enters the loss, so the
+    // tensors of the vocabulary's rows load across it (below).
+    if (key == "vocab_pad_multiple") continue;
     TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
                 "' was saved with model.", key, " = ", saved->second, "; this run has ", value);
   }
+  ModelConfig saved_model = model;
+  for (const auto& [key, value] : meta.model)
+    if (key == "vocab_pad_multiple") saved_model.vocab_pad_multiple = value;
+  const std::int64_t saved_padded_vocab = saved_model.padded_vocab_size();
+  // Whether a tensor saved as `saved` is ours (`ours`) of the vocabulary's rows under the
+  // checkpoint's padding.
+  auto repadded = [&](const Shape& saved, const Shape& ours) {
+    return saved_padded_vocab != model.padded_vocab_size() && !ours.empty() &&
+           saved.size() == ours.size() && ours[0] == model.padded_vocab_size() &&
+           saved[0] == saved_padded_vocab && std::equal(saved.begin() + 1, saved.end(),
+                                                        ours.begin() + 1);
+  };
   // Settings that change what the same weights compute: the run would train another model.
   // A setting the checkpoint does not record was saved before it was: it is not checked.
   for (const auto& ours : model_family(model.family).function_settings(model)) {
@@ -419,19 +435,22 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     TN_CHECK_AS(CheckpointError, found != pieces.end(), "checkpoint '", dir, "' has no tensor '",
                 target.name, "'");
     const Shape& global_shape = target.param->global_shape;
+    const Shape& saved_shape = found->second.front().piece.global_shape;
     // A save writes each element once, so the pieces' sizes add up to the tensor's: an index
     // that holds more (a piece edited in, or left from another save) or fewer is refused.
     std::int64_t held = 0;
     for (const LocatedPiece& located : found->second) {
       const CheckpointPiece& piece = located.piece;
-      TN_CHECK_AS(CheckpointError, piece.global_shape == global_shape, "checkpoint '", dir,
-                  "': tensor '", target.name, "' is ", shape_str(piece.global_shape),
-                  ", this model's is ", shape_str(global_shape));
+      TN_CHECK_AS(CheckpointError,
+                  piece.global_shape == saved_shape &&
+                      (saved_shape == global_shape || repadded(saved_shape, global_shape)),
+                  "checkpoint '", dir, "': tensor '", target.name, "' is ",
+                  shape_str(piece.global_shape), ", this model's is ", shape_str(global_shape));
       held += piece.end - piece.begin;
     }
-    TN_CHECK_AS(CheckpointError, held == shape_numel(global_shape), "checkpoint '", dir,
+    TN_CHECK_AS(CheckpointError, held == shape_numel(saved_shape), "checkpoint '", dir,
                 "': the pieces of tensor '", target.name, "' hold ", held, " elements, its ",
-                shape_str(global_shape), " has ", shape_numel(global_shape));
+                shape_str(saved_shape), " has ", shape_numel(saved_shape));
     sources.push_back(&found->second);
   }
 
@@ -471,7 +490,8 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     // Saved by this layout: one piece is this rank's part as it is, with nothing to assemble.
     auto is_ours = [&](const LocatedPiece& located) {
       const CheckpointPiece& piece = located.piece;
-      return piece.local_shape == p.value.shape() && piece.shard_dim == p.shard_dim &&
+      return piece.global_shape == global_shape && piece.local_shape == p.value.shape() &&
+             piece.shard_dim == p.shard_dim &&
              piece.shard_offset == p.shard_offset && piece.begin == target.begin &&
              piece.end == target.end;
     };
@@ -479,16 +499,22 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     if (std::count_if(located_pieces.begin(), located_pieces.end(), is_ours) == 1) {
       read_piece(*same, target.name, out);
     } else {
-      std::vector<float> whole(static_cast<std::size_t>(shape_numel(global_shape)));
+      // The whole tensor as saved; a vocabulary padded further than the checkpoint's has its
+      // extra padding rows zero (cut back, the rows past ours are not read).
+      const Shape& saved_shape = located_pieces.front().piece.global_shape;
+      const std::int64_t ours = shape_numel(global_shape), saved = shape_numel(saved_shape);
+      std::vector<float> whole(static_cast<std::size_t>(std::max(ours, saved)), 0.0f);
       std::vector<char> covered(whole.size(), 0);
+      std::fill(covered.begin() + saved, covered.end(), 1);
       std::vector<float> values;
       for (const LocatedPiece& located : located_pieces) {
         const CheckpointPiece& piece = located.piece;
         values.resize(static_cast<std::size_t>(piece.end - piece.begin));
         read_piece(located, target.name, values.data());
-        // read_rank_index checked that the piece lies within its global shape, which is this
-        // model's (above), so its elements' indices are within `whole`.
-        for_each_run(piece.local_shape, global_shape, piece.shard_dim, piece.shard_offset,
+        // read_rank_index checked that the piece lies within its global shape, so its
+        // elements' indices are within `whole`. That shape may differ from ours in its first
+        // dimension only (above), so an element's global index is the same in both.
+        for_each_run(piece.local_shape, saved_shape, piece.shard_dim, piece.shard_offset,
                      piece.begin, piece.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
                        const auto twice =
                            std::find(covered.begin() + g, covered.begin() + g + n, 1);

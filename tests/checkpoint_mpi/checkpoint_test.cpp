@@ -30,6 +30,7 @@ namespace fs = std::filesystem;
 struct Layout {
   std::int64_t data = 1, tensor = 1, pipeline = 1, zero_stage = 0, virtual_stages = 1;
   bool sequence_parallel = false;
+  std::int64_t vocab_pad_multiple = 0;  // 0: the config's
 };
 
 // Shared by every rank (rank 0 makes it, and deletes it when the process ends).
@@ -57,6 +58,7 @@ TrainConfig run_config(const Layout& l, const std::string& save_dir) {
   c.parallel.zero_stage = l.zero_stage;
   c.parallel.virtual_stages = l.virtual_stages;
   c.parallel.sequence_parallel = l.sequence_parallel;
+  if (l.vocab_pad_multiple > 0) c.model.vocab_pad_multiple = l.vocab_pad_multiple;
   c.parallel.bucket_size_mb = 0.02;
   c.training.steps = 10;
   c.training.global_batch_size = 8;
@@ -155,6 +157,20 @@ TEST(Checkpoint, InterleavedSequenceParallelToOneRank) {
 TEST(Checkpoint, OneRankToInterleavedSequenceParallel) {
   if (!four_ranks()) GTEST_SKIP();
   save_then_resume(Layout{}, Layout{1, 2, 2, 0, 2, true}, "one_to_tp2pp2v2sp");
+}
+
+// The vocabulary padded to another multiple (as a tensor size that divides no multiple of the
+// saved one needs) loads, its padding rows extended with zeros or cut back: no token reads
+// them and no logit of theirs enters the loss, so the run goes on as the uninterrupted one.
+TEST(Checkpoint, AnotherVocabularyPaddingLoads) {
+  if (!four_ranks()) GTEST_SKIP();
+  ASSERT_NE(run_config(Layout{}, "").model.padded_vocab_size(),
+            run_config(Layout{.vocab_pad_multiple = 96}, "").model.padded_vocab_size());
+  save_then_resume(Layout{}, Layout{.data = 2, .tensor = 2, .zero_stage = 1,
+                                    .vocab_pad_multiple = 96},
+                   "pad64_to_pad96_dp2tp2zero1");
+  save_then_resume(Layout{.tensor = 2, .pipeline = 2, .vocab_pad_multiple = 96}, Layout{},
+                   "pad96_tp2pp2_to_pad64");
 }
 
 // PowerSGD's error feedback and Q are part of the state: a run resumed in its own layout logs
