@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 
+#include "framework/crc32.h"
 #include "framework/strict_json.h"
 
 namespace ternion {
@@ -323,24 +324,29 @@ Tensor SafetensorsFile::read(const std::string& name) const {
   if (e == nullptr)
     TN_THROW(CheckpointError, "safetensors file '", path_, "' has no tensor '", name, "'");
   Tensor t = Tensor::empty(e->shape, e->dtype);
-  read_into(name, t.raw_data(), t.nbytes());
+  read_into(name, t.raw_data(), t.nbytes(), /*checksum=*/false);
   return t;
 }
 
-void SafetensorsFile::read_into(const std::string& name, void* out, std::size_t bytes) const {
+std::uint32_t SafetensorsFile::read_into(const std::string& name, void* out, std::size_t bytes,
+                                         bool checksum) const {
   const SafetensorsEntry* e = find(name);
   if (e == nullptr)
     TN_THROW(CheckpointError, "safetensors file '", path_, "' has no tensor '", name, "'");
   const auto held = static_cast<std::size_t>(e->end - e->begin);
   TN_CHECK_AS(CheckpointError, held == bytes, "safetensors file '", path_, "': tensor '", name,
               "' holds ", held, " bytes, not the ", bytes, " expected");
-  if (bytes == 0) return;
+  if (bytes == 0) return 0;
   FileDescriptor fd = open_for_reading(path_);
-  const std::size_t got =
-      read_at(fd.get(), path_, static_cast<char*>(out), bytes, data_start_ + e->begin);
-  if (got != bytes)
-    TN_THROW(CheckpointError, "safetensors file '", path_, "': tensor '", name,
-             "' cut short: read ", got, " of ", bytes, " bytes (the file was truncated)");
+  char* data = static_cast<char*>(out);
+  return crc32_by_chunks(bytes, [&](std::size_t begin, std::size_t length) {
+    const std::size_t got =
+        read_at(fd.get(), path_, data + begin, length, data_start_ + e->begin + begin);
+    if (got != length)
+      TN_THROW(CheckpointError, "safetensors file '", path_, "': tensor '", name,
+               "' cut short: read ", begin + got, " of ", bytes, " bytes (the file was truncated)");
+    return checksum ? crc32(data + begin, length) : 0u;
+  });
 }
 
 }  // namespace ternion

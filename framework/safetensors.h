@@ -50,8 +50,11 @@ class SafetensorsFile {
   // (the file was truncated after open).
   Tensor read(const std::string& name) const;
   // The tensor's bytes into `out`, which holds exactly its size (else CheckpointError): a read
-  // with no buffer of its own, straight into where the values are kept.
-  void read_into(const std::string& name, void* out, std::size_t bytes) const;
+  // with no buffer of its own, straight into where the values are kept, in chunks that
+  // OpenMP's threads share. Returns their CRC-32 (framework/crc32.h), each chunk's taken as
+  // it is read, where `checksum` is set; else 0.
+  std::uint32_t read_into(const std::string& name, void* out, std::size_t bytes,
+                          bool checksum = true) const;
   const std::string& path() const { return path_; }
 
  private:

@@ -5,6 +5,7 @@
 #include "framework/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -121,6 +122,44 @@ TEST(Crc32, MatchesTheCheckValueAndChains) {
   for (std::size_t split : {0, 1, 5, 8, 500, 1003})
     EXPECT_EQ(crc32(data.data() + split, data.size() - split, crc32(data.data(), split)), bitwise)
         << "split at " << split;
+}
+
+// Chunks checksummed apart on several threads join into the whole range's CRC, at sizes
+// around the chunk's (one chunk, one and a tail, several and a tail).
+TEST(Crc32, ChunksOnSeveralThreadsJoinIntoTheWholeCrc) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  const auto values = test::random_ints(3 * kCrcChunk + 7, 5, 0, 256);
+  const std::vector<unsigned char> data(values.begin(), values.end());
+  for (std::size_t bytes :
+       {std::size_t{0}, std::size_t{1000}, kCrcChunk, kCrcChunk + 1, 3 * kCrcChunk + 7})
+    EXPECT_EQ(crc32_parallel(data.data(), bytes), crc32(data.data(), bytes)) << bytes;
+  omp_set_num_threads(threads);
+}
+
+// A tensor of several chunks reads whole, with its CRC; the file cut short in its last chunk
+// is said to be, not read as zeros.
+TEST(Safetensors, ALargeTensorReadsInChunksWithItsChecksum) {
+  ScratchDir dir;
+  const std::string path = dir.file("large.safetensors");
+  const auto elements = static_cast<std::int64_t>(2 * kCrcChunk / sizeof(float) + 5);
+  const Tensor large = random_tensor({elements}, DType::F32, 9);
+  write_safetensors(path, {{"w", large}});
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  std::vector<float> out(static_cast<std::size_t>(elements));
+  EXPECT_EQ(file.read_into("w", out.data(), large.nbytes()),
+            crc32(large.raw_data(), large.nbytes()));
+  EXPECT_EQ(std::memcmp(out.data(), large.raw_data(), large.nbytes()), 0);
+  EXPECT_THROW(file.read_into("w", out.data(), large.nbytes() - 4), CheckpointError);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 10);
+  try {
+    file.read_into("w", out.data(), large.nbytes());
+    ADD_FAILURE() << "read of a truncated file succeeded";
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("cut short: read " + std::to_string(large.nbytes() - 10)),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Safetensors, RoundTripsEveryDtypeAndShape) {
