@@ -245,7 +245,7 @@ void save_checkpoint(const TrainConfig& config, const Tokenizer& tokenizer, std:
       tensors.emplace_back(key, data);
       pieces.push_back({t.name, key, t.param->global_shape, t.param->value.shape(),
                         t.param->shard_dim, t.param->shard_offset, t.begin, t.end,
-                        crc32(data.raw_data(), data.nbytes())});
+                        crc32_parallel(data.raw_data(), data.nbytes())});
     }
     write_safetensors((fs::path(tmp_dir) / rank_name(rank, ".safetensors")).string(), tensors,
                       {{"format", kCheckpointFormat}});
@@ -385,8 +385,8 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
   auto repadded = [&](const Shape& saved, const Shape& ours) {
     return saved_padded_vocab != model.padded_vocab_size() && !ours.empty() &&
            saved.size() == ours.size() && ours[0] == model.padded_vocab_size() &&
-           saved[0] == saved_padded_vocab && std::equal(saved.begin() + 1, saved.end(),
-                                                        ours.begin() + 1);
+           saved[0] == saved_padded_vocab &&
+           std::equal(saved.begin() + 1, saved.end(), ours.begin() + 1);
   };
   // Settings that change what the same weights compute: the run would train another model.
   // A setting the checkpoint does not record was saved before it was: it is not checked.
@@ -463,13 +463,10 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     const CheckpointPiece& piece = located.piece;
     const SafetensorsEntry* entry = file->second.find(piece.key);
     const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(piece.end - piece.begin);
-    bool intact =
-        entry == nullptr || (entry->dtype == DType::F32 &&
-                             static_cast<std::size_t>(entry->end - entry->begin) == bytes);
-    if (intact) {
-      file->second.read_into(piece.key, out, bytes);  // names a missing piece
-      intact = crc32(out, bytes) == piece.crc;
-    }
+    // read_into names a piece missing from its file or of another size; one of another type
+    // fails the checksum, as a damaged one does.
+    const bool intact = (entry == nullptr || entry->dtype == DType::F32) &&
+                        file->second.read_into(piece.key, out, bytes) == piece.crc;
     TN_CHECK_AS(CheckpointError, intact, "checkpoint '", dir, "': piece ", piece.key,
                 " of tensor '", tensor, "' in '", located.file, "' fails its checksum");
   };
@@ -491,16 +488,15 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     auto is_ours = [&](const LocatedPiece& located) {
       const CheckpointPiece& piece = located.piece;
       return piece.global_shape == global_shape && piece.local_shape == p.value.shape() &&
-             piece.shard_dim == p.shard_dim &&
-             piece.shard_offset == p.shard_offset && piece.begin == target.begin &&
-             piece.end == target.end;
+             piece.shard_dim == p.shard_dim && piece.shard_offset == p.shard_offset &&
+             piece.begin == target.begin && piece.end == target.end;
     };
     const auto same = std::find_if(located_pieces.begin(), located_pieces.end(), is_ours);
     if (std::count_if(located_pieces.begin(), located_pieces.end(), is_ours) == 1) {
       read_piece(*same, target.name, out);
     } else {
       // The whole tensor as saved; a vocabulary padded further than the checkpoint's has its
-      // extra padding rows zero (cut back, the rows past ours are not read).
+      // extra padding rows zero, one padded less leaves the saved rows past its own unused.
       const Shape& saved_shape = located_pieces.front().piece.global_shape;
       const std::int64_t ours = shape_numel(global_shape), saved = shape_numel(saved_shape);
       std::vector<float> whole(static_cast<std::size_t>(std::max(ours, saved)), 0.0f);
@@ -544,8 +540,12 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
   return meta;
 }
 
-bool checkpoint_holds(const std::string& dir, const std::string& tensor) {
-  return read_pieces(dir, read_checkpoint_meta(meta_path_of(dir)).ranks).count(tensor) > 0;
+std::map<std::string, Shape> checkpoint_tensor_shapes(const std::string& dir) {
+  std::map<std::string, Shape> shapes;
+  for (const auto& [tensor, located] :
+       read_pieces(dir, read_checkpoint_meta(meta_path_of(dir)).ranks))
+    shapes.emplace(tensor, located.front().piece.global_shape);
+  return shapes;
 }
 
 namespace {

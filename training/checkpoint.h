@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,10 +33,10 @@
 #include "framework/parameter.h"
 #include "layers/gpt_model.h"
 #include "layers/model_config.h"
+#include "parallel/comm/communicator.h"
 #include "training/checkpoint_index.h"
 #include "training/checkpoint_retention.h"
 #include "training/train_config.h"
-#include "parallel/comm/communicator.h"
 
 namespace ternion {
 
@@ -85,9 +86,9 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
                                const std::string& optimizer_type,
                                std::vector<ShardedTensor>& targets);
 
-// Whether the checkpoint in `dir` holds a tensor named `tensor` (its indexes as load_checkpoint
-// checks them).
-bool checkpoint_holds(const std::string& dir, const std::string& tensor);
+// The global shape of each tensor the checkpoint in `dir` holds, by name (its indexes as
+// load_checkpoint checks them).
+std::map<std::string, Shape> checkpoint_tensor_shapes(const std::string& dir);
 
 // A model key of a checkpoint's config (`path` as below; `fallback` where it is absent), read
 // before the config is: model.block before its block type must be registered (a program that

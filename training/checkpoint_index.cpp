@@ -205,8 +205,10 @@ CheckpointMeta read_checkpoint_meta(const std::string& path) {
   if (f.has("family")) meta.family = f.string("family");
   if (f.has("block")) meta.block = f.string("block");
   const FieldReader model(path, f.node("model"), "model.");
+  // tie_embeddings is 0 or 1; the vocabulary's padding multiple divides.
   for (const auto& [key, value] : f.node("model").items())
-    meta.model.emplace_back(key, model.integer_of(value, key, 0, kMaxExtent));
+    meta.model.emplace_back(
+        key, model.integer_of(value, key, key == "vocab_pad_multiple" ? 1 : 0, kMaxExtent));
   if (f.has("model_settings")) {
     const FieldReader settings(path, f.node("model_settings"), "model_settings.");
     for (const auto& [key, value] : f.node("model_settings").items()) {

@@ -55,8 +55,9 @@ struct CheckpointPiece {
   std::uint32_t crc = 0;
 };
 
-// The model sizes a checkpoint records, which a loader's model must match, and whether its
-// LM head is tied to the embedding (tie_embeddings, 1 or 0).
+// The model sizes a checkpoint records, which a loader's model must match (all but
+// vocab_pad_multiple: the padding rows load across it), and whether its LM head is tied to the
+// embedding (tie_embeddings, 1 or 0).
 std::vector<std::pair<std::string, std::int64_t>> checkpoint_model_sizes(const ModelConfig& m);
 
 std::string checkpoint_meta_json(const CheckpointMeta& meta);

@@ -1,5 +1,5 @@
-// CliOptionValues: the `--option VALUE` pairs of the small command lines (ternion-generate,
-// ternion-export).
+// CliOptionValues: the `--option VALUE` pairs of the command lines (ternion-train,
+// ternion-generate, ternion-export, ternion-plan).
 //
 // A value that is itself one of the program's options means the value was left out
 // (`--checkpoint --prompt hi`): that is refused as such, rather than "--prompt" becoming the
@@ -18,13 +18,16 @@ namespace ternion {
 
 class CliOptionValues {
  public:
-  // `options`: every option of the program that takes a value.
-  explicit CliOptionValues(std::set<std::string> options) : options_(std::move(options)) {}
+  // `options`: the program's options (at least every one that takes a value); `repeatable`:
+  // those that may be given more than once (`--set`), or whose repetition the caller checks.
+  explicit CliOptionValues(std::set<std::string> options, std::set<std::string> repeatable = {})
+      : options_(std::move(options)), repeatable_(std::move(repeatable)) {}
 
   // argv[i] is one of the options: returns its value, argv[i + 1], and steps i onto it.
   std::string take(int argc, char** argv, int& i) {
     const std::string option = argv[i];
-    TN_CHECK_AS(UsageError, seen_.insert(option).second, option, " given twice");
+    TN_CHECK_AS(UsageError, repeatable_.count(option) > 0 || seen_.insert(option).second, option,
+                " given twice");
     TN_CHECK_AS(UsageError, i + 1 < argc, option, " needs a value");
     const std::string value = argv[i + 1];
     TN_CHECK_AS(UsageError, options_.count(value) == 0, option, " needs a value (got the option ",
@@ -35,6 +38,7 @@ class CliOptionValues {
 
  private:
   std::set<std::string> options_;
+  std::set<std::string> repeatable_;
   std::set<std::string> seen_;
 };
 

@@ -49,8 +49,8 @@ HfSize hf_size(const Json& root, const std::string& path, const char* key, std::
   const std::optional<std::int64_t> direct = integer(key);
   const std::optional<std::int64_t> aliased = alias ? integer(alias) : std::nullopt;
   TN_CHECK_AS(CheckpointError, !direct || !aliased || *direct == *aliased, "'", path, "' gives ",
-              key, " ", direct.value_or(0), " and ", alias ? alias : "", " ",
-              aliased.value_or(0), ", which transformers reads as one setting");
+              key, " ", direct.value_or(0), " and ", alias ? alias : "", " ", aliased.value_or(0),
+              ", which transformers reads as one setting");
   if (aliased) return {*aliased, alias};
   if (direct) return {*direct, key};
   return {fallback, "no " + std::string(key) + ", so transformers' default " + key};

@@ -23,8 +23,8 @@
 #include "framework/logging.h"
 #include "kernels/blas_check.h"
 #include "kernels/threads.h"
-#include "layers/model_family.h"
 #include "layers/model_facts.h"
+#include "layers/model_family.h"
 #include "optimizers/lr_schedule.h"
 #include "parallel/comm/comm_backend.h"
 #include "parallel/comm/comm_watchdog.h"
@@ -32,6 +32,7 @@
 #include "parallel/comm/mpi_runtime.h"
 #include "parallel/process_groups.h"
 #include "training/checkpoint.h"
+#include "training/cli_option_values.h"
 #include "training/memory_estimate.h"
 #include "training/run_outputs.h"
 #include "training/trainer.h"
@@ -96,18 +97,12 @@ struct CliOptions {
 CliOptions parse_args(int argc, char** argv) {
   CliOptions options;
   bool config_given = false;
+  CliOptionValues values(
+      {"--config", "--set", "--dry-run", "--print-config", "--print-layout", "--help", "-h"},
+      {"--config", "--set"});  // --config twice is refused below, naming both
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    // A value that is one of the options was left out (`--config --dry-run`).
-    auto value = [&]() -> std::string {
-      TN_CHECK_AS(UsageError, i + 1 < argc, arg, " needs a value");
-      const std::string next = argv[i + 1];
-      for (const char* option : {"--config", "--set", "--dry-run", "--print-config",
-                                 "--print-layout", "--help", "-h"})
-        TN_CHECK_AS(UsageError, next != option, arg, " needs a value (got the option ", next,
-                    ")");
-      return argv[++i];
-    };
+    auto value = [&] { return values.take(argc, argv, i); };
     if (arg == "--config" || arg.rfind("--config=", 0) == 0) {
       std::string path = arg == "--config" ? value() : arg.substr(9);
       TN_CHECK_AS(UsageError, !config_given, "--config given twice ('", options.config_path,

@@ -6,10 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "framework/device_runtime.h"
@@ -26,10 +26,10 @@
 #include "parallel/pipeline_simulator.h"
 #include "parallel/powersgd_reduction.h"
 #include "training/checkpoint.h"
-#include "training/run_outputs.h"
 #include "training/hf_import.h"
 #include "training/pipeline_trace.h"
 #include "training/resume_changes.h"
+#include "training/run_outputs.h"
 
 namespace ternion {
 

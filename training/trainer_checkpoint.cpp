@@ -117,8 +117,16 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
   std::vector<std::pair<std::string, Tensor>> reduction_state;
   if (reducer_) reduction_state = reducer_->reduction().state(device_);
   const std::string prefix = reduction_state_prefix(config_, groups_.world().rank());
-  const bool restores_reduction =
-      !reduction_state.empty() && checkpoint_holds(dir, prefix + reduction_state.front().first);
+  // Each rank's own, whole: restored where the checkpoint holds this rank's of the same shapes
+  // (the same layout, PowerSGD rank and padded vocabulary).
+  bool restores_reduction = !reduction_state.empty();
+  if (restores_reduction) {
+    const std::map<std::string, Shape> saved = checkpoint_tensor_shapes(dir);
+    for (const auto& [name, tensor] : reduction_state) {
+      const auto found = saved.find(prefix + name);
+      restores_reduction &= found != saved.end() && found->second == tensor.shape();
+    }
+  }
   std::deque<Parameter> whole;
   if (restores_reduction) {
     for (const auto& [name, tensor] : reduction_state) {
@@ -144,8 +152,9 @@ std::int64_t Trainer::load_checkpoint(const std::string& dir) {
       step > config_.parallel.powersgd_start_step) {
     log_info("ternion: PowerSGD's error feedback and Q start afresh: checkpoint '", dir,
              "' holds none of this layout's (data ", config_.parallel.data, " x tensor ",
-             config_.parallel.tensor, " x pipeline ", config_.parallel.pipeline,
-             ", PowerSGD rank ", config_.parallel.powersgd_rank,
+             config_.parallel.tensor, " x pipeline ", config_.parallel.pipeline, ", PowerSGD rank ",
+             config_.parallel.powersgd_rank, ", vocabulary padded to ",
+             config_.model.padded_vocab_size(),
              "), so this run's losses part from those the saved run would have logged");
   }
   if (reducer_) reducer_->reduction().resume_after(step);

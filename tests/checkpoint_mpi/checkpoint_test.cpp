@@ -2,7 +2,10 @@
 // different tensor x pipeline x data (x ZeRO) layout — logs steps 6..10 with the losses of the
 // uninterrupted one-rank run; damaged checkpoints are refused; a save that dies leaves the
 // last good checkpoint loadable.
+#include "training/checkpoint.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -11,15 +14,13 @@
 #include <optional>
 #include <regex>
 #include <sstream>
-#include <unistd.h>
 
 #include "data/builtin_corpus.h"
 #include "data/text_prepare.h"
 #include "layers/layer_registry.h"
 #include "mpi_gtest.h"
-#include "parallel_run_support.h"
 #include "parallel/process_groups.h"
-#include "training/checkpoint.h"
+#include "parallel_run_support.h"
 #include "training/trainer.h"
 
 namespace ternion {
@@ -159,15 +160,15 @@ TEST(Checkpoint, OneRankToInterleavedSequenceParallel) {
   save_then_resume(Layout{}, Layout{1, 2, 2, 0, 2, true}, "one_to_tp2pp2v2sp");
 }
 
-// The vocabulary padded to another multiple (as a tensor size that divides no multiple of the
-// saved one needs) loads, its padding rows extended with zeros or cut back: no token reads
-// them and no logit of theirs enters the loss, so the run goes on as the uninterrupted one.
+// A checkpoint loads under another model.vocab_pad_multiple (one that a tensor size such as
+// 3 needs), its padding rows extended with zeros or cut back: no token reads them and no logit
+// of theirs enters the loss, so the run goes on as the uninterrupted one.
 TEST(Checkpoint, AnotherVocabularyPaddingLoads) {
   if (!four_ranks()) GTEST_SKIP();
   ASSERT_NE(run_config(Layout{}, "").model.padded_vocab_size(),
             run_config(Layout{.vocab_pad_multiple = 96}, "").model.padded_vocab_size());
-  save_then_resume(Layout{}, Layout{.data = 2, .tensor = 2, .zero_stage = 1,
-                                    .vocab_pad_multiple = 96},
+  save_then_resume(Layout{},
+                   Layout{.data = 2, .tensor = 2, .zero_stage = 1, .vocab_pad_multiple = 96},
                    "pad64_to_pad96_dp2tp2zero1");
   save_then_resume(Layout{.tensor = 2, .pipeline = 2, .vocab_pad_multiple = 96}, Layout{},
                    "pad96_tp2pp2_to_pad64");
@@ -214,6 +215,32 @@ TEST(Checkpoint, PowerSgdResumesExactlyInItsOwnLayout) {
     EXPECT_TRUE(std::isfinite(job.trainer->train_step(6).loss));
     testing_mpi::world().barrier();
   }
+}
+
+// PowerSGD's state is each rank's whole, not parameter-shaped: under another vocabulary padding
+// a tensor rank's rows of the embedding are others, so it starts afresh rather than fail to
+// load or misread them.
+TEST(Checkpoint, PowerSgdStartsAfreshUnderAnotherVocabularyPadding) {
+  if (!four_ranks()) GTEST_SKIP();
+  const Layout layout{2, 2, 1};
+  const std::string dir = scratch() + "/powersgd_padding";
+  TrainConfig c = run_config(layout, dir);
+  c.parallel.grad_compression = "powersgd";
+  c.parallel.powersgd_rank = 1;
+  c.parallel.powersgd_start_step = 0;
+  {
+    Job job = make_job(layout, dir, c);
+    for (int s = 1; s <= 3; ++s) job.trainer->train_step(s);
+    job.trainer->save_checkpoint(3);
+  }
+  testing_mpi::world().barrier();
+  TrainConfig padded = c;
+  padded.model.vocab_pad_multiple = 96;
+  ASSERT_NE(padded.model.padded_vocab_size(), c.model.padded_vocab_size());
+  Job job = make_job(layout, dir, padded);
+  EXPECT_EQ(job.trainer->load_checkpoint(dir + "/step_0000003"), 3);
+  EXPECT_TRUE(std::isfinite(job.trainer->train_step(4).loss));
+  testing_mpi::world().barrier();
 }
 
 // The rest on rank 0 alone.
@@ -276,7 +303,7 @@ TEST_F(CheckpointFiles, LayoutOnDisk) {
 }
 
 // A CPU target is loaded in place, so a resume holds no second copy of the state; an
-// undefined one gets a tensor of its own. Both hold the saved values.
+// undefined one gets a tensor of its own. All hold the saved values.
 TEST_F(CheckpointFiles, ALoadFillsTheTargetsOwnTensors) {
   const TrainConfig config = run_config(Layout{}, dir_);
   const std::vector<Parameter*>& saved = trainer_->parameters();
@@ -286,12 +313,17 @@ TEST_F(CheckpointFiles, ALoadFillsTheTargetsOwnTensors) {
     targets.push_back({"model/" + p->name, p, Tensor(), 0, p->value.numel()});
   Tensor place = Tensor::zeros({saved[0]->value.numel()});
   targets[0].data = place;
+  // A strided target (as a GPU's, not read into) is filled through a CPU tensor.
+  const Tensor wide = Tensor::zeros({saved[1]->value.numel(), 2});
+  targets[1].data = wide.slice(1, 1, 1);
   load_checkpoint(step_, config.model, "", targets);
   EXPECT_TRUE(targets[0].data.same_start_as(place));
+  EXPECT_TRUE(targets[1].data.shares_storage_with(wide));
   for (std::size_t i = 0; i < saved.size(); ++i) {
-    const Tensor expected = saved[i]->value.view({-1});
-    ASSERT_EQ(targets[i].data.numel(), expected.numel()) << saved[i]->name;
-    EXPECT_EQ(std::memcmp(targets[i].data.raw_data(), expected.raw_data(), expected.nbytes()), 0)
+    const Tensor expected = saved[i]->value.contiguous().view({-1});
+    const Tensor got = targets[i].data.contiguous().view({-1});
+    ASSERT_EQ(got.numel(), expected.numel()) << saved[i]->name;
+    EXPECT_EQ(std::memcmp(got.raw_data(), expected.raw_data(), expected.nbytes()), 0)
         << saved[i]->name;
   }
 }
@@ -422,6 +454,8 @@ TEST_F(CheckpointFiles, DamagedIndexesAreRefusedNamingTheFileAndField) {
        "checkpoint.json': field 'model.d_model' must be an integer, got a list"},
       {"checkpoint.json", R"("n_head":\d+,)", "",
        "checkpoint.json': field 'model.n_head' is missing"},
+      {"checkpoint.json", R"("vocab_pad_multiple":\d+)", R"("vocab_pad_multiple":0)",
+       "checkpoint.json': field 'model.vocab_pad_multiple' must be at least 1, got 0"},
       {"checkpoint.json", R"("ranks":\d+)", R"("ranks":0)",
        "checkpoint.json': field 'ranks' must be from 1 to"},
       {"checkpoint.json", R"(\}\}\s*$)", "}", "checkpoint.json' is not valid JSON"},

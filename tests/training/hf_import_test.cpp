@@ -197,8 +197,9 @@ TEST(HfImport, ConfigJsonSizesAreReadAsTransformersReadsThem) {
   aliased["num_attention_heads"] = 2;
   EXPECT_NO_THROW(check_hf_gpt2_config(m, aliased.dump(), "c.json"));
   aliased["n_head"] = 4;
-  refused(aliased.dump(), "'c.json' gives n_head 4 and num_attention_heads 2, which "
-                          "transformers reads as one setting");
+  refused(aliased.dump(),
+          "'c.json' gives n_head 4 and num_attention_heads 2, which "
+          "transformers reads as one setting");
 }
 
 // transformers' GPT-2 makes some of its math configurable; a model that computes other math

@@ -7,9 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "framework/strict_json.h"
-
 #include "framework/error.h"
+#include "framework/strict_json.h"
 #include "test_util.h"
 #include "training/hf_export.h"
 #include "training_test_support.h"
@@ -356,11 +355,11 @@ TEST(HfLlama, RopeThetaIsReadWhereEitherTransformersPutsIt) {
   expect_checkpoint_error(
       [&] { check_partial(config, kTransformers5Config, "c.json"); },
       {"'c.json' gives rope_parameters.rope_theta 500000", "model.rope_theta is 10000"});
+  EXPECT_NO_THROW(check_partial(config, R"({"rope_parameters": {"rope_type": "default"},
+                                          "rms_norm_eps": 1e-5})",
+                                "c.json"));
   EXPECT_NO_THROW(
-      check_partial(config, R"({"rope_parameters": {"rope_type": "default"},
-                                          "rms_norm_eps": 1e-5})", "c.json"));
-  EXPECT_NO_THROW(check_partial(
-      config, R"({"rope_theta": 10000.0000001, "rms_norm_eps": 1e-5})", "c.json"));
+      check_partial(config, R"({"rope_theta": 10000.0000001, "rms_norm_eps": 1e-5})", "c.json"));
 }
 
 // Llama 3's rotary scaling (rope_type "llama3") is read from either transformers' place, each
@@ -388,9 +387,9 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
   EXPECT_TRUE(scaling["original_max_position_embeddings"].is_number_integer());
 
   const ModelConfig plain = tiny_config(2, false);
-  expect_checkpoint_error([&] { check_partial(plain, llama3_4x, "c.json"); },
-                          {"'c.json' gives rope_scaling with rope_type 'llama3'",
-                           "model.rope_scaling_factor is 0"});
+  expect_checkpoint_error(
+      [&] { check_partial(plain, llama3_4x, "c.json"); },
+      {"'c.json' gives rope_scaling with rope_type 'llama3'", "model.rope_scaling_factor is 0"});
   expect_checkpoint_error(
       [&] { check_partial(scaled, R"({"rope_theta": 10000.0})", "c.json"); },
       {"'c.json' gives no Llama 3 rotary scaling", "model.rope_scaling_factor is 8"});
@@ -402,7 +401,7 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
   expect_checkpoint_error(
       [&] {
         check_partial(scaled, R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}})",
-                              "c.json");
+                      "c.json");
       },
       {"rope_scaling.low_freq_factor is missing"});
   for (const char* json :
@@ -413,9 +412,9 @@ TEST(HfLlama, RotaryScalingIsLlama3sAndMustMatch) {
   expect_checkpoint_error(
       [&] { check_partial(plain, R"({"partial_rotary_factor": 0.5})", "c.json"); },
       {"partial_rotary_factor 0.5"});
-  EXPECT_NO_THROW(
-      check_partial(plain, R"({"rope_scaling": {"rope_type": "default"},
-                                       "rms_norm_eps": 1e-5})", "c.json"));
+  EXPECT_NO_THROW(check_partial(plain, R"({"rope_scaling": {"rope_type": "default"},
+                                       "rms_norm_eps": 1e-5})",
+                                "c.json"));
 }
 
 // transformers reads a key config.json leaves out as LlamaConfig's default: a model of another
@@ -443,8 +442,9 @@ TEST(HfLlama, AbsentKeysAreTransformersDefaults) {
   // Sizes too: a file without them is of LlamaConfig's 4096-wide, 32-layer model.
   config.tie_embeddings = false;
   for (const auto& [key, expected] : std::vector<std::pair<std::string, std::string>>{
-           {"hidden_size", "gives no hidden_size, so transformers' default hidden_size 4096, "
-                           "but model.d_model is 16"},
+           {"hidden_size",
+            "gives no hidden_size, so transformers' default hidden_size 4096, "
+            "but model.d_model is 16"},
            {"num_hidden_layers", "default num_hidden_layers 32, but model.n_layer is 2"},
            {"num_attention_heads", "default num_attention_heads 32, but model.n_head is 4"},
            {"intermediate_size", "default intermediate_size 11008, but the MLP width"},
@@ -469,9 +469,8 @@ TEST(HfLlama, ConfigJsonOfAnotherFamilyIsRefusedBothWays) {
   gpt2.n_head = 4;
   gpt2.d_model = 16;
   const ModelConfig llama = tiny_config(2, false);
-  expect_checkpoint_error(
-      [&] { check_partial(llama, hf_gpt2_config_json(gpt2), "c.json"); },
-      {"'c.json' gives model_type 'gpt2'", "model.family is llama"});
+  expect_checkpoint_error([&] { check_partial(llama, hf_gpt2_config_json(gpt2), "c.json"); },
+                          {"'c.json' gives model_type 'gpt2'", "model.family is llama"});
   expect_checkpoint_error(
       [&] { check_hf_gpt2_config(gpt2, hf_llama_config_json(llama), "c.json"); },
       {"'c.json' gives model_type 'llama'", "model.family is gpt2"});
@@ -481,20 +480,17 @@ TEST(HfLlama, ConfigJsonOfAnotherFamilyIsRefusedBothWays) {
   llama_defaults.norm_eps = 1e-6;
   expect_checkpoint_error(
       [&] {
-        check_partial(llama_defaults, R"({"architectures": ["MistralForCausalLM"]})",
-                              "c.json");
+        check_partial(llama_defaults, R"({"architectures": ["MistralForCausalLM"]})", "c.json");
       },
       {"'c.json' gives architectures [\"MistralForCausalLM\"], but model.family is llama"});
   expect_checkpoint_error(
       [&] { check_hf_gpt2_config(gpt2, R"({"architectures": ["LlamaForCausalLM"]})", "c.json"); },
       {"a LlamaForCausalLM cannot start a gpt2 model"});
-  EXPECT_NO_THROW(check_partial(
-      llama_defaults, R"({"architectures": ["LlamaForCausalLM"]})", "c.json"));
   EXPECT_NO_THROW(
-      check_hf_gpt2_config(gpt2,
-                           testing_support::sized_hf_config(
-                               gpt2, R"({"architectures": ["GPT2LMHeadModel"]})"),
-                           "c.json"));
+      check_partial(llama_defaults, R"({"architectures": ["LlamaForCausalLM"]})", "c.json"));
+  EXPECT_NO_THROW(check_hf_gpt2_config(
+      gpt2, testing_support::sized_hf_config(gpt2, R"({"architectures": ["GPT2LMHeadModel"]})"),
+      "c.json"));
 }
 
 TEST(HfLlama, ConfigJsonSizesAreCheckedNamingOurKey) {
@@ -531,8 +527,7 @@ TEST(HfLlama, ConfigJsonSizesAreCheckedNamingOurKey) {
       {"key 'vocab_size' appears twice"});
   // A float32 round trip of the epsilon, a longer context than ours, keys left out (where
   // transformers' defaults are ours): accepted.
-  EXPECT_NO_THROW(
-      check_partial(config, R"({"rms_norm_eps": 9.99999974738e-06})", "c.json"));
+  EXPECT_NO_THROW(check_partial(config, R"({"rms_norm_eps": 9.99999974738e-06})", "c.json"));
   EXPECT_NO_THROW(check_partial(
       config, R"({"max_position_embeddings": 131072, "rms_norm_eps": 1e-5})", "c.json"));
   EXPECT_NO_THROW(check_partial(

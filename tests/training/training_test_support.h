@@ -1,9 +1,10 @@
 // Shared by the training tests: a scratch directory with a small prepared corpus.
 #pragma once
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "data/builtin_corpus.h"
 #include "data/text_prepare.h"
@@ -40,22 +41,15 @@ inline void prepare_builtin(const ScratchDir& dir, std::int64_t bytes = 200000) 
 
 // config.json text holding `json`'s keys and, where it leaves them out, the sizes of `config`
 // as its family's export writes them: a test of other keys then meets no size of transformers'
-// defaults. A size's alias given (GPT-2's num_attention_heads) stands for it. Text that is not
-// a JSON object is returned as it is.
+// defaults. Text that is not a JSON object is returned as it is.
 inline std::string sized_hf_config(const ModelConfig& config, const std::string& json) {
   Json given = Json::parse(json, nullptr, false);
   if (!given.is_object()) return json;
   const Json whole = Json::parse(hf_mapping(config).config_json(config));
-  const std::vector<std::pair<const char*, const char*>> sizes = {
-      {"n_head", "num_attention_heads"}, {"n_layer", "num_hidden_layers"},
-      {"n_embd", "hidden_size"},         {"n_positions", "max_position_embeddings"},
-      {"n_inner", ""},                   {"vocab_size", ""},
-      {"hidden_size", ""},               {"num_hidden_layers", ""},
-      {"num_attention_heads", ""},       {"num_key_value_heads", ""},
-      {"intermediate_size", ""},         {"max_position_embeddings", ""}};
-  for (const auto& [key, alias] : sizes)
-    if (whole.contains(key) && !given.contains(key) && !given.contains(alias))
-      given[key] = whole[key];
+  for (const char* key : {"n_head", "n_layer", "n_embd", "n_positions", "n_inner", "vocab_size",
+                          "hidden_size", "num_hidden_layers", "num_attention_heads",
+                          "num_key_value_heads", "intermediate_size", "max_position_embeddings"})
+    if (whole.contains(key) && !given.contains(key)) given[key] = whole[key];
   return given.dump();
 }
 
