@@ -52,6 +52,11 @@ void check_outputs_writable(const TrainConfig& config, int rank,
   std::vector<std::string> inputs = data_files;
   for (const std::string& file : {config.source, config.data.tokenizer})
     if (!file.empty()) inputs.push_back(file);
+  // The files of the checkpoint it resumes from and of the weights it starts from.
+  const std::string& load = config.checkpoint.load;
+  for (const std::string& dir : {load == "latest" ? std::string() : load, config.model.init_from})
+    if (!dir.empty())
+      for (const std::string& file : checkpoint_files(dir)) inputs.push_back(file);
   const std::string where = config.source.empty() ? "" : config.source + ": ";
   // A file the run reads (under any name), a FIFO or a device would be replaced when the run
   // ends.
