@@ -350,11 +350,14 @@ std::string checkpoint_to_resume(const CheckpointConfig& checkpoint) {
   }
 }
 
-CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
-                               const std::string& optimizer_type,
-                               std::vector<ShardedTensor>& targets) {
-  const std::string meta_path = meta_path_of(dir);
-  const CheckpointMeta meta = read_checkpoint_meta(meta_path);
+namespace {
+
+// CheckpointError unless the checkpoint (`meta`, of `dir`) was saved of the model `model` is
+// (all but its vocabulary padding, which loads across: see Repadding) and with this run's
+// optimizer (`optimizer_type`; empty: the targets are the model's alone).
+void check_saved_model(const CheckpointMeta& meta, const ModelConfig& model,
+                       const std::string& optimizer_type, const std::string& dir,
+                       const std::string& meta_path) {
   // Another family's parameters: say so, rather than name the first tensor it lacks.
   TN_CHECK_AS(CheckpointError, meta.family == model.family, "checkpoint '", dir,
               "' was saved with model.family = ", meta.family, "; this run has ", model.family);
@@ -369,25 +372,10 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     if (saved == meta.model.end() && key == "tie_embeddings") continue;
     TN_CHECK_AS(CheckpointError, saved != meta.model.end(), "checkpoint file '", meta_path,
                 "': field 'model.", key, "' is missing");
-    // The vocabulary may be padded to another multiple (one that another tensor-parallel size
-    // needs): no token reads a padding row and no padding logit enters the loss, so the
-    // tensors of the vocabulary's rows load across it (below).
     if (key == "vocab_pad_multiple") continue;
     TN_CHECK_AS(CheckpointError, saved->second == value, "checkpoint '", dir,
                 "' was saved with model.", key, " = ", saved->second, "; this run has ", value);
   }
-  ModelConfig saved_model = model;
-  for (const auto& [key, value] : meta.model)
-    if (key == "vocab_pad_multiple") saved_model.vocab_pad_multiple = value;
-  const std::int64_t saved_padded_vocab = saved_model.padded_vocab_size();
-  // Whether a tensor saved as `saved` is ours (`ours`) of the vocabulary's rows under the
-  // checkpoint's padding.
-  auto repadded = [&](const Shape& saved, const Shape& ours) {
-    return saved_padded_vocab != model.padded_vocab_size() && !ours.empty() &&
-           saved.size() == ours.size() && ours[0] == model.padded_vocab_size() &&
-           saved[0] == saved_padded_vocab &&
-           std::equal(saved.begin() + 1, saved.end(), ours.begin() + 1);
-  };
   // Settings that change what the same weights compute: the run would train another model.
   // A setting the checkpoint does not record was saved before it was: it is not checked.
   for (const auto& ours : model_family(model.family).function_settings(model)) {
@@ -409,15 +397,41 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
               optimizer_type.empty() || meta.optimizer.empty() || meta.optimizer == optimizer_type,
               "checkpoint '", dir, "' was saved with optimizer.type = ", meta.optimizer,
               "; this run has ", optimizer_type, ", whose state it does not hold");
+}
 
-  const std::map<std::string, std::vector<LocatedPiece>> pieces = read_pieces(dir, meta.ranks);
+// The vocabulary may be padded to another multiple than the checkpoint's (one that another
+// tensor-parallel size needs): no token reads a padding row and no padding logit enters the
+// loss, so a tensor of the vocabulary's rows loads across it, its padding rows cut back or
+// extended with zeros.
+struct Repadding {
+  std::int64_t saved_rows = 0, our_rows = 0;  // the padded vocabularies
+
+  Repadding(const CheckpointMeta& meta, const ModelConfig& model) {
+    ModelConfig saved = model;
+    for (const auto& [key, value] : meta.model)
+      if (key == "vocab_pad_multiple") saved.vocab_pad_multiple = value;
+    saved_rows = saved.padded_vocab_size();
+    our_rows = model.padded_vocab_size();
+  }
+  // Whether a tensor saved as `saved` is ours (`ours`) of the vocabulary's rows, padded as the
+  // checkpoint's: only its first dimension differs, so an element's index is the same in both.
+  bool relates(const Shape& saved, const Shape& ours) const {
+    return saved_rows != our_rows && !ours.empty() && saved.size() == ours.size() &&
+           ours[0] == our_rows && saved[0] == saved_rows &&
+           std::equal(saved.begin() + 1, saved.end(), ours.begin() + 1);
+  }
+};
+
+// The pieces of each target, found and counted before any is read, so that a checkpoint of
+// another layout's making that lacks part of this one's state is refused with nothing read.
+std::vector<const std::vector<LocatedPiece>*> pieces_of_targets(
+    const std::map<std::string, std::vector<LocatedPiece>>& pieces,
+    const std::vector<ShardedTensor>& targets, const Repadding& repadding,
+    const std::string& optimizer_type, const std::string& dir) {
   std::set<std::string> optimizer_kinds;  // "m", "v" of "optim/m/<name>", ...
   for (const auto& [tensor, located] : pieces)
     if (tensor.rfind("optim/", 0) == 0)
       optimizer_kinds.insert(tensor.substr(6, tensor.find('/', 6) - 6));
-
-  // Every target's pieces are found and counted before any is read, so that a checkpoint of
-  // another layout's making that lacks part of this one's state is refused with nothing read.
   std::vector<const std::vector<LocatedPiece>*> sources;
   for (const ShardedTensor& target : targets) {
     const auto found = pieces.find(target.name);
@@ -443,7 +457,7 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
       const CheckpointPiece& piece = located.piece;
       TN_CHECK_AS(CheckpointError,
                   piece.global_shape == saved_shape &&
-                      (saved_shape == global_shape || repadded(saved_shape, global_shape)),
+                      (saved_shape == global_shape || repadding.relates(saved_shape, global_shape)),
                   "checkpoint '", dir, "': tensor '", target.name, "' is ",
                   shape_str(piece.global_shape), ", this model's is ", shape_str(global_shape));
       held += piece.end - piece.begin;
@@ -453,13 +467,18 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
                 shape_str(saved_shape), " has ", shape_numel(saved_shape));
     sources.push_back(&found->second);
   }
+  return sources;
+}
 
-  std::map<std::string, SafetensorsFile> files;
-  // A piece's elements into `out`, their checksum checked.
-  auto read_piece = [&](const LocatedPiece& located, const std::string& tensor, float* out) {
-    auto file = files.find(located.file);
-    if (file == files.end())
-      file = files.emplace(located.file, SafetensorsFile::open(located.file)).first;
+// Reads pieces' elements, their checksums checked; each file is opened once.
+class PieceReader {
+ public:
+  explicit PieceReader(std::string dir) : dir_(std::move(dir)) {}
+
+  void read(const LocatedPiece& located, const std::string& tensor, float* out) {
+    auto file = files_.find(located.file);
+    if (file == files_.end())
+      file = files_.emplace(located.file, SafetensorsFile::open(located.file)).first;
     const CheckpointPiece& piece = located.piece;
     const SafetensorsEntry* entry = file->second.find(piece.key);
     const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(piece.end - piece.begin);
@@ -467,13 +486,71 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     // fails the checksum, as a damaged one does.
     const bool intact = (entry == nullptr || entry->dtype == DType::F32) &&
                         file->second.read_into(piece.key, out, bytes) == piece.crc;
-    TN_CHECK_AS(CheckpointError, intact, "checkpoint '", dir, "': piece ", piece.key,
+    TN_CHECK_AS(CheckpointError, intact, "checkpoint '", dir_, "': piece ", piece.key,
                 " of tensor '", tensor, "' in '", located.file, "' fails its checksum");
-  };
+  }
+
+ private:
+  std::string dir_;
+  std::map<std::string, SafetensorsFile> files_;
+};
+
+// This rank's part of `target` (its elements [begin, end), into `out`) from the pieces of
+// another layout's making: the whole tensor is assembled as saved, each element covered once,
+// and the rank's part taken from it. A vocabulary padded further than the checkpoint's has its
+// extra padding rows zero; one padded less leaves the saved rows past its own unused.
+void assemble_rank_part(const ShardedTensor& target, const std::vector<LocatedPiece>& pieces,
+                        PieceReader& reader, const std::string& dir, float* out) {
+  const Parameter& p = *target.param;
+  const Shape& global_shape = p.global_shape;
+  const Shape& saved_shape = pieces.front().piece.global_shape;
+  const std::int64_t ours = shape_numel(global_shape), saved = shape_numel(saved_shape);
+  std::vector<float> whole(static_cast<std::size_t>(std::max(ours, saved)), 0.0f);
+  std::vector<char> covered(whole.size(), 0);
+  std::fill(covered.begin() + saved, covered.end(), 1);
+  std::vector<float> values;
+  for (const LocatedPiece& located : pieces) {
+    const CheckpointPiece& piece = located.piece;
+    values.resize(static_cast<std::size_t>(piece.end - piece.begin));
+    reader.read(located, target.name, values.data());
+    // read_rank_index checked that the piece lies within its global shape, so its elements'
+    // indices are within `whole`, and are ours (Repadding).
+    for_each_run(piece.local_shape, saved_shape, piece.shard_dim, piece.shard_offset, piece.begin,
+                 piece.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
+                   const auto twice = std::find(covered.begin() + g, covered.begin() + g + n, 1);
+                   TN_CHECK_AS(CheckpointError, twice == covered.begin() + g + n, "checkpoint '",
+                               dir, "': tensor '", target.name, "' has element ",
+                               twice - covered.begin(), " in two pieces");
+                   std::copy_n(values.begin() + (i - piece.begin), n, whole.begin() + g);
+                   std::fill_n(covered.begin() + g, n, 1);
+                 });
+  }
+  for_each_run(p.value.shape(), global_shape, p.shard_dim, p.shard_offset, target.begin, target.end,
+               [&](std::int64_t i, std::int64_t g, std::int64_t n) {
+                 TN_CHECK_AS(CheckpointError,
+                             std::find(covered.begin() + g, covered.begin() + g + n, 0) ==
+                                 covered.begin() + g + n,
+                             "checkpoint '", dir, "' is missing part of tensor '", target.name,
+                             "'");
+                 std::copy_n(whole.begin() + g, n, out + (i - target.begin));
+               });
+}
+
+}  // namespace
+
+CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
+                               const std::string& optimizer_type,
+                               std::vector<ShardedTensor>& targets) {
+  const std::string meta_path = meta_path_of(dir);
+  const CheckpointMeta meta = read_checkpoint_meta(meta_path);
+  check_saved_model(meta, model, optimizer_type, dir, meta_path);
+  const std::map<std::string, std::vector<LocatedPiece>> pieces = read_pieces(dir, meta.ranks);
+  const std::vector<const std::vector<LocatedPiece>*> sources =
+      pieces_of_targets(pieces, targets, Repadding(meta, model), optimizer_type, dir);
+  PieceReader reader(dir);
   for (std::size_t k = 0; k < targets.size(); ++k) {
     ShardedTensor& target = targets[k];
     const std::vector<LocatedPiece>& located_pieces = *sources[k];
-    const Shape& global_shape = target.param->global_shape;
     const Parameter& p = *target.param;
     const std::int64_t count = target.end - target.begin;
     // The elements go straight into the caller's CPU tensor; elsewhere (a GPU's) through a
@@ -483,55 +560,18 @@ CheckpointMeta load_checkpoint(const std::string& dir, const ModelConfig& model,
     TN_CHECK(!target.data.defined() || target.data.numel() == count, "load target '", target.name,
              "' holds ", target.data.numel(), " elements, not ", count);
     Tensor staging = in_place ? target.data.view({count}) : Tensor::empty({count});
-    float* out = staging.data<float>();
     // Saved by this layout: one piece is this rank's part as it is, with nothing to assemble.
     auto is_ours = [&](const LocatedPiece& located) {
       const CheckpointPiece& piece = located.piece;
-      return piece.global_shape == global_shape && piece.local_shape == p.value.shape() &&
+      return piece.global_shape == p.global_shape && piece.local_shape == p.value.shape() &&
              piece.shard_dim == p.shard_dim && piece.shard_offset == p.shard_offset &&
              piece.begin == target.begin && piece.end == target.end;
     };
     const auto same = std::find_if(located_pieces.begin(), located_pieces.end(), is_ours);
-    if (std::count_if(located_pieces.begin(), located_pieces.end(), is_ours) == 1) {
-      read_piece(*same, target.name, out);
-    } else {
-      // The whole tensor as saved; a vocabulary padded further than the checkpoint's has its
-      // extra padding rows zero, one padded less leaves the saved rows past its own unused.
-      const Shape& saved_shape = located_pieces.front().piece.global_shape;
-      const std::int64_t ours = shape_numel(global_shape), saved = shape_numel(saved_shape);
-      std::vector<float> whole(static_cast<std::size_t>(std::max(ours, saved)), 0.0f);
-      std::vector<char> covered(whole.size(), 0);
-      std::fill(covered.begin() + saved, covered.end(), 1);
-      std::vector<float> values;
-      for (const LocatedPiece& located : located_pieces) {
-        const CheckpointPiece& piece = located.piece;
-        values.resize(static_cast<std::size_t>(piece.end - piece.begin));
-        read_piece(located, target.name, values.data());
-        // read_rank_index checked that the piece lies within its global shape, so its
-        // elements' indices are within `whole`. That shape may differ from ours in its first
-        // dimension only (above), so an element's global index is the same in both.
-        for_each_run(piece.local_shape, saved_shape, piece.shard_dim, piece.shard_offset,
-                     piece.begin, piece.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
-                       const auto twice =
-                           std::find(covered.begin() + g, covered.begin() + g + n, 1);
-                       TN_CHECK_AS(CheckpointError, twice == covered.begin() + g + n,
-                                   "checkpoint '", dir, "': tensor '", target.name,
-                                   "' has element ", twice - covered.begin(), " in two pieces");
-                       std::copy_n(values.begin() + (i - piece.begin), n, whole.begin() + g);
-                       std::fill_n(covered.begin() + g, n, 1);
-                     });
-      }
-      // This rank's part of it.
-      for_each_run(p.value.shape(), global_shape, p.shard_dim, p.shard_offset, target.begin,
-                   target.end, [&](std::int64_t i, std::int64_t g, std::int64_t n) {
-                     TN_CHECK_AS(CheckpointError,
-                                 std::find(covered.begin() + g, covered.begin() + g + n, 0) ==
-                                     covered.begin() + g + n,
-                                 "checkpoint '", dir, "' is missing part of tensor '", target.name,
-                                 "'");
-                     std::copy_n(whole.begin() + g, n, out + (i - target.begin));
-                   });
-    }
+    if (std::count_if(located_pieces.begin(), located_pieces.end(), is_ours) == 1)
+      reader.read(*same, target.name, staging.data<float>());
+    else
+      assemble_rank_part(target, located_pieces, reader, dir, staging.data<float>());
     if (!target.data.defined())
       target.data = staging;
     else if (!in_place)
