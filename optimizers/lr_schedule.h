@@ -2,8 +2,9 @@
 //   warm-up   s <= W:  lr * s / W                 (the last warm-up step at the peak)
 //   decay     s >  W:  min_lr + (lr - min_lr) * f((s - W - 1) / (N - W)), f from 1 to 0:
 //             cosine 0.5 (1 + cos(pi x)), linear 1 - x, constant 1 (constant keeps lr).
-// The first step after warm-up runs at the peak, as in nanoGPT, Megatron and torchtitan, and
-// the decay would reach min_lr one step after the last: no step is spent at min_lr (a zero
+// llm.c's schedule: the last warm-up step and the first after it both run at the peak (the
+// decay starts at the peak, as in nanoGPT and Megatron; torchtitan's starts one step into it),
+// and the decay would reach min_lr one step after the last: no step is spent at min_lr (a zero
 // rate by default), and a one-step run trains at lr.
 #pragma once
 
