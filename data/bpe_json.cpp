@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "data/bpe_state.h"
+#include "data/byte_level.h"
 #include "framework/error.h"
 
 namespace ternion {
@@ -323,12 +325,22 @@ void read_added_tokens(const FieldReader& in, const Json& root,
     for (const char* flag : {"single_word", "lstrip", "rstrip"})
       if (in.boolean(token, flag, field, false))
         in.fail(field + "." + flag, "must be false (" + in_quotes(added.content) + ")");
+    // tokenizers requires both (a file without them does not load there).
+    for (const char* flag : {"normalized", "special"})
+      if (FieldReader::given(token, flag) == nullptr) in.fail(field + "." + flag, "missing");
     added.normalized = in.boolean(token, "normalized", field, true);
     added.special = in.boolean(token, "special", field, false);
     if (const auto [it, fresh] = seen.emplace(added.content, i); !fresh)
       in.fail(field + ".content", in_quotes(added.content) + " is also added_tokens[" +
                                       std::to_string(it->second) + "]");
     const auto in_model = model_ids.find(added.content);
+    // A model token written as these characters stands for other bytes ("é" for the byte E9):
+    // its id, which the added token shares, would decode as one of two texts.
+    if (const std::optional<std::string> bytes = byte_level::to_bytes(added.content);
+        in_model != model_ids.end() && bytes && *bytes != added.content)
+      in.fail(field + ".content", in_quotes(added.content) +
+                                      " is also the model's token for other bytes: its id would "
+                                      "stand for two texts");
     const std::int64_t expected = in_model != model_ids.end() ? in_model->second : next_id++;
     if (added.id != expected)
       in.fail(field + ".id", std::to_string(added.id) + " for " + in_quotes(added.content) +
@@ -346,6 +358,8 @@ void read_added_tokens(const FieldReader& in, const Json& root,
 }  // namespace
 
 BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::string& source) {
+  TN_CHECK_AS(DataError, json_text.rfind("\xEF\xBB\xBF", 0) != 0, "tokenizer '", source,
+              "': starts with a byte order mark, which is not JSON (tokenizers refuses it too)");
   std::string why;
   const std::optional<Json> parsed = parse_strict_json(std::string(json_text), &why);
   TN_CHECK_AS(DataError, parsed.has_value(), "tokenizer '", source, "': not valid JSON: ", why);

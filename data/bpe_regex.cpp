@@ -29,6 +29,23 @@ std::string pcre2_message(int error) {
 
 bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 
+// `\p{Name}` (or \P, or {^Name}) in PCRE2's syntax: a script as Oniguruma reads it, by the
+// Script property (PCRE2's \p{Han} is by Script_Extensions: it takes in "、"); any other
+// property as it is written. A name is a script where PCRE2 knows it as one.
+std::string script_property(const std::string& escape) {
+  const bool negated = escape.size() > 3 && escape[3] == '^';
+  const std::string name = escape.substr(negated ? 4 : 3, escape.size() - (negated ? 5 : 4));
+  if (name.empty() || name.find(':') != std::string::npos) return escape;
+  const std::string script = escape.substr(0, 3) + (negated ? "^" : "") + "sc:" + name + "}";
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(script.data()), script.size(),
+                                   PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+  if (code == nullptr) return escape;
+  pcre2_code_free(code);
+  return script;
+}
+
 // The pattern in PCRE2's syntax (see the header), or a DataError naming `where`.
 std::string to_pcre2(const std::string& pattern, const std::string& where) {
   std::string out;
@@ -44,10 +61,27 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
         i += 2;
         continue;
       }
-      if (e == 'h' || e == 'H' || e == 'w' || e == 'W' || e == 'b' || e == 'B')
+      if (e == 'h' || e == 'H' || e == 'w' || e == 'W' || e == 'b' || e == 'B' || e == 'Q' ||
+          e == 'E')
         TN_THROW(DataError, where, ": \\", e,
                  " is not supported (Oniguruma, which tokenizers "
                  "uses, and PCRE2 give it different meanings)");
+      if ((e == 'x' || e == 'o') && i + 2 < pattern.size() && pattern[i + 2] == '{') {
+        const std::size_t close = pattern.find('}', i + 3);  // \x{HHHH}, \o{OOO}: one character
+        if (close != std::string::npos) {
+          out.append(pattern, i, close + 1 - i);
+          i = close + 1;
+          continue;
+        }
+      }
+      if ((e == 'p' || e == 'P') && i + 2 < pattern.size() && pattern[i + 2] == '{') {
+        const std::size_t close = pattern.find('}', i + 3);
+        if (close != std::string::npos) {
+          out += script_property(pattern.substr(i, close + 1 - i));
+          i = close + 1;
+          continue;
+        }
+      }
       if (e == 'u' && i + 6 <= pattern.size() && is_hex(pattern[i + 2]) && is_hex(pattern[i + 3]) &&
           is_hex(pattern[i + 4]) && is_hex(pattern[i + 5])) {
         out += "\\x{" + pattern.substr(i + 2, 4) + "}";
@@ -64,11 +98,9 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
     if (in_class) {
       if (c == '[') {
         const std::size_t close = pattern.find(":]", i);
-        if (i + 1 < pattern.size() && pattern[i + 1] == ':' && close != std::string::npos) {
-          out.append(pattern, i, close + 2 - i);  // a POSIX class, [:alpha:]
-          i = close + 2;
-          continue;
-        }
+        if (i + 1 < pattern.size() && pattern[i + 1] == ':' && close != std::string::npos)
+          TN_THROW(DataError, where, ": the POSIX class ", pattern.substr(i, close + 2 - i),
+                   " is not supported (Oniguruma and PCRE2 give it different Unicode members)");
         TN_THROW(DataError, where, ": a character class inside a character class (byte ", i,
                  ") is not supported by PCRE2");
       }
@@ -87,13 +119,37 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
       i = class_start;
       continue;
     }
+    if (c == '{') {
+      // A repeat {n}, {n,}, {n,m} or Ruby's {,m} (PCRE2 10.42 reads that one as text).
+      std::size_t j = i + 1;
+      while (j < pattern.size() &&
+             (std::isdigit(static_cast<unsigned char>(pattern[j])) != 0 || pattern[j] == ','))
+        ++j;
+      const std::string inside = pattern.substr(i + 1, j - i - 1);
+      const std::size_t comma = inside.find(',');
+      if (j < pattern.size() && pattern[j] == '}' && !inside.empty() && inside != "," &&
+          comma == inside.rfind(',')) {
+        if (j + 1 < pattern.size() && pattern[j + 1] == '+')
+          TN_THROW(DataError, where, ": the repeat {", inside,
+                   "}+ is not supported (a repeat of the repeat in Oniguruma, possessive in "
+                   "PCRE2)");
+        out += comma == 0 ? "{0" + inside + "}" : "{" + inside + "}";
+        i = j + 1;
+        continue;
+      }
+    }
     if (c == '(' && pattern.compare(i, 2, "(?") == 0) {
-      // Option letters: Ruby's m (dot matches newline) is PCRE2's s.
+      // Option letters: Ruby's m (dot matches newline) is PCRE2's s. Ruby has no other
+      // option letters (tokenizers refuses them), though PCRE2 has.
       std::size_t j = i + 2;
       while (j < pattern.size() &&
-             (pattern[j] == 'i' || pattern[j] == 'm' || pattern[j] == 'x' || pattern[j] == '-'))
+             (std::isalpha(static_cast<unsigned char>(pattern[j])) != 0 || pattern[j] == '-'))
         ++j;
       if (j > i + 2 && j < pattern.size() && (pattern[j] == ':' || pattern[j] == ')')) {
+        for (std::size_t k = i + 2; k < j; ++k)
+          if (pattern[k] != 'i' && pattern[k] != 'm' && pattern[k] != 'x' && pattern[k] != '-')
+            TN_THROW(DataError, where, ": the option (?", pattern.substr(i + 2, j - i - 2),
+                     " is not one of Ruby's (i, m, x), which tokenizers reads");
         for (std::size_t k = i; k <= j; ++k) out += pattern[k] == 'm' ? 's' : pattern[k];
         i = j + 1;
         continue;

@@ -7,12 +7,18 @@
 //             differs, so they become \p{White_Space} and \P{White_Space};
 //   \uHHHH    Oniguruma's code point escape, PCRE2's \x{HHHH};
 //   ^ $       line anchors in Ruby syntax: PCRE2 compiles with PCRE2_MULTILINE;
-//   (?m       Ruby's "dot matches newline", PCRE2's (?s.
+//   (?m       Ruby's "dot matches newline", PCRE2's (?s;
+//   {,n}      Ruby's {0,n} (PCRE2 10.42 reads it as text);
+//   \p{Han}   a script, by the Script property in Oniguruma: PCRE2's \p{sc:Han} (its \p{Han}
+//             goes by Script_Extensions).
 // Constructs whose meaning differs and cannot be rewritten so simply are refused: \h \H (hex
 // digits in Oniguruma), \w \W \b \B (Oniguruma's word characters include combining marks),
-// class intersection (&&) and classes nested in classes. Two differences remain: the Unicode
-// versions of the two libraries' tables (letters assigned in the latest Unicode only), and
-// caseless matching of one character against several ((?i)ss matches 'ß' in Oniguruma only).
+// \Q \E (quoting in PCRE2 only), POSIX classes ([:alpha:], of other members in each), a repeat
+// followed by + ({1,3}+: a repeat of it in Ruby, possessive in PCRE2), option letters other
+// than Ruby's i, m and x, class intersection (&&) and classes nested in classes. Two
+// differences remain: the Unicode versions of the two libraries' tables (letters assigned in
+// the latest Unicode only), and caseless matching of one character against several ((?i)ss
+// matches 'ß' in Oniguruma only).
 //
 // A compiled BpeRegex is immutable and shared between threads; each thread matches through its
 // own Matcher.

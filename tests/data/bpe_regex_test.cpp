@@ -113,12 +113,18 @@ TEST(BpeRegex, RubySyntaxIsTranslated) {
                    "a\xc3\xa9"
                    "b"),
             (std::vector<std::string>{"a", "\xc3\xa9", "b"}));
-  EXPECT_EQ(pieces("[[:alpha:]]+",
-                   "\xc3\xa9"
-                   "a1"),
-            (std::vector<std::string>{"\xc3\xa9"
-                                      "a",
-                                      "1"}));
+  EXPECT_EQ(pieces("x{,2}|.", "xxx"), (std::vector<std::string>{"xx", "x"}));  // {,m} is {0,m}
+  EXPECT_EQ(pieces("\\x{78}+|.", "xxa"), (std::vector<std::string>{"xx", "a"}));
+  // Scripts by the Script property: U+3001 (、) is Han by Script_Extensions only, U+0363 (a
+  // combining a) Latin by Script_Extensions only.
+  EXPECT_EQ(pieces("\\p{Han}+|.", "\xe4\xb8\xad\xe3\x80\x81\xe4\xb8\xad"),
+            (std::vector<std::string>{"\xe4\xb8\xad", "\xe3\x80\x81", "\xe4\xb8\xad"}));
+  EXPECT_EQ(pieces("[\\p{Latin}]+|.",
+                   "a\xcd\xa3"
+                   "b"),
+            (std::vector<std::string>{"a", "\xcd\xa3", "b"}));
+  EXPECT_EQ(pieces("\\P{Han}+|.", "ab\xe4\xb8\xad"),
+            (std::vector<std::string>{"ab", "\xe4\xb8\xad"}));
   EXPECT_EQ(pieces("[^\\s]+", "a\xe1\xa0\x8e b"),
             (std::vector<std::string>{"a\xe1\xa0\x8e", " ", "b"}));
 }
@@ -129,6 +135,13 @@ TEST(BpeRegex, RefusesWhatTheEnginesReadDifferently) {
   expect_error<DataError>("\\h", [] { BpeRegex("\\h", "p"); }, {"\\h is not supported"});
   expect_error<DataError>("&&", [] { BpeRegex("[a-z&&[^aeiou]]", "p"); }, {"&&"});
   expect_error<DataError>("nested", [] { BpeRegex("[a[bc]]", "p"); }, {"inside a character class"});
+  expect_error<DataError>("posix", [] { BpeRegex("[[:alpha:]]+", "p"); },
+                          {"the POSIX class [:alpha:] is not supported"});
+  expect_error<DataError>("interval+", [] { BpeRegex("\\p{N}{1,3}+", "p"); },
+                          {"the repeat {1,3}+ is not supported"});
+  expect_error<DataError>("\\Q", [] { BpeRegex("\\Qa.b\\E", "p"); }, {"\\Q is not supported"});
+  expect_error<DataError>("(?s)", [] { BpeRegex("(?s).", "p"); },
+                          {"the option (?s is not one of Ruby's"});
   expect_error<DataError>("syntax", [] { BpeRegex("(ab", "the pattern"); },
                           {"the pattern", "'(ab' does not compile"});
 }

@@ -257,6 +257,19 @@ TEST(BpeTokenizer, RefusesWhatItCannotEncodeAsTokenizers) {
              {added_token(270, "<s>", true, false), added_token(271, "<s>", true, false)});
        },
        {"added_tokens[1].content: '<s>' is also added_tokens[0]"}},
+      // tokenizers requires both flags.
+      {"added token without normalized",
+       [](Json& f) {
+         f["added_tokens"] = Json::array({added_token(270, "<s>", true, false)});
+         f["added_tokens"][0].erase("normalized");
+       },
+       {"added_tokens[0].normalized: missing"}},
+      // "é" is also the byte-level token of the byte E9: id 233 would decode as either.
+      {"added token that is a byte's token",
+       [](Json& f) {
+         f["added_tokens"] = Json::array({added_token(233, text_of_byte(0xE9), false, true)});
+       },
+       {"added_tokens[0].content: '\xc3\xa9' is also the model's token for other bytes"}},
       {"unknown merge symbol",
        [](Json& f) {
          f["model"]["merges"].push_back({"zz", "t"});
@@ -359,6 +372,13 @@ TEST(BpeTokenizer, RefusesWhatItCannotEncodeAsTokenizers) {
                           {"cannot read tokenizer '/nonexistent/tokenizer.json'"});
   expect_error<DataError>("a directory", [] { BpeTokenizer::load("/tmp"); },
                           {"cannot read tokenizer '/tmp': is a directory"});
+}
+
+// A byte order mark is not JSON: tokenizers refuses such a file, and so does this reader.
+TEST(BpeTokenizer, RefusesAByteOrderMark) {
+  test::expect_error<DataError>(
+      "BOM", [] { BpeTokenizer::from_json("\xEF\xBB\xBF" + small_tokenizer().dump(), "bom.json"); },
+      {"tokenizer 'bom.json': starts with a byte order mark"});
 }
 
 TEST(BpeTokenizer, AcceptsWhatTokenizersWritesForGpt2AndLlama3) {
