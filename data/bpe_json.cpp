@@ -322,12 +322,12 @@ void read_added_tokens(const FieldReader& in, const Json& root,
     added.content = in.text(*content, field + ".content");
     added.id = in.id(*id, field + ".id");
     if (added.content.empty()) in.fail(field + ".content", "is empty");
+    // tokenizers requires every flag (a file without one does not load there).
+    for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized", "special"})
+      if (FieldReader::given(token, flag) == nullptr) in.fail(field + "." + flag, "missing");
     for (const char* flag : {"single_word", "lstrip", "rstrip"})
       if (in.boolean(token, flag, field, false))
         in.fail(field + "." + flag, "must be false (" + in_quotes(added.content) + ")");
-    // tokenizers requires both (a file without them does not load there).
-    for (const char* flag : {"normalized", "special"})
-      if (FieldReader::given(token, flag) == nullptr) in.fail(field + "." + flag, "missing");
     added.normalized = in.boolean(token, "normalized", field, true);
     added.special = in.boolean(token, "special", field, false);
     if (const auto [it, fresh] = seen.emplace(added.content, i); !fresh)

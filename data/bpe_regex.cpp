@@ -61,8 +61,10 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
         i += 2;
         continue;
       }
+      const bool bare_property =
+          (e == 'p' || e == 'P') && (i + 2 >= pattern.size() || pattern[i + 2] != '{');
       if (e == 'h' || e == 'H' || e == 'w' || e == 'W' || e == 'b' || e == 'B' || e == 'Q' ||
-          e == 'E')
+          e == 'E' || e == 'v' || e == 'V' || bare_property)
         TN_THROW(DataError, where, ": \\", e,
                  " is not supported (Oniguruma, which tokenizers "
                  "uses, and PCRE2 give it different meanings)");
@@ -133,6 +135,10 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
           TN_THROW(DataError, where, ": the repeat {", inside,
                    "}+ is not supported (a repeat of the repeat in Oniguruma, possessive in "
                    "PCRE2)");
+        if (j + 1 < pattern.size() && pattern[j + 1] == '?' && comma == std::string::npos)
+          TN_THROW(DataError, where, ": the repeat {", inside,
+                   "}? is not supported (optional in Oniguruma, the same as {", inside,
+                   "} in PCRE2)");
         out += comma == 0 ? "{0" + inside + "}" : "{" + inside + "}";
         i = j + 1;
         continue;

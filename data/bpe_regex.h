@@ -13,9 +13,11 @@
 //             goes by Script_Extensions).
 // Constructs whose meaning differs and cannot be rewritten so simply are refused: \h \H (hex
 // digits in Oniguruma), \w \W \b \B (Oniguruma's word characters include combining marks),
-// \Q \E (quoting in PCRE2 only), POSIX classes ([:alpha:], of other members in each), a repeat
-// followed by + ({1,3}+: a repeat of it in Ruby, possessive in PCRE2), option letters other
-// than Ruby's i, m and x, class intersection (&&) and classes nested in classes. Two
+// \Q \E (quoting in PCRE2 only), \v \V (one character in Oniguruma, a class in PCRE2), \p and
+// \P without braces (text in Oniguruma), POSIX classes ([:alpha:], of other members in each),
+// a repeat followed by + ({1,3}+: a repeat of it in Ruby, possessive in PCRE2), {n}? (optional
+// in Ruby, the same as {n} in PCRE2), option letters other than Ruby's i, m and x, class
+// intersection (&&) and classes nested in classes. Two
 // differences remain: the Unicode versions of the two libraries' tables (letters assigned in
 // the latest Unicode only), and caseless matching of one character against several ((?i)ss
 // matches 'ß' in Oniguruma only).

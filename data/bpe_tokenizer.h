@@ -17,12 +17,12 @@
 //                  strings or [a, b] pairs (a pair listed twice takes its later rank);
 //   added_tokens   matched in the text before pre-tokenization, leftmost then longest first:
 //                  those with normalized false in the whole text, then those with normalized
-//                  true between them. Each with lstrip, rstrip and single_word false,
-//                  normalized and special given, each content once, each id the one tokenizers
-//                  gives it (a vocabulary token's id; the others numbered on from the
-//                  vocabulary's size, in order), and none a vocabulary token that stands for
-//                  other bytes than its text ("é", the byte E9's symbol: its id would decode as
-//                  either);
+//                  true between them. Each with every flag given (tokenizers requires them),
+//                  lstrip, rstrip and single_word false, each content once, each id the one
+//                  tokenizers gives it (a vocabulary token's id; the others numbered on from
+//                  the vocabulary's size, in order), and none a vocabulary token that stands
+//                  for other bytes than its text ("é", the byte E9's symbol: its id would
+//                  decode as either);
 //   ids            below 2^31, with few gaps (the largest below 2 x the token count + 1024).
 // Anything else throws DataError with one line naming the file and the field.
 //

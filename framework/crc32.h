@@ -29,7 +29,8 @@ inline std::uint32_t crc32_combine(std::uint32_t a, std::uint32_t b, std::size_t
 // The CRC-32 of the bytes [0, bytes), in chunks of kCrcChunk that OpenMP's threads share:
 // `each(begin, length)` returns a chunk's (having read it into place, say). zlib's CRC runs at
 // about 2 GB/s a core, most of a checkpoint piece's load, so a chunk is checksummed by the
-// thread that has it in cache. An exception `each` throws is rethrown (one, where several).
+// thread that has it in cache. An exception `each` throws is rethrown: the first chunk's,
+// where several throw (a file cut short fails every chunk from the cut on).
 inline constexpr std::size_t kCrcChunk = std::size_t{8} << 20;
 template <class Each>
 std::uint32_t crc32_by_chunks(std::size_t bytes, const Each& each) {
@@ -40,6 +41,7 @@ std::uint32_t crc32_by_chunks(std::size_t bytes, const Each& each) {
   };
   std::vector<std::uint32_t> sums(static_cast<std::size_t>(chunks));
   std::exception_ptr failure;
+  std::int64_t failed_chunk = chunks;
 #pragma omp parallel for schedule(static)
   for (std::int64_t c = 0; c < chunks; ++c) {
     try {
@@ -47,7 +49,10 @@ std::uint32_t crc32_by_chunks(std::size_t bytes, const Each& each) {
       sums[static_cast<std::size_t>(c)] = each(begin, length_of(c));
     } catch (...) {
 #pragma omp critical(ternion_crc32_failure)
-      if (!failure) failure = std::current_exception();
+      if (c < failed_chunk) {
+        failure = std::current_exception();
+        failed_chunk = c;
+      }
     }
   }
   if (failure) std::rethrow_exception(failure);

@@ -49,14 +49,27 @@ std::string why_unwritable(const fs::path& path, bool directory) {
 void check_outputs_writable(const TrainConfig& config, int rank,
                             const std::vector<std::string>& data_files) {
   check_save_dir_writable(config, rank);
-  std::vector<std::string> inputs = data_files;
-  for (const std::string& file : {config.source, config.data.tokenizer})
-    if (!file.empty()) inputs.push_back(file);
-  // The files of the checkpoint it resumes from and of the weights it starts from.
-  const std::string& load = config.checkpoint.load;
-  for (const std::string& dir : {load == "latest" ? std::string() : load, config.model.init_from})
-    if (!dir.empty())
-      for (const std::string& file : checkpoint_files(dir)) inputs.push_back(file);
+  // The files the run reads, which rank 0's output files must not be: its data, its config,
+  // its tokenizer, and the files of the checkpoint it resumes from and of the weights it
+  // starts from.
+  std::vector<std::string> inputs;
+  const bool writes_files =
+      !config.logging.metrics_file.empty() || !config.logging.trace_file.empty();
+  if (rank == 0 && writes_files) {
+    inputs = data_files;
+    for (const std::string& file : {config.source, config.data.tokenizer})
+      if (!file.empty()) inputs.push_back(file);
+    std::string resumed;
+    try {
+      if (!config.checkpoint.load.empty())
+        resumed = resolve_checkpoint(config.checkpoint.load, config.checkpoint.save_dir);
+    } catch (const CheckpointError&) {
+      // None yet, or none there: the run says so when it resumes.
+    }
+    for (const std::string& dir : {resumed, config.model.init_from})
+      if (!dir.empty())
+        for (const std::string& file : checkpoint_files(dir)) inputs.push_back(file);
+  }
   const std::string where = config.source.empty() ? "" : config.source + ": ";
   // A file the run reads (under any name), a FIFO or a device would be replaced when the run
   // ends.

@@ -140,6 +140,11 @@ TEST(BpeRegex, RefusesWhatTheEnginesReadDifferently) {
   expect_error<DataError>("interval+", [] { BpeRegex("\\p{N}{1,3}+", "p"); },
                           {"the repeat {1,3}+ is not supported"});
   expect_error<DataError>("\\Q", [] { BpeRegex("\\Qa.b\\E", "p"); }, {"\\Q is not supported"});
+  expect_error<DataError>("{n}?", [] { BpeRegex("ba{2}?", "p"); },
+                          {"the repeat {2}? is not supported"});
+  EXPECT_EQ(pieces("a{1,2}?|.", "aab"), (std::vector<std::string>{"a", "a", "b"}));  // lazy in both
+  expect_error<DataError>("\\v", [] { BpeRegex("\\v+", "p"); }, {"\\v is not supported"});
+  expect_error<DataError>("\\pL", [] { BpeRegex("\\pL", "p"); }, {"\\p is not supported"});
   expect_error<DataError>("(?s)", [] { BpeRegex("(?s).", "p"); },
                           {"the option (?s is not one of Ruby's"});
   expect_error<DataError>("syntax", [] { BpeRegex("(ab", "the pattern"); },

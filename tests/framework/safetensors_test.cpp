@@ -151,15 +151,23 @@ TEST(Safetensors, ALargeTensorReadsInChunksWithItsChecksum) {
             crc32(large.raw_data(), large.nbytes()));
   EXPECT_EQ(std::memcmp(out.data(), large.raw_data(), large.nbytes()), 0);
   EXPECT_THROW(file.read_into("w", out.data(), large.nbytes() - 4), CheckpointError);
-  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 10);
-  try {
-    file.read_into("w", out.data(), large.nbytes());
-    ADD_FAILURE() << "read of a truncated file succeeded";
-  } catch (const CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find("cut short: read " + std::to_string(large.nbytes() - 10)),
-              std::string::npos)
-        << e.what();
+  // Cut in the last chunk, then in the first: every chunk from the cut on fails, and the
+  // message says where the data stops, whichever thread failed first.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  const auto data_start = std::filesystem::file_size(path) - large.nbytes();
+  for (const std::size_t kept : {large.nbytes() - 10, std::size_t{1000}}) {
+    std::filesystem::resize_file(path, data_start + kept);
+    try {
+      file.read_into("w", out.data(), large.nbytes());
+      ADD_FAILURE() << "read of a truncated file succeeded";
+    } catch (const CheckpointError& e) {
+      EXPECT_NE(std::string(e.what()).find("cut short: read " + std::to_string(kept) + " of"),
+                std::string::npos)
+          << e.what();
+    }
   }
+  omp_set_num_threads(threads);
 }
 
 TEST(Safetensors, RoundTripsEveryDtypeAndShape) {
