@@ -5,8 +5,10 @@
 
 #include <cctype>
 #include <utility>
+#include <vector>
 
 #include "data/byte_level.h"
+#include "data/regex_property.h"
 #include "framework/error.h"
 
 namespace ternion {
@@ -29,31 +31,25 @@ std::string pcre2_message(int error) {
 
 bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 
-// `\p{Name}` (or \P, or {^Name}) in PCRE2's syntax: a script as Oniguruma reads it, by the
-// Script property (PCRE2's \p{Han} is by Script_Extensions: it takes in "、"); any other
-// property as it is written. A name is a script where PCRE2 knows it as one.
-std::string script_property(const std::string& escape) {
-  const bool negated = escape.size() > 3 && escape[3] == '^';
-  const std::string name = escape.substr(negated ? 4 : 3, escape.size() - (negated ? 5 : 4));
-  if (name.empty() || name.find(':') != std::string::npos) return escape;
-  const std::string script = escape.substr(0, 3) + (negated ? "^" : "") + "sc:" + name + "}";
-  int error = 0;
-  PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(script.data()), script.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
-  if (code == nullptr) return escape;
-  pcre2_code_free(code);
-  return script;
-}
-
 // The pattern in PCRE2's syntax (see the header), or a DataError naming `where`.
 std::string to_pcre2(const std::string& pattern, const std::string& where) {
   std::string out;
   out.reserve(pattern.size() + 32);
   bool in_class = false;
   std::size_t class_start = 0;  // where the class's members begin ('[' or '[^' skipped)
+  int nested = 0;               // classes open inside the class
+  bool extended = false;        // (?x): '#' starts a comment that runs to the line's end
+  std::vector<bool> extended_outside;  // `extended` outside each open group
   for (std::size_t i = 0; i < pattern.size();) {
     const char c = pattern[i];
+    if (!in_class && (c == '#' ? extended : pattern.compare(i, 3, "(?#") == 0)) {
+      // A comment: copied as it is (PCRE2 skips it too), none of its characters read as syntax.
+      const std::size_t end = pattern.find(c == '#' ? '\n' : ')', i);
+      const std::size_t stop = end == std::string::npos ? pattern.size() : end + 1;
+      out.append(pattern, i, stop - i);
+      i = stop;
+      continue;
+    }
     if (c == '\\') {
       const char e = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
       if (e == 's' || e == 'S') {
@@ -79,7 +75,7 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
       if ((e == 'p' || e == 'P') && i + 2 < pattern.size() && pattern[i + 2] == '{') {
         const std::size_t close = pattern.find('}', i + 3);
         if (close != std::string::npos) {
-          out += script_property(pattern.substr(i, close + 1 - i));
+          out += pcre2_property(pattern.substr(i, close + 1 - i), in_class, where);
           i = close + 1;
           continue;
         }
@@ -103,12 +99,29 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
         if (i + 1 < pattern.size() && pattern[i + 1] == ':' && close != std::string::npos)
           TN_THROW(DataError, where, ": the POSIX class ", pattern.substr(i, close + 2 - i),
                    " is not supported (Oniguruma and PCRE2 give it different Unicode members)");
-        TN_THROW(DataError, where, ": a character class inside a character class (byte ", i,
-                 ") is not supported by PCRE2");
+        // A class inside a class adds its members (BLOOM's pattern has one): PCRE2 reads the
+        // same without its brackets. A negated one, or one that a range meets, has no such form.
+        const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
+        const bool range_ends_here = i > class_start + 1 && pattern[i - 1] == '-' &&
+                                     pattern[i - 2] != '\\' && pattern[i - 2] != '[';
+        if (next == '^' || next == ']' || range_ends_here)
+          TN_THROW(DataError, where, ": the character class inside a character class at byte ", i,
+                   " is not supported (PCRE2 has nested classes of plain members only)");
+        ++nested;
+        ++i;
+        continue;
       }
       if (c == '&' && i + 1 < pattern.size() && pattern[i + 1] == '&')
         TN_THROW(DataError, where, ": class intersection && (byte ", i,
                  ") is not supported by PCRE2");
+      if (c == ']' && nested > 0) {
+        if (i + 2 < pattern.size() && pattern[i + 1] == '-' && pattern[i + 2] != ']')
+          TN_THROW(DataError, where, ": the character class inside a character class at byte ", i,
+                   " ends a range, which PCRE2 does not support");
+        --nested;
+        ++i;
+        continue;
+      }
       if (c == ']' && i > class_start) in_class = false;
       out += c;
       ++i;
@@ -157,9 +170,22 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
             TN_THROW(DataError, where, ": the option (?", pattern.substr(i + 2, j - i - 2),
                      " is not one of Ruby's (i, m, x), which tokenizers reads");
         for (std::size_t k = i; k <= j; ++k) out += pattern[k] == 'm' ? 's' : pattern[k];
+        // (?x) holds to the end of the group around it; (?x:...) inside its own group.
+        bool x = extended, turning_on = true;
+        for (std::size_t k = i + 2; k < j; ++k) {
+          if (pattern[k] == '-') turning_on = false;
+          if (pattern[k] == 'x') x = turning_on;
+        }
+        if (pattern[j] == ':') extended_outside.push_back(extended);
+        extended = x;
         i = j + 1;
         continue;
       }
+    }
+    if (c == '(') extended_outside.push_back(extended);
+    if (c == ')' && !extended_outside.empty()) {
+      extended = extended_outside.back();
+      extended_outside.pop_back();
     }
     out += c;
     ++i;

@@ -129,12 +129,59 @@ TEST(BpeRegex, RubySyntaxIsTranslated) {
             (std::vector<std::string>{"a\xe1\xa0\x8e", " ", "b"}));
 }
 
+TEST(BpeRegex, OnigurumasPropertyNamesAreTranslated) {
+  // Long category names, loosely written; POSIX names as Oniguruma's tables give them: ²
+  // (U+00B2) is a word character outside a class only, U+0363 is Alphabetic.
+  const std::string text = "ab1 \xc2\xb2_\xcd\xa3-";
+  EXPECT_EQ(pieces("\\p{Letter}+|.", text), pieces("\\p{L}+|.", text));
+  EXPECT_EQ(pieces("\\p{ lowercase-Letter }+", "aB"), (std::vector<std::string>{"a", "B"}));
+  EXPECT_EQ(pieces("\\p{Word}+", text),
+            (std::vector<std::string>{"ab1", " ", "\xc2\xb2_\xcd\xa3", "-"}));
+  EXPECT_EQ(pieces("[\\p{Word}]+", text),
+            (std::vector<std::string>{"ab1", " \xc2\xb2", "_\xcd\xa3", "-"}));
+  EXPECT_EQ(pieces("\\P{Word}+", text),
+            (std::vector<std::string>{"ab1", " ", "\xc2\xb2_\xcd\xa3", "-"}));
+  EXPECT_EQ(pieces("\\p{Alnum}+", "ab1 \xc2\xb2_\xc3\xa9-"),
+            (std::vector<std::string>{"ab1", " \xc2\xb2_", "\xc3\xa9", "-"}));
+  EXPECT_EQ(pieces("[\\P{Digit}]+", text),
+            (std::vector<std::string>{"ab", "1", " \xc2\xb2_\xcd\xa3-"}));
+  EXPECT_EQ(pieces("\\p{^Graph}+", "a \t\xc2\xa0."),
+            (std::vector<std::string>{"a", " \t\xc2\xa0", "."}));
+  EXPECT_EQ(pieces("[\\P{Print}]+", "a \tb"), (std::vector<std::string>{"a ", "\t", "b"}));
+  EXPECT_EQ(pieces("\\p{Punct}+", "a-b$"), (std::vector<std::string>{"a", "-", "b$"}));
+  expect_error<DataError>("L&", [] { BpeRegex("\\p{L&}", "p"); },
+                          {"\\p{L&} is not a property name Oniguruma"});
+  expect_error<DataError>("negated set in a class", [] { BpeRegex("[a\\P{Word}]", "p"); },
+                          {"\\P{Word} in a character class is not supported"});
+}
+
+TEST(BpeRegex, AClassInAClassAddsItsMembers) {
+  // BLOOM's pre-tokenizer: everything but spaces and the punctuation in the inner class.
+  const std::string bloom = " ?[^(\\s|[.,!?\xe2\x80\xa6])]+";
+  EXPECT_EQ(pieces(bloom, "Hi, a(b)|c [x]."),
+            (std::vector<std::string>{"Hi", ",", " a", "(", "b", ")|", "c", " [x]", "."}));
+  EXPECT_EQ(pieces("[x[a-c[d]]]+", "abxdy"), (std::vector<std::string>{"abxd", "y"}));
+  expect_error<DataError>("negated", [] { BpeRegex("[a[^b]]", "p"); },
+                          {"inside a character class at byte 2"});
+  expect_error<DataError>("range to", [] { BpeRegex("[a-[b]]", "p"); },
+                          {"inside a character class at byte 3"});
+  expect_error<DataError>("range from", [] { BpeRegex("[[a]-z]", "p"); }, {"ends a range"});
+}
+
+TEST(BpeRegex, CommentsAreNotReadAsSyntax) {
+  // (?x) holds to the end of its group, (?x:...) within it; (?#...) everywhere.
+  EXPECT_EQ(pieces("(?x) a # [ { comment\n b", "ab"), (std::vector<std::string>{"ab"}));
+  EXPECT_EQ(pieces("(?x:a # (\n b)c| #", "abc #"), (std::vector<std::string>{"abc", " #"}));
+  EXPECT_EQ(pieces("(?x)(a # )\n)b", "ab"), (std::vector<std::string>{"ab"}));
+  EXPECT_EQ(pieces("(?x)a(?-x: #)", "a #"), (std::vector<std::string>{"a #"}));
+  EXPECT_EQ(pieces("a(?#[{)b", "ab"), (std::vector<std::string>{"ab"}));
+}
+
 TEST(BpeRegex, RefusesWhatTheEnginesReadDifferently) {
   expect_error<DataError>("\\w", [] { BpeRegex("\\w+", "the pattern"); },
                           {"the pattern", "\\w is not supported", "Oniguruma"});
   expect_error<DataError>("\\h", [] { BpeRegex("\\h", "p"); }, {"\\h is not supported"});
   expect_error<DataError>("&&", [] { BpeRegex("[a-z&&[^aeiou]]", "p"); }, {"&&"});
-  expect_error<DataError>("nested", [] { BpeRegex("[a[bc]]", "p"); }, {"inside a character class"});
   expect_error<DataError>("posix", [] { BpeRegex("[[:alpha:]]+", "p"); },
                           {"the POSIX class [:alpha:] is not supported"});
   expect_error<DataError>("interval+", [] { BpeRegex("\\p{N}{1,3}+", "p"); },
