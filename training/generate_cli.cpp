@@ -32,6 +32,8 @@ constexpr const char* kUsage =
     "  --max-tokens N     tokens to generate (default 200)\n"
     "  --temperature T    (default: the checkpoint's training.sample_temperature)\n"
     "  --top-k K          0 = the whole vocabulary (default: its training.sample_top_k)\n"
+    "  --top-p P          in (0, 1]: then the fewest likeliest tokens whose probability reaches\n"
+    "                     P (default: its training.sample_top_p)\n"
     "  --seed S           (default: its training.seed, so the same prompt and length give the\n"
     "                     sample the training run printed)\n"
     "  --logits FILE      also write the model's logits at each of the prompt's tokens to FILE:\n"
@@ -45,6 +47,7 @@ struct Options {
   SampleOptions sample;
   std::optional<double> temperature;
   std::optional<std::int64_t> top_k;
+  std::optional<double> top_p;
   std::optional<std::uint64_t> seed;
   std::string logits_path;
 };
@@ -53,9 +56,8 @@ Options parse(int argc, char** argv) {
   Options o;
   o.sample.max_tokens = 200;
   bool have_prompt = false;
-  CliOptionValues values(
-      {"--checkpoint", "--prompt", "--max-tokens", "--temperature", "--top-k", "--seed",
-       "--logits"});
+  CliOptionValues values({"--checkpoint", "--prompt", "--max-tokens", "--temperature", "--top-k",
+                          "--top-p", "--seed", "--logits"});
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() { return values.take(argc, argv, i); };
@@ -84,6 +86,8 @@ Options parse(int argc, char** argv) {
     else if (arg == "--max-tokens") o.sample.max_tokens = integer(value());
     else if (arg == "--temperature") o.temperature = number(value());
     else if (arg == "--top-k") o.top_k = integer(value());
+    else if (arg == "--top-p")
+      o.top_p = number(value());
     else if (arg == "--seed") {
       const std::int64_t seed = integer(value());
       TN_CHECK_AS(UsageError, seed >= 0, "--seed must not be negative, got ", seed);
@@ -103,6 +107,7 @@ Options parse(int argc, char** argv) {
   TN_CHECK_AS(UsageError, !o.temperature || (*o.temperature > 0 && std::isfinite(*o.temperature)),
               "--temperature must be a positive finite number");
   TN_CHECK_AS(UsageError, !o.top_k || *o.top_k >= 0, "--top-k must not be negative");
+  TN_CHECK_AS(UsageError, !o.top_p || (*o.top_p > 0 && *o.top_p <= 1), "--top-p must be in (0, 1]");
   return o;
 }
 
@@ -161,6 +166,7 @@ int run(Options o) {
   o.sample.tokenizer = checkpoint_tokenizer(o.checkpoint, config);
   o.sample.temperature = o.temperature.value_or(config.training.sample_temperature);
   o.sample.top_k = o.top_k.value_or(config.training.sample_top_k);
+  o.sample.top_p = o.top_p.value_or(config.training.sample_top_p);
   o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
   if (!o.logits_path.empty())
     write_prompt_logits(*model, o.sample, o.logits_path, checkpoint_files(o.checkpoint));

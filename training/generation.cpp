@@ -23,12 +23,12 @@ std::vector<std::int32_t> prompt_tokens(const ModelConfig& mc, const SampleOptio
 
 // The sampling step of both generators, so that they draw the same text from the same logits:
 // the top-k of the real vocabulary in `logits` (a row of padded_vocab), weighted
-// exp((logit - max) / temperature), chosen by the draw-th uniform of `stream`.
+// exp((logit - max) / temperature), cut to its top-p, chosen by the draw-th uniform of `stream`.
 std::int32_t sample_token(const float* logits, const ModelConfig& mc, const SampleOptions& options,
                           const RngStream& stream, std::int64_t draw) {
   std::vector<std::int32_t> order(mc.vocab_size);
   std::iota(order.begin(), order.end(), 0);
-  const std::int64_t k =
+  std::int64_t k =
       options.top_k > 0 ? std::min<std::int64_t>(options.top_k, mc.vocab_size) : mc.vocab_size;
   std::partial_sort(order.begin(), order.begin() + k, order.end(),
                     [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
@@ -38,6 +38,17 @@ std::int32_t sample_token(const float* logits, const ModelConfig& mc, const Samp
   for (std::int64_t j = 0; j < k; ++j) {
     weights[j] = std::exp((logits[order[j]] - top) / options.temperature);
     total += weights[j];
+  }
+  // Top-p, as transformers applies it after temperature and top-k: a token stays while the
+  // likelier ones before it hold less than p of the probability (the likeliest always stays).
+  double before = 0.0;
+  for (std::int64_t j = 0; j < k; ++j) {
+    if (j > 0 && before >= options.top_p * total) {
+      k = j;
+      total = before;
+      break;
+    }
+    before += weights[j];
   }
   double r = philox_uniform(stream, static_cast<std::uint64_t>(draw)) * total;
   std::int64_t choice = 0;

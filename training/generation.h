@@ -1,5 +1,5 @@
 // Sampling text from a model: the prompt's tokens, then max_tokens tokens drawn one at a time
-// (temperature, top-k, a seeded random stream), by rerunning the window (any layout) or
+// (temperature, top-k, top-p, a seeded random stream), by rerunning the window (any layout) or
 // through a KV cache (one rank).
 #pragma once
 
@@ -17,11 +17,13 @@ struct SampleOptions {
   std::int64_t max_tokens = 200;
   double temperature = 0.8;
   std::int64_t top_k = 40;
+  double top_p =
+      1.0;  // in (0, 1]: the smallest set of likeliest tokens whose probability reaches it
   std::uint64_t seed = 0;
   Tokenizer tokenizer = Tokenizer::bytes();  // encodes the prompt, decodes the sample
 };
 
-// Samples `options.max_tokens` tokens after `options.prompt` (temperature, top-k, seeded):
+// Samples `options.max_tokens` tokens after `options.prompt` (temperature, top-k, top-p, seeded):
 // `logits_of` maps tokens [1, T] to logits [1, T, padded_vocab]; windows of the last seq_len
 // tokens are padded at their end to a multiple of `window_multiple` (sequence parallelism).
 // No KV cache: each new token reruns its window (any layout: `logits_of` may be collective).

@@ -1,19 +1,19 @@
 #include "training/train_config.h"
 
-#include <filesystem>
-
-#include "data/byte_tokenizer.h"
-#include "kernels/attention.h"
-#include "kernels/linear.h"
-#include "layers/model_family.h"
-#include "layers/model_facts.h"
-#include "layers/recompute.h"
-
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <ostream>
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include "data/byte_tokenizer.h"
+#include "kernels/attention.h"
+#include "kernels/linear.h"
+#include "layers/model_facts.h"
+#include "layers/model_family.h"
+#include "layers/recompute.h"
 
 namespace ternion {
 
@@ -46,9 +46,11 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
     config_fail(doc, kSection, "sample_interval", "must not be negative");
   if (t.sample_interval > 0 && t.sample_tokens == 0)
     config_fail(doc, kSection, "sample_interval", "needs training.sample_tokens > 0");
-  if (!(t.sample_temperature > 0))
-    config_fail(doc, kSection, "sample_temperature", "must be positive");
+  if (!(t.sample_temperature > 0) || !std::isfinite(t.sample_temperature))
+    config_fail(doc, kSection, "sample_temperature", "must be a positive finite number");
   if (t.sample_top_k < 0) config_fail(doc, kSection, "sample_top_k", "must not be negative");
+  if (!(t.sample_top_p > 0 && t.sample_top_p <= 1))
+    config_fail(doc, kSection, "sample_top_p", "must be in (0, 1]");
   // A BPE tokenizer's prompt is checked once the tokenizer is read (open_tokenizer).
   if (t.sample_tokens > 0 && c.data.tokenizer.empty()) {
     const std::string problem = prompt_problem(t.sample_prompt, c.model.vocab_size);

@@ -30,6 +30,7 @@ struct TrainingConfig {
   std::int64_t sample_interval = 0;     // also sample every N steps (0 = only at the end)
   double sample_temperature = 0.8;
   std::int64_t sample_top_k = 40;       // 0 = the whole vocabulary
+  double sample_top_p = 1.0;            // nucleus sampling (1 = off)
   std::string sample_prompt = "The ";
   std::string device = "cpu";     // cpu | cuda (one GPU per rank, from the node-local rank)
   std::string precision = "fp32";  // fp32 | bf16 (bf16 compute, f32 master weights and state)
@@ -55,6 +56,9 @@ struct TrainingConfig {
       "the end)");
     v("sample_temperature", sample_temperature, "sampling temperature");
     v("sample_top_k", sample_top_k, "sample from the k most likely tokens (0 = all)");
+    v("sample_top_p", sample_top_p,
+      "then from the fewest most likely tokens whose probability reaches p (nucleus sampling, "
+      "as transformers' top_p; 1 = all)");
     v("sample_prompt", sample_prompt, "text the generated sample starts from");
     v("device", device, "cpu or cuda (each rank takes GPU node_local_rank % GPUs per node)");
     v("precision", precision,

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <sstream>
 
 #include "framework/device_runtime.h"
 #include "framework/logging.h"
@@ -680,6 +681,7 @@ SampleOptions Trainer::sample_options() const {
   sample.max_tokens = t.sample_tokens;
   sample.temperature = t.sample_temperature;
   sample.top_k = t.sample_top_k;
+  sample.top_p = t.sample_top_p;
   sample.seed = static_cast<std::uint64_t>(t.seed);
   sample.tokenizer = tokenizer_;
   return sample;
@@ -688,8 +690,10 @@ SampleOptions Trainer::sample_options() const {
 void Trainer::log_sample(const std::string& heading) {
   const SampleOptions sample = sample_options();
   const std::string text = generate(sample);  // every rank: it communicates
-  log_info("ternion: ", heading, "sample (temperature ", sample.temperature, ", top-k ",
-           sample.top_k, "):\n", sample.prompt, text);
+  std::ostringstream settings;
+  settings << "temperature " << sample.temperature << ", top-k " << sample.top_k;
+  if (sample.top_p < 1) settings << ", top-p " << sample.top_p;
+  log_info("ternion: ", heading, "sample (", settings.str(), "):\n", sample.prompt, text);
 }
 
 std::string Trainer::generate(const SampleOptions& options) {

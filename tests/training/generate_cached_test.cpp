@@ -61,6 +61,9 @@ TEST_F(GenerateCached, MatchesTheWindowedPathInsideTheContext) {
   // 3 prompt tokens + 8 generated: the last draw sees 11 of the 12 positions.
   expect_same_text(model_, options_with("\x03\x07\x01", 9, 0, 1), "inside seq_len, all tokens");
   expect_same_text(model_, options_with("\x05\x0a", 10, 5, 2), "inside seq_len, top-5");
+  SampleOptions nucleus = options_with("\x05\x0a", 10, 0, 6);
+  nucleus.top_p = 0.9;
+  expect_same_text(model_, nucleus, "inside seq_len, top-p 0.9");
 }
 
 TEST_F(GenerateCached, MatchesTheWindowedPathPastTheContext) {
