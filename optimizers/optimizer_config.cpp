@@ -10,8 +10,12 @@ void OptimizerConfig::validate(const ConfigDocument& doc) const {
   if (!(min_lr >= 0) || min_lr > lr)
     config_fail(doc, kSection, "min_lr", "must be between 0 and optimizer.lr");
   if (warmup_steps < 0) config_fail(doc, kSection, "warmup_steps", "must not be negative");
-  if (decay != "cosine" && decay != "linear" && decay != "constant")
-    config_fail(doc, kSection, "decay", "must be cosine, linear or constant, got '" + decay + "'");
+  if (decay != "cosine" && decay != "linear" && decay != "sqrt" && decay != "constant")
+    config_fail(doc, kSection, "decay",
+                "must be cosine, linear, sqrt or constant, got '" + decay + "'");
+  if (decay_steps < 0) config_fail(doc, kSection, "decay_steps", "must not be negative");
+  if (decay_steps > 0 && decay == "constant")
+    config_fail(doc, kSection, "decay_steps", "has no effect: optimizer.decay is constant");
   if (!(weight_decay >= 0)) config_fail(doc, kSection, "weight_decay", "must not be negative");
   if (!(grad_clip >= 0)) config_fail(doc, kSection, "grad_clip", "must not be negative");
   // The update runs in float: a beta that rounds to 1 there leaves a bias correction of 0 to

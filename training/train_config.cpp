@@ -99,6 +99,12 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
     config_fail(doc, "data", "train", "is required: a token file made by ternion-prepare");
   if (c.optimizer.warmup_steps > t.steps)
     config_fail(doc, "optimizer", "warmup_steps", "is longer than training.steps");
+  if (c.optimizer.decay_steps > t.steps - c.optimizer.warmup_steps)
+    config_fail(doc, "optimizer", "decay_steps",
+                std::to_string(c.optimizer.decay_steps) +
+                    " is more than the steps after warm-up: training.steps - "
+                    "optimizer.warmup_steps = " +
+                    std::to_string(t.steps - c.optimizer.warmup_steps));
   if (c.logging.log_interval < 1) config_fail(doc, "logging", "log_interval", "must be at least 1");
   const CheckpointConfig& k = c.checkpoint;
   if (k.save_interval < 0) config_fail(doc, "checkpoint", "save_interval", "must not be negative");

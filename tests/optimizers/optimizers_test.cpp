@@ -42,6 +42,29 @@ TEST(LrSchedule, LinearAndConstantDecay) {
   EXPECT_DOUBLE_EQ(learning_rate_at(constant, 9, 9), 0.3);
 }
 
+// Warm-up, a stable stretch at the peak, then the last decay_steps decaying as the whole
+// decay would: the step before the decay and its first step at the peak.
+TEST(LrSchedule, WarmupStableDecay) {
+  OptimizerConfig c = schedule(1.0, 0.0, 10, "linear");
+  c.decay_steps = 20;
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 5, 100), 0.5);
+  for (const std::int64_t s : {10, 11, 50, 80, 81})
+    EXPECT_DOUBLE_EQ(learning_rate_at(c, s, 100), 1.0);
+  EXPECT_NEAR(learning_rate_at(c, 82, 100), 0.95, 1e-12);
+  EXPECT_NEAR(learning_rate_at(c, 100, 100), 0.05, 1e-12);
+  // A longer run keeps its decay at its end.
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 100, 200), 1.0);
+  EXPECT_NEAR(learning_rate_at(c, 200, 200), 0.05, 1e-12);
+  c.decay = "sqrt";
+  EXPECT_NEAR(learning_rate_at(c, 85, 100), 1.0 - std::sqrt(0.2), 1e-12);
+  // decay_steps of every step after warm-up is the schedule without a stable stretch.
+  OptimizerConfig whole = schedule(1.0, 0.1, 10, "cosine");
+  OptimizerConfig explicit_whole = whole;
+  explicit_whole.decay_steps = 90;
+  for (std::int64_t s = 1; s <= 100; ++s)
+    EXPECT_EQ(learning_rate_at(whole, s, 100), learning_rate_at(explicit_whole, s, 100)) << s;
+}
+
 // No step at a zero rate unless asked: a one-step run trains at the peak, and three steps of
 // cosine from 1e-3 without warm-up run at 1e-3, 7.5e-4 and 2.5e-4.
 TEST(LrSchedule, NoStepIsSpentAtTheFinalRate) {
@@ -60,6 +83,10 @@ TEST(LrSchedule, DescriptionNamesWhatTheRunNeverUses) {
   EXPECT_EQ(describe_schedule(schedule(6e-4, 6e-5, 100, "cosine"), 1000),
             "lr 0.0006, warm-up 100 steps, cosine to 6e-05");
   EXPECT_EQ(describe_schedule(schedule(1e-3, 0.0, 0, "constant"), 10), "lr 0.001, constant");
+  OptimizerConfig wsd = schedule(6e-4, 6e-5, 100, "cosine");
+  wsd.decay_steps = 200;
+  EXPECT_EQ(describe_schedule(wsd, 1000),
+            "lr 0.0006, warm-up 100 steps, stable 700 steps, cosine to 6e-05 over 200 steps");
   EXPECT_EQ(describe_schedule(schedule(1e-3, 1e-4, 0, "constant"), 10),
             "lr 0.001, constant: optimizer.min_lr has no effect");
   EXPECT_EQ(describe_schedule(schedule(1e-3, 1e-4, 10, "linear"), 10),
