@@ -13,7 +13,7 @@ double grad_sum_of_squares(const std::vector<Parameter*>& params) {
 }
 
 float clip_factor(double norm, double max_norm) {
-  if (max_norm <= 0.0 || !(norm > max_norm)) return 1.0f;
+  if (max_norm <= 0.0 || !(norm + 1e-6 > max_norm)) return 1.0f;
   return static_cast<float>(max_norm / (norm + 1e-6));
 }
 

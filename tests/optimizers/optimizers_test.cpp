@@ -105,6 +105,11 @@ TEST(GradClip, NormAndFactor) {
   EXPECT_NEAR(clip_factor(norm, 1.0), 0.2, 1e-6);
   EXPECT_EQ(clip_factor(norm, 10.0), 1.0f);
   EXPECT_EQ(clip_factor(norm, 0.0), 1.0f);  // clipping off
+  // As torch.nn.utils.clip_grad_norm_: a norm just below max_norm is scaled by
+  // max_norm / (norm + 1e-6), one at or more than 1e-6 below it is left.
+  EXPECT_EQ(clip_factor(0.9999995, 1.0), static_cast<float>(1.0 / 1.0000005));
+  EXPECT_LT(clip_factor(0.9999995, 1.0), 1.0f);
+  EXPECT_EQ(clip_factor(0.999998, 1.0), 1.0f);
 }
 
 // AdamW through the Optimizer interface against a scalar reference: decay only where flagged.
