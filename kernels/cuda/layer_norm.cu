@@ -72,17 +72,23 @@ __global__ void layer_norm_forward_kernel(Elem* out, float* mean, float* rstd, c
 #pragma unroll
     for (int k = 0; k < N; ++k) sum += to_float(xv.v[k]);
   }
-  const float mu = warp_sum(sum) / static_cast<float>(cols);
-  float squares = 0.0f;
+  const float first_mu = warp_sum(sum) / static_cast<float>(cols);
+  // As the CPU kernel: the second pass also sums the deviations, which correct the mean's
+  // rounding (else it stands as a variance of its own: a constant row would not normalise to 0).
+  float deviations = 0.0f, squares = 0.0f;
   for (int c = lane * N; c < cols; c += kWarpSize * N) {
     const auto xv = load_vec<N>(xr + c);
 #pragma unroll
     for (int k = 0; k < N; ++k) {
-      const float deviation = to_float(xv.v[k]) - mu;
+      const float deviation = to_float(xv.v[k]) - first_mu;
+      deviations += deviation;
       squares += deviation * deviation;
     }
   }
-  const float s = 1.0f / sqrtf(warp_sum(squares) / static_cast<float>(cols) + eps);
+  const float shift = warp_sum(deviations) / static_cast<float>(cols);
+  const float mu = first_mu + shift;
+  const float variance = fmaxf(warp_sum(squares) / static_cast<float>(cols) - shift * shift, 0.0f);
+  const float s = 1.0f / sqrtf(variance + eps);
   Elem* outr = out + row * cols;
   for (int c = lane * N; c < cols; c += kWarpSize * N) {
     const auto xv = load_vec<N>(xr + c);

@@ -125,6 +125,37 @@ TEST(GpuLayerNorm, Bf16MatchesCpuToBf16Rounding) {
   }
 }
 
+// As the CPU op: a constant row's mean is corrected for its rounding, so it normalises to 0 and
+// the output is the bias exactly (a large value's rounded mean would leave a variance of its
+// own). 768 columns take the vector path, 771 one element at a time.
+TEST(GpuLayerNorm, ConstantRowsNormaliseToTheBias) {
+  TN_REQUIRE_GPU();
+  const std::vector<float> values = {150.3f, 1234.567f, 12345.678f, 1234567.1f, -3.7f};
+  const auto rows = static_cast<std::int64_t>(values.size());
+  const float eps = 1e-5f;
+  for (const std::int64_t cols : {768, 771}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    std::vector<float> x, bias(cols);
+    for (const float v : values) x.insert(x.end(), cols, v);
+    for (std::int64_t c = 0; c < cols; ++c) bias[c] = 0.01f * static_cast<float>(c % 7);
+    const Tensor gx = to_gpu(Tensor::from_vector(x, {rows, cols}));
+    const Tensor gweight = to_gpu(Tensor::full({cols}, 1.5f));
+    const Tensor gbias = to_gpu(Tensor::from_vector(bias, {cols}));
+    Tensor out = Tensor::empty({rows, cols}, DType::F32, gpu());
+    Tensor mean = Tensor::empty({rows}, DType::F32, gpu());
+    Tensor rstd = Tensor::empty({rows}, DType::F32, gpu());
+    layer_norm_forward(out, mean, rstd, gx, gweight, gbias, eps);
+    const std::vector<float> got = to_host_floats(out), got_mean = to_host_floats(mean);
+    const std::vector<float> got_rstd = to_host_floats(rstd);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      EXPECT_EQ(got_mean[r], values[r]) << "row " << r;
+      EXPECT_FLOAT_EQ(got_rstd[r], 1.0f / std::sqrt(eps)) << "row " << r;
+      for (std::int64_t c = 0; c < cols; ++c)
+        ASSERT_EQ(got[r * cols + c], bias[c]) << r << ", " << c;
+    }
+  }
+}
+
 TEST(GpuLayerNorm, ResidualGradientIsBackwardThenAccumulate) {
   TN_REQUIRE_GPU();
   for (DType dtype : {DType::F32, DType::BF16}) {
