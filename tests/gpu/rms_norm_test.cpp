@@ -149,5 +149,41 @@ TEST(GpuRmsNorm, ResidualGradientIsBackwardThenAccumulate) {
   }
 }
 
+// A view one element into its storage cannot take 16-byte access: x at an odd offset, with a
+// row length (64) that would otherwise take the vector path, gives the aligned copy's results.
+TEST(GpuRmsNorm, UnalignedViewsTakeTheScalarPath) {
+  TN_REQUIRE_GPU();
+  const std::int64_t rows = 32, cols = 64;
+  const Tensor values = random_tensor({rows * cols + 1}, 7, -2.0f, 3.0f);
+  const Tensor weight = random_tensor({cols}, 8, 0.5f, 1.5f), dout = random_tensor({rows, cols}, 9);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor unaligned = to_gpu(values, dtype).slice(0, 1, rows * cols).view({rows, cols});
+    const Tensor aligned = unaligned.clone();
+    const Tensor gweight = to_gpu(weight, dtype), gdout = to_gpu(dout, dtype);
+    const double rtol = dtype == DType::BF16 ? 1e-2 : 1e-6;
+    Tensor out1 = Tensor::empty({rows, cols}, dtype, gpu());
+    Tensor out8 = Tensor::empty({rows, cols}, dtype, gpu());
+    Tensor rstd1 = Tensor::empty({rows}, DType::F32, gpu());
+    Tensor rstd8 = Tensor::empty({rows}, DType::F32, gpu());
+    rms_norm_forward(out1, rstd1, unaligned, gweight, kEps);
+    rms_norm_forward(out8, rstd8, aligned, gweight, kEps);
+    expect_close("rms_norm out, unaligned vs aligned", to_host_floats(out1), to_host_floats(out8),
+                 1e-6, rtol);
+    expect_close("rms_norm rstd, unaligned vs aligned", to_host_floats(rstd1),
+                 to_host_floats(rstd8), 1e-7, 1e-6);
+    Tensor dx1 = Tensor::empty({rows, cols}, dtype, gpu());
+    Tensor dx8 = Tensor::empty({rows, cols}, dtype, gpu());
+    Tensor dweight1 = Tensor::zeros({cols}, DType::F32, gpu());
+    Tensor dweight8 = Tensor::zeros({cols}, DType::F32, gpu());
+    rms_norm_backward(dx1, dweight1, gdout, unaligned, gweight, rstd8);
+    rms_norm_backward(dx8, dweight8, gdout, aligned, gweight, rstd8);
+    expect_close("rms_norm dx, unaligned vs aligned", to_host_floats(dx1), to_host_floats(dx8),
+                 1e-6, rtol);
+    expect_close("rms_norm dweight, unaligned vs aligned", to_host_floats(dweight1),
+                 to_host_floats(dweight8), 1e-5, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace ternion::test
