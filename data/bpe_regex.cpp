@@ -59,6 +59,13 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
       }
       const bool bare_property =
           (e == 'p' || e == 'P') && (i + 2 >= pattern.size() || pattern[i + 2] != '{');
+      // \k and \g name a group only as \k<name> or \k'name' in Oniguruma (else the letter);
+      // PCRE2 reads \g1, \g{1} and \g-1 as backreferences.
+      const char after = i + 2 < pattern.size() ? pattern[i + 2] : '\0';
+      if ((e == 'k' || e == 'g') && after != '<' && after != '\'')
+        TN_THROW(DataError, where, ": \\", e,
+                 " without <name> or 'name' is not supported (the letter in Oniguruma, which "
+                 "tokenizers uses, a backreference or an error in PCRE2)");
       if (e == 'h' || e == 'H' || e == 'w' || e == 'W' || e == 'b' || e == 'B' || e == 'Q' ||
           e == 'E' || e == 'v' || e == 'V' || bare_property)
         TN_THROW(DataError, where, ": \\", e,
@@ -156,6 +163,10 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
         i = j + 1;
         continue;
       }
+      // Any other brace is text in both; escaped, as PCRE2 10.43 reads {  2} as a repeat.
+      out += "\\{";
+      ++i;
+      continue;
     }
     if (c == '(' && pattern.compare(i, 2, "(?") == 0) {
       // Option letters: Ruby's m (dot matches newline) is PCRE2's s. Ruby has no other

@@ -8,7 +8,8 @@
 //   \uHHHH    Oniguruma's code point escape, PCRE2's \x{HHHH};
 //   ^ $       line anchors in Ruby syntax: PCRE2 compiles with PCRE2_MULTILINE;
 //   (?m       Ruby's "dot matches newline", PCRE2's (?s;
-//   {,n}      Ruby's {0,n} (PCRE2 10.42 reads it as text);
+//   {,n}      Ruby's {0,n} (PCRE2 10.42 reads it as text); a brace that starts no repeat
+//             is escaped (text in both, but PCRE2 10.43 reads "{ 2}" as a repeat);
 //   \p{Han}   a script, by the Script property in Oniguruma: PCRE2's \p{sc:Han} (its \p{Han}
 //             goes by Script_Extensions); long category names and POSIX names (\p{Letter},
 //             \p{Word}) as data/regex_property.h writes them;
@@ -17,7 +18,8 @@
 // Constructs whose meaning differs and cannot be rewritten so simply are refused: \h \H (hex
 // digits in Oniguruma), \w \W \b \B (Oniguruma's word characters include combining marks),
 // \Q \E (quoting in PCRE2 only), \v \V (one character in Oniguruma, a class in PCRE2), \p and
-// \P without braces (text in Oniguruma), POSIX classes ([:alpha:], of other members in each),
+// \P without braces (text in Oniguruma), \k and \g without <name> or 'name' (the letter in
+// Oniguruma, a backreference in PCRE2), POSIX classes ([:alpha:], of other members in each),
 // a repeat followed by + ({1,3}+: a repeat of it in Ruby, possessive in PCRE2), {n}? (optional
 // in Ruby, the same as {n} in PCRE2), option letters other than Ruby's i, m and x, class
 // intersection (&&), a negated class or a range meeting a class inside a class, and property

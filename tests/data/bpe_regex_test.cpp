@@ -115,6 +115,9 @@ TEST(BpeRegex, RubySyntaxIsTranslated) {
             (std::vector<std::string>{"a", "\xc3\xa9", "b"}));
   EXPECT_EQ(pieces("x{,2}|.", "xxx"), (std::vector<std::string>{"xx", "x"}));  // {,m} is {0,m}
   EXPECT_EQ(pieces("\\x{78}+|.", "xxa"), (std::vector<std::string>{"xx", "a"}));
+  // A brace that starts no repeat is text (PCRE2 10.43 would read "{ 2}" as one).
+  EXPECT_EQ(pieces("a{ 2}|a{x", "aa{ 2}a{x"), (std::vector<std::string>{"a", "a{ 2}", "a{x"}));
+  EXPECT_EQ(pieces("(?<x>a)\\k<x>", "aab"), (std::vector<std::string>{"aa", "b"}));
   // Scripts by the Script property: U+3001 (、) is Han by Script_Extensions only, U+0363 (a
   // combining a) Latin by Script_Extensions only.
   EXPECT_EQ(pieces("\\p{Han}+|.", "\xe4\xb8\xad\xe3\x80\x81\xe4\xb8\xad"),
@@ -192,6 +195,10 @@ TEST(BpeRegex, RefusesWhatTheEnginesReadDifferently) {
   EXPECT_EQ(pieces("a{1,2}?|.", "aab"), (std::vector<std::string>{"a", "a", "b"}));  // lazy in both
   expect_error<DataError>("\\v", [] { BpeRegex("\\v+", "p"); }, {"\\v is not supported"});
   expect_error<DataError>("\\pL", [] { BpeRegex("\\pL", "p"); }, {"\\p is not supported"});
+  // The letter g in Oniguruma, a backreference in PCRE2.
+  expect_error<DataError>("\\g1", [] { BpeRegex("(a)\\g1", "p"); },
+                          {"\\g without <name> or 'name' is not supported"});
+  expect_error<DataError>("\\k{", [] { BpeRegex("(?<x>a)\\k{x}", "p"); }, {"\\k without <name>"});
   expect_error<DataError>("(?s)", [] { BpeRegex("(?s).", "p"); },
                           {"the option (?s is not one of Ruby's"});
   expect_error<DataError>("syntax", [] { BpeRegex("(ab", "the pattern"); },
