@@ -66,6 +66,10 @@ std::string to_pcre2(const std::string& pattern, const std::string& where) {
         TN_THROW(DataError, where, ": \\", e,
                  " without <name> or 'name' is not supported (the letter in Oniguruma, which "
                  "tokenizers uses, a backreference or an error in PCRE2)");
+      if (e == 'x' && after != '{' && !is_hex(after))
+        TN_THROW(DataError, where,
+                 ": \\x without hex digits is not supported (Oniguruma reads it as x or as a "
+                 "zero byte, PCRE2 as a zero byte)");
       if (e == 'h' || e == 'H' || e == 'w' || e == 'W' || e == 'b' || e == 'B' || e == 'Q' ||
           e == 'E' || e == 'v' || e == 'V' || bare_property)
         TN_THROW(DataError, where, ": \\", e,

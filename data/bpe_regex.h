@@ -19,10 +19,10 @@
 // digits in Oniguruma), \w \W \b \B (Oniguruma's word characters include combining marks),
 // \Q \E (quoting in PCRE2 only), \v \V (one character in Oniguruma, a class in PCRE2), \p and
 // \P without braces (text in Oniguruma), \k and \g without <name> or 'name' (the letter in
-// Oniguruma, a backreference in PCRE2), POSIX classes ([:alpha:], of other members in each),
-// a repeat followed by + ({1,3}+: a repeat of it in Ruby, possessive in PCRE2), {n}? (optional
-// in Ruby, the same as {n} in PCRE2), option letters other than Ruby's i, m and x, class
-// intersection (&&), a negated class or a range meeting a class inside a class, and property
+// Oniguruma, a backreference in PCRE2), \x without hex digits, POSIX classes ([:alpha:], of other
+// members in each), a repeat followed by + ({1,3}+: a repeat of it in Ruby, possessive in PCRE2),
+// {n}? (optional in Ruby, the same as {n} in PCRE2), option letters other than Ruby's i, m and x,
+// class intersection (&&), a negated class or a range meeting a class inside a class, and property
 // names PCRE2 10.42 lacks (blocks: \p{In_Basic_Latin}). Two differences remain: the Unicode
 // versions of the two libraries' tables (letters assigned in the latest Unicode only), and caseless
 // matching of one character against several ((?i)ss matches 'ß' in Oniguruma only).

@@ -195,6 +195,8 @@ TEST(BpeRegex, RefusesWhatTheEnginesReadDifferently) {
   EXPECT_EQ(pieces("a{1,2}?|.", "aab"), (std::vector<std::string>{"a", "a", "b"}));  // lazy in both
   expect_error<DataError>("\\v", [] { BpeRegex("\\v+", "p"); }, {"\\v is not supported"});
   expect_error<DataError>("\\pL", [] { BpeRegex("\\pL", "p"); }, {"\\p is not supported"});
+  expect_error<DataError>("\\x", [] { BpeRegex("\\x", "p"); },
+                          {"\\x without hex digits is not supported"});
   // The letter g in Oniguruma, a backreference in PCRE2.
   expect_error<DataError>("\\g1", [] { BpeRegex("(a)\\g1", "p"); },
                           {"\\g without <name> or 'name' is not supported"});
