@@ -3,12 +3,10 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include <cctype>
 #include <utility>
-#include <vector>
 
 #include "data/byte_level.h"
-#include "data/regex_property.h"
+#include "data/regex_translate.h"
 #include "framework/error.h"
 
 namespace ternion {
@@ -29,189 +27,10 @@ std::string pcre2_message(int error) {
   return reinterpret_cast<const char*>(text);
 }
 
-bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
-
-// The pattern in PCRE2's syntax (see the header), or a DataError naming `where`.
-std::string to_pcre2(const std::string& pattern, const std::string& where) {
-  std::string out;
-  out.reserve(pattern.size() + 32);
-  bool in_class = false;
-  std::size_t class_start = 0;  // where the class's members begin ('[' or '[^' skipped)
-  int nested = 0;               // classes open inside the class
-  bool extended = false;        // (?x): '#' starts a comment that runs to the line's end
-  std::vector<bool> extended_outside;  // `extended` outside each open group
-  for (std::size_t i = 0; i < pattern.size();) {
-    const char c = pattern[i];
-    if (!in_class && (c == '#' ? extended : pattern.compare(i, 3, "(?#") == 0)) {
-      // A comment: copied as it is (PCRE2 skips it too), none of its characters read as syntax.
-      const std::size_t end = pattern.find(c == '#' ? '\n' : ')', i);
-      const std::size_t stop = end == std::string::npos ? pattern.size() : end + 1;
-      out.append(pattern, i, stop - i);
-      i = stop;
-      continue;
-    }
-    if (c == '\\') {
-      const char e = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
-      if (e == 's' || e == 'S') {
-        out += e == 's' ? "\\p{White_Space}" : "\\P{White_Space}";
-        i += 2;
-        continue;
-      }
-      const bool bare_property =
-          (e == 'p' || e == 'P') && (i + 2 >= pattern.size() || pattern[i + 2] != '{');
-      // \k and \g name a group only as \k<name> or \k'name' in Oniguruma (else the letter);
-      // PCRE2 reads \g1, \g{1} and \g-1 as backreferences.
-      const char after = i + 2 < pattern.size() ? pattern[i + 2] : '\0';
-      if ((e == 'k' || e == 'g') && after != '<' && after != '\'')
-        TN_THROW(DataError, where, ": \\", e,
-                 " without <name> or 'name' is not supported (the letter in Oniguruma, which "
-                 "tokenizers uses, a backreference or an error in PCRE2)");
-      if (e == 'x' && after != '{' && !is_hex(after))
-        TN_THROW(DataError, where,
-                 ": \\x without hex digits is not supported (Oniguruma reads it as x or as a "
-                 "zero byte, PCRE2 as a zero byte)");
-      if (e == 'h' || e == 'H' || e == 'w' || e == 'W' || e == 'b' || e == 'B' || e == 'Q' ||
-          e == 'E' || e == 'v' || e == 'V' || bare_property)
-        TN_THROW(DataError, where, ": \\", e,
-                 " is not supported (Oniguruma, which tokenizers "
-                 "uses, and PCRE2 give it different meanings)");
-      if ((e == 'x' || e == 'o') && i + 2 < pattern.size() && pattern[i + 2] == '{') {
-        const std::size_t close = pattern.find('}', i + 3);  // \x{HHHH}, \o{OOO}: one character
-        if (close != std::string::npos) {
-          out.append(pattern, i, close + 1 - i);
-          i = close + 1;
-          continue;
-        }
-      }
-      if ((e == 'p' || e == 'P') && i + 2 < pattern.size() && pattern[i + 2] == '{') {
-        const std::size_t close = pattern.find('}', i + 3);
-        if (close != std::string::npos) {
-          out += pcre2_property(pattern.substr(i, close + 1 - i), in_class, where);
-          i = close + 1;
-          continue;
-        }
-      }
-      if (e == 'u' && i + 6 <= pattern.size() && is_hex(pattern[i + 2]) && is_hex(pattern[i + 3]) &&
-          is_hex(pattern[i + 4]) && is_hex(pattern[i + 5])) {
-        out += "\\x{" + pattern.substr(i + 2, 4) + "}";
-        i += 6;
-        continue;
-      }
-      // Any other escape means the same in both: copy it with its whole (UTF-8) character.
-      const std::size_t length =
-          i + 1 < pattern.size() ? 1 + byte_level::utf8_length(static_cast<std::uint8_t>(e)) : 1;
-      out.append(pattern, i, length);
-      i += length;
-      continue;
-    }
-    if (in_class) {
-      if (c == '[') {
-        const std::size_t close = pattern.find(":]", i);
-        if (i + 1 < pattern.size() && pattern[i + 1] == ':' && close != std::string::npos)
-          TN_THROW(DataError, where, ": the POSIX class ", pattern.substr(i, close + 2 - i),
-                   " is not supported (Oniguruma and PCRE2 give it different Unicode members)");
-        // A class inside a class adds its members (BLOOM's pattern has one): PCRE2 reads the
-        // same without its brackets. A negated one, or one that a range meets, has no such form.
-        const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
-        const bool range_ends_here = i > class_start + 1 && pattern[i - 1] == '-' &&
-                                     pattern[i - 2] != '\\' && pattern[i - 2] != '[';
-        if (next == '^' || next == ']' || range_ends_here)
-          TN_THROW(DataError, where, ": the character class inside a character class at byte ", i,
-                   " is not supported (PCRE2 has nested classes of plain members only)");
-        ++nested;
-        ++i;
-        continue;
-      }
-      if (c == '&' && i + 1 < pattern.size() && pattern[i + 1] == '&')
-        TN_THROW(DataError, where, ": class intersection && (byte ", i,
-                 ") is not supported by PCRE2");
-      if (c == ']' && nested > 0) {
-        if (i + 2 < pattern.size() && pattern[i + 1] == '-' && pattern[i + 2] != ']')
-          TN_THROW(DataError, where, ": the character class inside a character class at byte ", i,
-                   " ends a range, which PCRE2 does not support");
-        --nested;
-        ++i;
-        continue;
-      }
-      if (c == ']' && i > class_start) in_class = false;
-      out += c;
-      ++i;
-      continue;
-    }
-    if (c == '[') {
-      in_class = true;
-      class_start = i + 1 < pattern.size() && pattern[i + 1] == '^' ? i + 2 : i + 1;
-      out.append(pattern, i, class_start - i);
-      i = class_start;
-      continue;
-    }
-    if (c == '{') {
-      // A repeat {n}, {n,}, {n,m} or Ruby's {,m} (PCRE2 10.42 reads that one as text).
-      std::size_t j = i + 1;
-      while (j < pattern.size() &&
-             (std::isdigit(static_cast<unsigned char>(pattern[j])) != 0 || pattern[j] == ','))
-        ++j;
-      const std::string inside = pattern.substr(i + 1, j - i - 1);
-      const std::size_t comma = inside.find(',');
-      if (j < pattern.size() && pattern[j] == '}' && !inside.empty() && inside != "," &&
-          comma == inside.rfind(',')) {
-        if (j + 1 < pattern.size() && pattern[j + 1] == '+')
-          TN_THROW(DataError, where, ": the repeat {", inside,
-                   "}+ is not supported (a repeat of the repeat in Oniguruma, possessive in "
-                   "PCRE2)");
-        if (j + 1 < pattern.size() && pattern[j + 1] == '?' && comma == std::string::npos)
-          TN_THROW(DataError, where, ": the repeat {", inside,
-                   "}? is not supported (optional in Oniguruma, the same as {", inside,
-                   "} in PCRE2)");
-        out += comma == 0 ? "{0" + inside + "}" : "{" + inside + "}";
-        i = j + 1;
-        continue;
-      }
-      // Any other brace is text in both; escaped, as PCRE2 10.43 reads {  2} as a repeat.
-      out += "\\{";
-      ++i;
-      continue;
-    }
-    if (c == '(' && pattern.compare(i, 2, "(?") == 0) {
-      // Option letters: Ruby's m (dot matches newline) is PCRE2's s. Ruby has no other
-      // option letters (tokenizers refuses them), though PCRE2 has.
-      std::size_t j = i + 2;
-      while (j < pattern.size() &&
-             (std::isalpha(static_cast<unsigned char>(pattern[j])) != 0 || pattern[j] == '-'))
-        ++j;
-      if (j > i + 2 && j < pattern.size() && (pattern[j] == ':' || pattern[j] == ')')) {
-        for (std::size_t k = i + 2; k < j; ++k)
-          if (pattern[k] != 'i' && pattern[k] != 'm' && pattern[k] != 'x' && pattern[k] != '-')
-            TN_THROW(DataError, where, ": the option (?", pattern.substr(i + 2, j - i - 2),
-                     " is not one of Ruby's (i, m, x), which tokenizers reads");
-        for (std::size_t k = i; k <= j; ++k) out += pattern[k] == 'm' ? 's' : pattern[k];
-        // (?x) holds to the end of the group around it; (?x:...) inside its own group.
-        bool x = extended, turning_on = true;
-        for (std::size_t k = i + 2; k < j; ++k) {
-          if (pattern[k] == '-') turning_on = false;
-          if (pattern[k] == 'x') x = turning_on;
-        }
-        if (pattern[j] == ':') extended_outside.push_back(extended);
-        extended = x;
-        i = j + 1;
-        continue;
-      }
-    }
-    if (c == '(') extended_outside.push_back(extended);
-    if (c == ')' && !extended_outside.empty()) {
-      extended = extended_outside.back();
-      extended_outside.pop_back();
-    }
-    out += c;
-    ++i;
-  }
-  return out;
-}
-
 }  // namespace
 
 BpeRegex::BpeRegex(const std::string& pattern, const std::string& where) : pattern_(pattern) {
-  const std::string translated = to_pcre2(pattern, where);
+  const std::string translated = oniguruma_to_pcre2(pattern, where);
   pcre2_compile_context* context = pcre2_compile_context_create(nullptr);
   pcre2_set_newline(context, PCRE2_NEWLINE_LF);
   int error = 0;

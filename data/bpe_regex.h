@@ -8,13 +8,16 @@
 //   \uHHHH    Oniguruma's code point escape, PCRE2's \x{HHHH};
 //   ^ $       line anchors in Ruby syntax: PCRE2 compiles with PCRE2_MULTILINE;
 //   (?m       Ruby's "dot matches newline", PCRE2's (?s;
+//   a(?i)b|c  an option holds to the end of its group, alternatives included: a(?i:b|c);
 //   {,n}      Ruby's {0,n} (PCRE2 10.42 reads it as text); a brace that starts no repeat
 //             is escaped (text in both, but PCRE2 10.43 reads "{ 2}" as a repeat);
 //   \p{Han}   a script, by the Script property in Oniguruma: PCRE2's \p{sc:Han} (its \p{Han}
 //             goes by Script_Extensions); long category names and POSIX names (\p{Letter},
 //             \p{Word}) as data/regex_property.h writes them;
-//   [a[bc]]   a class inside a class adds its members: [abc];
-//   #...      a comment under (?x), and (?#...): copied, none of it read as syntax.
+//   [a[bc]]   a class inside a class adds its members: [abc] ([a[-z]] is [a\-z]);
+//   #...      a comment under (?x), and (?#...) (which may hold \)): none of it read as
+//             syntax; under (?x), the spaces PCRE2 skips and Oniguruma does not (\v, U+2028,
+//             ...) are written as characters.
 // Constructs whose meaning differs and cannot be rewritten so simply are refused: \h \H (hex
 // digits in Oniguruma), \w \W \b \B (Oniguruma's word characters include combining marks),
 // \Q \E (quoting in PCRE2 only), \v \V (one character in Oniguruma, a class in PCRE2), \p and
@@ -22,10 +25,12 @@
 // Oniguruma, a backreference in PCRE2), \x without hex digits, POSIX classes ([:alpha:], of other
 // members in each), a repeat followed by + ({1,3}+: a repeat of it in Ruby, possessive in PCRE2),
 // {n}? (optional in Ruby, the same as {n} in PCRE2), option letters other than Ruby's i, m and x,
-// class intersection (&&), a negated class or a range meeting a class inside a class, and property
-// names PCRE2 10.42 lacks (blocks: \p{In_Basic_Latin}). Two differences remain: the Unicode
-// versions of the two libraries' tables (letters assigned in the latest Unicode only), and caseless
-// matching of one character against several ((?i)ss matches 'ß' in Oniguruma only).
+// class intersection (&&), a negated class or a range meeting a class inside a class, a
+// quantifier after a quantifier and a comment or (?x)'s space (stacked in Oniguruma, joined in
+// PCRE2), and property names PCRE2 10.42 lacks (blocks: \p{In_Basic_Latin}). Two differences
+// remain: the Unicode versions of the two libraries' tables (letters assigned in the latest Unicode
+// only), and caseless matching of one character against several ((?i)ss matches 'ß' in Oniguruma
+// only).
 //
 // A compiled BpeRegex is immutable and shared between threads; each thread matches through its
 // own Matcher.

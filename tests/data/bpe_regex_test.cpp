@@ -164,6 +164,10 @@ TEST(BpeRegex, AClassInAClassAddsItsMembers) {
   EXPECT_EQ(pieces(bloom, "Hi, a(b)|c [x]."),
             (std::vector<std::string>{"Hi", ",", " a", "(", "b", ")|", "c", " [x]", "."}));
   EXPECT_EQ(pieces("[x[a-c[d]]]+", "abxdy"), (std::vector<std::string>{"abxd", "y"}));
+  // A '-' first or last in the inner class is text there, and stays text without its brackets.
+  EXPECT_EQ(pieces("[a[-z]]+", "a-zm"), (std::vector<std::string>{"a-z", "m"}));
+  expect_error<DataError>("escaped backslash, then a range", [] { BpeRegex("[\\\\-[ab]]", "p"); },
+                          {"inside a character class at byte 4"});
   expect_error<DataError>("negated", [] { BpeRegex("[a[^b]]", "p"); },
                           {"inside a character class at byte 2"});
   expect_error<DataError>("range to", [] { BpeRegex("[a-[b]]", "p"); },
@@ -178,6 +182,29 @@ TEST(BpeRegex, CommentsAreNotReadAsSyntax) {
   EXPECT_EQ(pieces("(?x)(a # )\n)b", "ab"), (std::vector<std::string>{"ab"}));
   EXPECT_EQ(pieces("(?x)a(?-x: #)", "a #"), (std::vector<std::string>{"a #"}));
   EXPECT_EQ(pieces("a(?#[{)b", "ab"), (std::vector<std::string>{"ab"}));
+  // Oniguruma's (?#...) skips an escaped ')'.
+  EXPECT_EQ(pieces("(?#\\)(b)a", "ba a"), (std::vector<std::string>{"b", "a", " ", "a"}));
+  expect_error<DataError>("unterminated", [] { BpeRegex("(?#\\)x", "p"); }, {"has no end"});
+  // Oniguruma skips only ASCII space under (?x): \v is a character there.
+  EXPECT_EQ(pieces("(?x)a\x0b"
+                   "b",
+                   "ab a\x0b"
+                   "b"),
+            (std::vector<std::string>{"ab ",
+                                      "a\x0b"
+                                      "b"}));
+  // Two quantifiers a comment separates: stacked in Oniguruma ((a+)?), joined in PCRE2 (a+?).
+  expect_error<DataError>("quantifiers", [] { BpeRegex("a+(?#)?", "p"); },
+                          {"a quantifier after a quantifier and a comment or space"});
+  expect_error<DataError>("quantifiers, (?x)", [] { BpeRegex("(?x)a{2} ?", "p"); },
+                          {"a quantifier after a quantifier"});
+}
+
+TEST(BpeRegex, AnOptionHoldsToTheEndOfItsGroupAlternativesIncluded) {
+  // Oniguruma reads a(?i)b|c as a(?i:b|c): a lone "c" does not match.
+  EXPECT_EQ(pieces("a(?i)b|c", "ab c ac aB"),
+            (std::vector<std::string>{"ab", " c ", "ac", " ", "aB"}));
+  EXPECT_EQ(pieces("(a|(?i)b)c", "Bc ac Ac"), (std::vector<std::string>{"Bc", " ", "ac", " Ac"}));
 }
 
 TEST(BpeRegex, RefusesWhatTheEnginesReadDifferently) {
