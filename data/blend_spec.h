@@ -1,0 +1,29 @@
+// BlendSpec: what data.train names, read. Besides one dataset in a form TokenDataset::open
+// takes (a file, a directory, a glob), a blend of several, each with a weight: whitespace-
+// separated pairs `WEIGHT PATH WEIGHT PATH ...`, as Megatron-LM's `--data-path 0.7 web 0.3
+// books`. The weights are positive finite numbers, normalised to sum 1.
+//
+// A spec is one path when it is one item, or when as a whole it names an existing file or
+// directory or a glob that matches (so a path with a space in it reads as it always did).
+// Otherwise it must be a blend; refused with one DataError line naming `key`: an odd number of
+// items, and a weight that is not a number, or not positive and finite.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ternion {
+
+struct BlendPart {
+  double weight;     // normalised: the parts' weights sum to 1
+  std::string path;  // a file, a directory or a glob (data/token_dataset.h)
+};
+
+struct BlendSpec {
+  std::vector<BlendPart> parts;  // at least one
+  bool weighted = false;         // the spec gave weights; false: one path, of weight 1
+};
+
+BlendSpec parse_blend_spec(const std::string& key, const std::string& spec);
+
+}  // namespace ternion
