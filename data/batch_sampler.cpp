@@ -8,23 +8,42 @@
 
 namespace ternion {
 
-BatchSampler::BatchSampler(const TokenDataset& dataset, std::int64_t seq_len, std::uint64_t seed,
-                           std::string stream_name)
-    : dataset_(&dataset),
+BatchSampler::BatchSampler(std::int64_t seq_len, std::uint64_t seed, std::string stream_name)
+    : start_prefix_{0},
+      window_prefix_{0},
       seq_len_(seq_len),
       seed_(seed),
       stream_name_(std::move(stream_name)),
-      stream_hash_(hash_name(stream_name_)) {
+      stream_hash_(hash_name(stream_name_)),
+      component_hash_(hash_name(stream_name_ + "/component")) {
   TN_CHECK(seq_len >= 1, "seq_len ", seq_len, " must be positive");
-  start_prefix_.push_back(0);
-  window_prefix_.push_back(0);
-  for (const TokenShard& shard : dataset.shards()) {
-    TN_CHECK_AS(DataError, shard.size() >= seq_len + 1, "token file '", shard.path(), "': ",
-                shard.size(), " tokens, too few for one sequence of seq_len ", seq_len,
-                " (needs seq_len + 1 = ", seq_len + 1, ")");
-    start_prefix_.push_back(start_prefix_.back() + shard.size() - seq_len);
-    window_prefix_.push_back(window_prefix_.back() + (shard.size() - 1) / seq_len);
+}
+
+BatchSampler::BatchSampler(const TokenDataset& dataset, std::int64_t seq_len, std::uint64_t seed,
+                           std::string stream_name)
+    : BatchSampler(seq_len, seed, std::move(stream_name)) {
+  add_component(dataset, 1.0);
+}
+
+BatchSampler::BatchSampler(const DataBlend& blend, std::int64_t seq_len, std::uint64_t seed,
+                           std::string stream_name)
+    : BatchSampler(seq_len, seed, std::move(stream_name)) {
+  double upper = 0;
+  for (const BlendComponent& c : blend.components()) add_component(c.data, upper += c.weight);
+  components_.back().upper = 1.0;  // every u < 1 lands: no rounding gap past the last
+}
+
+void BatchSampler::add_component(const TokenDataset& data, double upper) {
+  const std::int64_t first_start = start_prefix_.back();
+  for (const TokenShard& shard : data.shards()) {
+    TN_CHECK_AS(DataError, shard.size() >= seq_len_ + 1, "token file '", shard.path(),
+                "': ", shard.size(), " tokens, too few for one sequence of seq_len ", seq_len_,
+                " (needs seq_len + 1 = ", seq_len_ + 1, ")");
+    shards_.push_back(&shard);
+    start_prefix_.push_back(start_prefix_.back() + shard.size() - seq_len_);
+    window_prefix_.push_back(window_prefix_.back() + (shard.size() - 1) / seq_len_);
   }
+  components_.push_back({upper, first_start, start_prefix_.back() - first_start});
 }
 
 BatchSampler::Location BatchSampler::locate(const std::vector<std::int64_t>& prefix,
@@ -34,14 +53,26 @@ BatchSampler::Location BatchSampler::locate(const std::vector<std::int64_t>& pre
   return {shard, (index - prefix[static_cast<std::size_t>(shard)]) * per_index};
 }
 
-std::int64_t BatchSampler::sample_offset(std::int64_t step, std::int64_t g) const {
+std::int64_t BatchSampler::sample_component(std::int64_t step, std::int64_t g) const {
   TN_CHECK(step >= 1, "optimizer steps count from 1, got ", step);
   TN_CHECK(g >= 0, "negative sequence index ", g);
+  if (components_.size() == 1) return 0;
+  RngStream stream{seed_, mix_stream(component_hash_, static_cast<std::uint64_t>(step))};
+  Philox4 r = philox_bits(stream, static_cast<std::uint64_t>(g));
+  std::uint64_t bits = (static_cast<std::uint64_t>(r.v[1]) << 32) | r.v[0];
+  const double u = static_cast<double>(bits >> 11) * 0x1.0p-53;  // exact, in [0, 1)
+  const auto chosen = std::upper_bound(components_.begin(), components_.end(), u,
+                                       [](double x, const Component& c) { return x < c.upper; });
+  return static_cast<std::int64_t>(chosen - components_.begin());
+}
+
+std::int64_t BatchSampler::sample_offset(std::int64_t step, std::int64_t g) const {
+  const Component& c = components_[static_cast<std::size_t>(sample_component(step, g))];
   RngStream stream{seed_, mix_stream(stream_hash_, static_cast<std::uint64_t>(step))};
   Philox4 r = philox_bits(stream, static_cast<std::uint64_t>(g));
   std::uint64_t bits = (static_cast<std::uint64_t>(r.v[1]) << 32) | r.v[0];
-  auto start_count = static_cast<std::uint64_t>(start_prefix_.back());
-  return static_cast<std::int64_t>(bits % start_count);
+  return c.first_start +
+         static_cast<std::int64_t>(bits % static_cast<std::uint64_t>(c.start_count));
 }
 
 template <class LocationOf>
@@ -53,7 +84,7 @@ TokenBatch BatchSampler::gather(std::int64_t count, LocationOf location_of) cons
   std::int32_t* targets = batch.targets.data<std::int32_t>();
   for (std::int64_t i = 0; i < count; ++i) {
     const Location at = location_of(i);
-    const TokenShard& shard = dataset_->shards()[static_cast<std::size_t>(at.shard)];
+    const TokenShard& shard = *shards_[static_cast<std::size_t>(at.shard)];
     shard.copy_tokens(at.offset, seq_len_, inputs + i * seq_len_);
     shard.copy_tokens(at.offset + 1, seq_len_, targets + i * seq_len_);
   }
