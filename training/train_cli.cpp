@@ -33,6 +33,7 @@
 #include "parallel/process_groups.h"
 #include "training/checkpoint.h"
 #include "training/cli_option_values.h"
+#include "training/data_summary.h"
 #include "training/memory_estimate.h"
 #include "training/run_outputs.h"
 #include "training/trainer.h"
@@ -492,14 +493,9 @@ int run_training(Communicator& world, const Setup& s) {
   }
   const std::int64_t local_params = count_elements(trainer->parameters());
   if (world.size() > 1) log_built_parameters(world, *groups, local_params);
-  auto describe_data = [](const TokenDataset& data) {
-    return detail::concat(
-        count_of(static_cast<std::int64_t>(data.shards().size()), "file", "files"), ", ",
-        data.token_count(), " tokens");
-  };
   std::string val;
   if (trainer->val_data() != nullptr) {
-    val = "; data.val " + describe_data(*trainer->val_data());
+    val = "; data.val " + describe_dataset(*trainer->val_data());
     const std::int64_t reads = config.training.eval_batches * config.training.global_batch_size;
     if (config.training.eval_interval == 0)
       val += " (not evaluated: training.eval_interval is 0)";
@@ -508,22 +504,18 @@ int run_training(Communicator& world, const Setup& s) {
           detail::concat(" (an evaluation reads ", reads, " sequences of its ",
                          count_of(trainer->val_windows(), "window", "windows"), ": they repeat)");
   }
-  // How often the run goes over its data, as Megatron's epochs: windows are drawn at random,
-  // so a run of many passes over a small text sees the same windows again and again.
+  // The tokens this run's steps read, for the passes over data.train the line names.
   const std::int64_t steps_left =
       std::max<std::int64_t>(config.training.steps - trainer->resumed_step(), 0);
   const double read = static_cast<double>(steps_left) *
                       static_cast<double>(config.training.global_batch_size) *
                       static_cast<double>(config.model.seq_len);
-  char passes[64];
-  std::snprintf(passes, sizeof passes, " (%.3g passes in this run)",
-                read / static_cast<double>(trainer->train_data().token_count()));
   // Bytes name tokens 0-255 only: data of a BPE's ids trains, but its samples print as <id>.
   std::string tokenizer_note;
   const std::uint32_t largest = trainer->train_data().max_token();
   if (trainer->tokenizer().is_bytes() && largest > 255) {
     const std::filesystem::path beside =
-        std::filesystem::path(trainer->train_data().shards().front().path()).parent_path() /
+        std::filesystem::path(trainer->train_data().paths().front()).parent_path() /
         "tokenizer.json";
     std::error_code none;
     tokenizer_note = detail::concat(
@@ -531,7 +523,7 @@ int run_training(Communicator& world, const Setup& s) {
         "print them as <id>): set data.tokenizer to the tokenizer.json the data was made with",
         std::filesystem::exists(beside, none) ? ", as '" + beside.string() + "'" : "");
   }
-  log_info("ternion: data.train ", describe_data(trainer->train_data()), passes, val,
+  log_info("ternion: data.train ", describe_train_data(trainer->train_data(), read), val,
            "; tokenizer ", trainer->tokenizer().describe(), tokenizer_note);
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (",
@@ -597,8 +589,7 @@ int run_dry_run_on_ranks(Communicator& world, const Setup& s) {
   std::optional<RankLayout> layout;
   const std::optional<Failure> local = capture([&] {
     const Tokenizer tokenizer = open_tokenizer(config);
-    const TokenDataset train =
-        open_dataset("data.train", config.data.train, config.model, tokenizer);
+    const DataBlend train = open_blend("data.train", config.data.train, config.model, tokenizer);
     std::vector<std::string> inputs = train.paths();
     if (!config.data.val.empty()) {
       const TokenDataset val = open_dataset("data.val", config.data.val, config.model, tokenizer);

@@ -127,11 +127,9 @@ std::int64_t count_valid(const Tensor& targets) {
   return std::count_if(t, t + targets.numel(), [](std::int32_t x) { return x >= 0; });
 }
 
-}  // namespace
-
-TokenDataset open_dataset(const std::string& key, const std::string& spec,
-                          const ModelConfig& model, const Tokenizer& tokenizer) {
-  TokenDataset dataset = TokenDataset::open(key, spec);
+// The checks open_dataset's comment (trainer.h) names, on one dataset.
+void check_fits(const std::string& key, const TokenDataset& dataset, const ModelConfig& model,
+                const Tokenizer& tokenizer) {
   for (const TokenShard& shard : dataset.shards()) {
     TN_CHECK_AS(DataError, tokenizer.is_bytes() || shard.max_token() < tokenizer.vocab_size(),
                 key, " '", shard.path(), "' holds token ", shard.max_token(),
@@ -143,7 +141,22 @@ TokenDataset open_dataset(const std::string& key, const std::string& spec,
     TN_CHECK_AS(DataError, shard.size() > model.seq_len, key, " '", shard.path(), "' holds ",
                 shard.size(), " tokens, fewer than model.seq_len + 1 = ", model.seq_len + 1);
   }
+}
+
+}  // namespace
+
+TokenDataset open_dataset(const std::string& key, const std::string& spec, const ModelConfig& model,
+                          const Tokenizer& tokenizer) {
+  TokenDataset dataset = open_unweighted(key, spec);
+  check_fits(key, dataset, model, tokenizer);
   return dataset;
+}
+
+DataBlend open_blend(const std::string& key, const std::string& spec, const ModelConfig& model,
+                     const Tokenizer& tokenizer) {
+  DataBlend blend = DataBlend::open(key, spec);
+  for (const BlendComponent& c : blend.components()) check_fits(key, c.data, model, tokenizer);
+  return blend;
 }
 
 Tokenizer open_tokenizer(const TrainConfig& config) {
@@ -167,10 +180,9 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
       groups_(groups != nullptr ? *groups : *own_groups_),
       device_(build == Build::meta ? Device::meta() : training_device(config, groups_)),
       precision_(parse_precision(config.training.precision, "training.precision")),
-      tp_{groups_.tp_size() > 1 ? &groups_.tensor() : nullptr,
-          config.parallel.sequence_parallel},
+      tp_{groups_.tp_size() > 1 ? &groups_.tensor() : nullptr, config.parallel.sequence_parallel},
       tokenizer_(open_tokenizer(config)),
-      train_data_(open_dataset("data.train", config.data.train, config.model, tokenizer_)),
+      train_data_(open_blend("data.train", config.data.train, config.model, tokenizer_)),
       val_data_(config.data.val.empty()
                     ? std::nullopt
                     : std::optional<TokenDataset>(

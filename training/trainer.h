@@ -24,17 +24,18 @@
 #include <string>
 
 #include "data/batch_sampler.h"
+#include "data/data_blend.h"
 #include "data/token_dataset.h"
 #include "data/tokenizer.h"
 #include "layers/gpt_model.h"
 #include "layers/mixed_precision.h"
 #include "optimizers/optimizer.h"
 #include "parallel/gradient_reducer.h"
+#include "parallel/pipeline_executor.h"
 #include "parallel/process_groups.h"
 #include "training/checkpoint_retention.h"
 #include "training/generation.h"
 #include "training/metrics_writer.h"
-#include "parallel/pipeline_executor.h"
 #include "training/model_stage.h"
 #include "training/train_config.h"
 
@@ -77,7 +78,7 @@ class Trainer {
   // Generates the configured sample and logs it after `heading` (collective).
   void log_sample(const std::string& heading);
   const Tokenizer& tokenizer() const { return tokenizer_; }
-  const TokenDataset& train_data() const { return train_data_; }
+  const DataBlend& train_data() const { return train_data_; }
   const TokenDataset* val_data() const { return val_data_ ? &*val_data_ : nullptr; }
 
   // Checkpoints (training/checkpoint.h): save the state after `step` (collective) and return
@@ -143,7 +144,7 @@ class Trainer {
   Precision precision_;   // training.precision
   TensorParallel tp_;
   Tokenizer tokenizer_;  // data.tokenizer
-  TokenDataset train_data_;
+  DataBlend train_data_;
   std::optional<TokenDataset> val_data_;
   BatchSampler train_sampler_;
   std::optional<BatchSampler> val_sampler_;
@@ -168,12 +169,15 @@ class Trainer {
   std::optional<std::size_t> memory_estimate_;
 };
 
-// Opens the token files config key `key` names (data/token_dataset.h) and checks that they fit
-// the model: tokens below model.vocab_size, every shard at least one window of seq_len + 1
-// tokens. DataError otherwise.
+// Opens the token files config key `key` names (data/token_dataset.h; weights refused:
+// open_unweighted) and checks that they fit the model: tokens below model.vocab_size, every
+// shard at least one window of seq_len + 1 tokens. DataError otherwise.
 // With a BPE `tokenizer`, tokens must also be ones it has (else the data came from another).
 TokenDataset open_dataset(const std::string& key, const std::string& spec,
                           const ModelConfig& model, const Tokenizer& tokenizer);
+// open_dataset for data.train: a blend of weighted datasets, or one (data/data_blend.h).
+DataBlend open_blend(const std::string& key, const std::string& spec, const ModelConfig& model,
+                     const Tokenizer& tokenizer);
 
 // The run's tokenizer (data.tokenizer), checked against the model: every token below
 // model.vocab_size, and a prompt that becomes tokens it has (DataError / ConfigError).

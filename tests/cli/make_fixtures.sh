@@ -35,6 +35,8 @@ printf '%s\n' "$base" | sed 's/n_layer: 1/n_layer: one/' > "$dir/bad_type.yaml"
 printf '%s\n' "$base" | sed 's/  n_layer: 1/  n_layer: 1\n  n_layers: 2/' > "$dir/unknown_key.yaml"
 printf '%s\n' "$base" | sed 's/  seq_len: 32/  seq_len: [32/' > "$dir/broken.yaml"
 printf '%s\n' "$base" | sed 's/seq_len: 32/seq_len: 100000/' > "$dir/too_long.yaml"
+# A second byte-level text to blend with the first: the corpus's words, one a line.
+"$prepare" --input "$dir/good/words.txt" --output "$dir/words" --val-fraction 0 >/dev/null
 # Byte-level BPE in shards: a tokenizer of 300 tokens trained on the good corpus.
 "$prepare" --input "$dir/good/corpus.txt" --output "$dir/bpe" --train-tokenizer --vocab-size 300 \
   --shard-tokens 12000 >/dev/null
