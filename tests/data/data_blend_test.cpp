@@ -19,14 +19,7 @@ namespace {
 using test::expect_same_ints;
 using test::ints_of;
 using test::TempDir;
-
-// A shard of n tokens whose token i is base + i, so every token says where it came from.
-void write_counting(const TempDir& dir, const std::string& name, std::int64_t n,
-                    std::int64_t base) {
-  std::vector<std::int64_t> tokens(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) tokens[static_cast<std::size_t>(i)] = base + i;
-  write_token_file(dir.file(name), tokens, TokenWidth::U32);
-}
+using test::write_counting;
 
 void expect_same_batches(const std::string& label, const TokenBatch& got, const TokenBatch& want) {
   expect_same_ints(label + " inputs", ints_of(got.inputs), ints_of(want.inputs));

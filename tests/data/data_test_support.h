@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data/token_shard.h"
 #include "framework/error.h"
 #include "framework/tensor.h"
 
@@ -41,6 +42,14 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// A shard of n tokens whose token i is base + i, so every token says where it came from.
+inline void write_counting(const TempDir& dir, const std::string& name, std::int64_t n,
+                           std::int64_t base) {
+  std::vector<std::int64_t> tokens(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) tokens[static_cast<std::size_t>(i)] = base + i;
+  write_token_file(dir.file(name), tokens, TokenWidth::U32);
+}
 
 inline void write_raw_file(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -15,14 +15,7 @@ namespace ternion {
 namespace {
 
 using test::TempDir;
-
-// A shard of n tokens whose token i is base + i, so every token says where it came from.
-void write_counting(const TempDir& dir, const std::string& name, std::int64_t n,
-                    std::int64_t base) {
-  std::vector<std::int64_t> tokens(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) tokens[static_cast<std::size_t>(i)] = base + i;
-  write_token_file(dir.file(name), tokens, TokenWidth::U32);
-}
+using test::write_counting;
 
 std::vector<std::string> paths_of(const TokenDataset& data) {
   std::vector<std::string> paths;
