@@ -52,6 +52,11 @@ bool names_a_path(const std::string& spec) {
 
 }  // namespace
 
+bool looks_like_a_blend(const std::string& spec) {
+  const std::vector<std::string> items = items_of(spec);
+  return items.size() >= 2 && !names_a_path(spec) && is_number(items[0]);
+}
+
 BlendSpec parse_blend_spec(const std::string& key, const std::string& spec) {
   const std::vector<std::string> items = items_of(spec);
   if (items.size() < 2 || names_a_path(spec)) return {{{1.0, spec}}, false};
@@ -76,7 +81,12 @@ BlendSpec parse_blend_spec(const std::string& key, const std::string& spec) {
   double largest = 0, sum = 0;
   for (const BlendPart& part : blend.parts) largest = std::max(largest, part.weight);
   for (BlendPart& part : blend.parts) sum += part.weight /= largest;
-  for (BlendPart& part : blend.parts) part.weight /= sum;
+  for (BlendPart& part : blend.parts) {
+    part.weight /= sum;
+    // The sampler's uniform has 53 bits: a smaller share would never be drawn.
+    TN_CHECK_AS(DataError, part.weight >= 0x1.0p-53, quoted, ": the weight of '", part.path,
+                "' is ", part.weight, " of the total, below the 2^-53 a draw can resolve");
+  }
   return blend;
 }
 

@@ -6,7 +6,8 @@
 // A spec is one path when it is one item, or when as a whole it names an existing file or
 // directory or a glob that matches (so a path with a space in it reads as it always did).
 // Otherwise it must be a blend; refused with one DataError line naming `key`: an odd number of
-// items, and a weight that is not a number, or not positive and finite.
+// items, a weight that is not a number, or not positive and finite, and a share of the total
+// below 2^-53 (the sampler's uniform never lands in it).
 #pragma once
 
 #include <string>
@@ -25,5 +26,8 @@ struct BlendSpec {
 };
 
 BlendSpec parse_blend_spec(const std::string& key, const std::string& spec);
+
+// Whether `spec` is written as a blend (not one path, and a number first), well formed or not.
+bool looks_like_a_blend(const std::string& spec);
 
 }  // namespace ternion

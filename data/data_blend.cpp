@@ -35,6 +35,14 @@ DataBlend DataBlend::open(const std::string& key, const std::string& spec) {
   for (const BlendPart& part : parse_blend_spec(key, spec).parts)
     components.push_back({part.weight, part.path, TokenDataset::open(key, part.path)});
   refuse_shared_files(key, components);
+  const TokenShard& first = components.front().data.shards().front();
+  for (const BlendComponent& c : components) {
+    const TokenShard& shard = c.data.shards().front();
+    TN_CHECK_AS(DataError, shard.width() == first.width(), key, ": '", c.path, "' holds ",
+                token_width_name(shard.width()), " tokens but '", components.front().path,
+                "' holds ", token_width_name(first.width()),
+                ": the datasets come from different tokenizers");
+  }
   return DataBlend(std::move(components));
 }
 
@@ -69,8 +77,9 @@ std::uint32_t DataBlend::max_token() const {
 }
 
 TokenDataset open_unweighted(const std::string& key, const std::string& spec) {
-  const BlendSpec blend = parse_blend_spec(key, spec);
-  TN_CHECK_AS(DataError, !blend.weighted, key, " '", spec, "': weights are for data.train: ", key,
+  // Anything else is a path, spaces and all: a missing one is named as data.train's would be.
+  TN_CHECK_AS(DataError, !looks_like_a_blend(spec), key, " '", spec,
+              "': weights are for data.train: ", key,
               " is read in order, window after window: name one file, directory or glob");
   return TokenDataset::open(key, spec);
 }

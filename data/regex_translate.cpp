@@ -100,6 +100,7 @@ class Translator {
       const std::size_t end = pattern_.find('\n', i_);
       const std::size_t stop = end == npos ? pattern_.size() : end + 1;
       out_.append(pattern_, i_, stop - i_);
+      if (end == npos) out_ += '\n';  // ends it before a group closed after it
       i_ = stop;
       return;
     }
@@ -294,7 +295,14 @@ class Translator {
       if (letter == '-') turning_on = false;
       if (letter == 'x') x = turning_on;
     }
-    for (std::size_t k = i; k < j; ++k) out_ += pattern_[k] == 'm' ? 's' : pattern_[k];
+    // Each letter once: PCRE2 reads xx as "extended more" (spaces in classes skipped too).
+    out_ += "(?";
+    std::string written;
+    for (std::size_t k = i + 2; k < j; ++k) {
+      const char letter = pattern_[k] == 'm' ? 's' : pattern_[k];
+      if (letter == '-' || written.find(letter) == npos) out_ += letter;
+      written += letter;
+    }
     out_ += ':';
     groups_.push_back({extended_, pattern_[j] == ')'});
     extended_ = x;

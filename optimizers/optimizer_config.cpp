@@ -14,6 +14,7 @@ void OptimizerConfig::validate(const ConfigDocument& doc) const {
     config_fail(doc, kSection, "decay",
                 "must be cosine, linear, sqrt or constant, got '" + decay + "'");
   if (decay_steps < 0) config_fail(doc, kSection, "decay_steps", "must not be negative");
+  // An unused key (printed commented out), refused here with its own reason.
   if (decay_steps > 0 && decay == "constant")
     config_fail(doc, kSection, "decay_steps", "has no effect: optimizer.decay is constant");
   if (!(weight_decay >= 0)) config_fail(doc, kSection, "weight_decay", "must not be negative");
@@ -34,8 +35,10 @@ void OptimizerConfig::validate(const ConfigDocument& doc) const {
 }
 
 std::vector<std::string> OptimizerConfig::unused_keys() const {
-  if (type == "sgd") return {"beta1", "beta2", "eps"};
-  return {"momentum"};
+  std::vector<std::string> keys = type == "sgd" ? std::vector<std::string>{"beta1", "beta2", "eps"}
+                                                : std::vector<std::string>{"momentum"};
+  if (decay == "constant") keys.push_back("decay_steps");
+  return keys;
 }
 
 }  // namespace ternion

@@ -68,6 +68,11 @@ TEST(BlendSpec, MalformedBlendsAreRefused) {
   refused("1 web.bin nan books.bin", {"the weight nan of 'books.bin' must be a positive finite"});
   refused("1e999 web.bin 1 books.bin", {"the weight 1e999 of 'web.bin' must be a positive"});
   refused("-0 web.bin", {"the weight -0 of 'web.bin' must be a positive finite number"});
+  // A share the sampler's 53-bit uniform cannot resolve would never be drawn (or is 0 outright).
+  refused("1 web.bin 1e-17 books.bin",
+          {"the weight of 'books.bin' is 1e-17 of the total, below the 2^-53 a draw can resolve"});
+  refused("1e300 web.bin 1e-300 books.bin", {"the weight of 'books.bin' is 0 of the total"});
+  expect_parts("1 web.bin 1e-14 books.bin", {{1.0 - 1e-14, "web.bin"}, {1e-14, "books.bin"}}, true);
 }
 
 }  // namespace

@@ -182,6 +182,10 @@ TEST(BpeRegex, CommentsAreNotReadAsSyntax) {
   EXPECT_EQ(pieces("(?x)(a # )\n)b", "ab"), (std::vector<std::string>{"ab"}));
   EXPECT_EQ(pieces("(?x)a(?-x: #)", "a #"), (std::vector<std::string>{"a #"}));
   EXPECT_EQ(pieces("a(?#[{)b", "ab"), (std::vector<std::string>{"ab"}));
+  // A comment that runs to the pattern's end ends before the group (?x) opened closes.
+  EXPECT_EQ(pieces("(?x)a # note", "a a"), (std::vector<std::string>{"a", " ", "a"}));
+  // (?xx) is (?x) in Oniguruma: a space in a class is a member (PCRE2's xx would skip it).
+  EXPECT_EQ(pieces("(?xx)[a b]+", "a b"), (std::vector<std::string>{"a b"}));
   // Oniguruma's (?#...) skips an escaped ')'.
   EXPECT_EQ(pieces("(?#\\)(b)a", "ba a"), (std::vector<std::string>{"b", "a", " ", "a"}));
   expect_error<DataError>("unterminated", [] { BpeRegex("(?#\\)x", "p"); }, {"has no end"});

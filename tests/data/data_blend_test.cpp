@@ -64,6 +64,11 @@ TEST(DataBlend, Refusals) {
            dir.file("a.bin") + "' and '" + dir.file("*.bin") + "'", "give each file one weight"});
   refused("1 " + dir.file("a.bin") + " 1 " + dir.file("link.bin"),
           {"is in two components of the blend", "give each file one weight"});
+  // Datasets of two token widths come from two tokenizers.
+  write_token_file(dir.file("narrow.bin"), std::vector<std::int64_t>(40, 7), TokenWidth::U16);
+  refused("1 " + dir.file("a.bin") + " 1 " + dir.file("narrow.bin"),
+          {"data.train: '", "narrow.bin' holds uint16 tokens but '", "a.bin' holds uint32",
+           "the datasets come from different tokenizers"});
 }
 
 TEST(DataBlend, ValidationTakesNoWeights) {
@@ -74,6 +79,10 @@ TEST(DataBlend, ValidationTakesNoWeights) {
   test::expect_error<DataError>(
       "weighted data.val", [&] { open_unweighted("data.val", spec); },
       {"data.val '" + spec + "': weights are for data.train", "read in order"});
+  // A missing path with a space in it is a missing path, not a malformed blend.
+  test::expect_error<DataError>("missing data.val",
+                                [&] { open_unweighted("data.val", dir.file("my val.bin")); },
+                                {"data.val", "my val.bin", "cannot open"});
 }
 
 // Validation text must be in none of the blend's datasets, not only the first.
