@@ -15,8 +15,8 @@ namespace ternion {
 namespace {
 
 // Each key of the config that shapes training, with its value as text, in the printed order.
-// Left out: where the run loads and saves, what it logs, and its thread count (results do not
-// depend on it).
+// Left out: where the run loads and saves, what it logs, its thread count and time limit
+// (results do not depend on them).
 std::vector<std::pair<std::string, std::string>> scalars_of(const YAML::Node& root) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& section : root) {
@@ -24,11 +24,23 @@ std::vector<std::pair<std::string, std::string>> scalars_of(const YAML::Node& ro
     if (name == "checkpoint" || name == "logging" || !section.second.IsMap()) continue;
     for (const auto& key : section.second)
       if ((key.second.IsScalar() || key.second.IsNull()) &&
-          !(name == "training" && key.first.Scalar() == "threads"))
+          !(name == "training" &&
+            (key.first.Scalar() == "threads" || key.first.Scalar() == "time_limit_minutes")))
         out.emplace_back(name + "." + key.first.Scalar(),
                          key.second.IsNull() ? "" : key.second.Scalar());
   }
   return out;
+}
+
+// The saved run's settings, each key it predates at its default: the behaviour it had then.
+TrainConfig saved_config(ConfigDocument& doc) {
+  TrainConfig c;
+  read_config_section(doc, "model", c.model);
+  read_config_section(doc, "parallel", c.parallel);
+  read_config_section(doc, "training", c.training);
+  read_config_section(doc, "optimizer", c.optimizer);
+  read_config_section(doc, "data", c.data);
+  return c;
 }
 
 std::string lr_text(double lr) {
@@ -44,7 +56,8 @@ std::string resume_changes(const std::string& checkpoint_dir, const TrainConfig&
   try {
     const std::string saved_path =
         (std::filesystem::path(checkpoint_dir) / "config.yaml").string();
-    const YAML::Node saved = YAML::LoadFile(saved_path);
+    ConfigDocument doc = ConfigDocument::load_file(saved_path);
+    const YAML::Node saved = YAML::Load(config_yaml(saved_config(doc)));
     const YAML::Node ours = YAML::Load(config_yaml(config));
     std::string changes;
     bool schedule_changed = false;
@@ -53,7 +66,7 @@ std::string resume_changes(const std::string& checkpoint_dir, const TrainConfig&
       const YAML::Node section = saved[key.substr(0, dot)];
       if (!section || !section.IsMap()) continue;
       const YAML::Node before = section[key.substr(dot + 1)];
-      // A key the saving run did not know (added since) says nothing about a change.
+      // A key of another model family or optimizer (whose own key names the change).
       if (!before || !(before.IsScalar() || before.IsNull())) continue;
       const std::string was = before.IsNull() ? "" : before.Scalar();
       if (was == value) continue;
@@ -62,14 +75,9 @@ std::string resume_changes(const std::string& checkpoint_dir, const TrainConfig&
       schedule_changed |= key == "training.steps" || key.rfind("optimizer.", 0) == 0;
     }
     if (changes.empty() || !schedule_changed) return changes;
-    // The saved run's schedule, from its own keys (defaults where it predates one).
-    ConfigDocument doc = ConfigDocument::load_file(saved_path);
-    OptimizerConfig optimizer;
-    TrainingConfig training;
-    read_config_section(doc, "optimizer", optimizer);
-    read_config_section(doc, "training", training);
+    const TrainConfig was = saved_config(doc);
     const std::int64_t step = resumed_step + 1;
-    const double before = learning_rate_at(optimizer, step, training.steps);
+    const double before = learning_rate_at(was.optimizer, step, was.training.steps);
     const double now = learning_rate_at(config.optimizer, step, config.training.steps);
     if (lr_text(before) != lr_text(now))
       changes += "; the learning rate at step " + std::to_string(step) + " is " + lr_text(now) +

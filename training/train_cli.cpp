@@ -546,7 +546,7 @@ int run_training(Communicator& world, const Setup& s) {
     return 0;
   }
   trainer->run();
-  if (trainer->stopped_by_signal()) {
+  if (trainer->stopped_early()) {
     if (!config.checkpoint.save_dir.empty()) return 0;  // saved: a resume goes on from there
     // Nothing saved and the run unfinished: a scheduler must not count it as done.
     log_info("ternion: the run did not finish and nothing was saved (checkpoint.save_dir is "

@@ -41,6 +41,11 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
     config_fail(doc, kSection, "threads",
                 std::to_string(t.threads) + " is more than this machine's " +
                     std::to_string(cores) + " cores");
+  if (t.time_limit_minutes < 0)
+    config_fail(doc, kSection, "time_limit_minutes", "must not be negative");
+  // A run stopped at its limit goes on from the checkpoint it saves: without one, it is lost.
+  if (t.time_limit_minutes > 0 && c.checkpoint.save_dir.empty())
+    config_fail(doc, kSection, "time_limit_minutes", "needs checkpoint.save_dir");
   if (t.sample_tokens < 0) config_fail(doc, kSection, "sample_tokens", "must not be negative");
   if (t.sample_interval < 0)
     config_fail(doc, kSection, "sample_interval", "must not be negative");

@@ -39,6 +39,7 @@ struct TrainingConfig {
   bool deterministic = true;  // bit-for-bit repeatable runs (cuDNN attention's backward)
   std::string recompute = "none";    // none | selective | full (layers/gpt_model.h)
   std::int64_t recompute_layers = 0;  // full: blocks per pipeline chunk that recompute (0 = all)
+  double time_limit_minutes = 0.0;    // save and stop once this much time has passed (0 = none)
 
   template <class V>
   void visit(V& v) {
@@ -79,6 +80,10 @@ struct TrainingConfig {
     v("recompute_layers", recompute_layers,
       "with recompute: full, how many blocks of each pipeline chunk recompute, the first ones "
       "(0 = all)");
+    v("time_limit_minutes", time_limit_minutes,
+      "save a checkpoint and stop after the step that passes this many minutes since start-up, "
+      "so a job ends itself before its scheduler's time limit (as Megatron's "
+      "exit-duration-in-mins); 0 = none");
   }
 };
 

@@ -68,6 +68,9 @@ constexpr std::int64_t kMaxSkippedStepsInARow = 10;
 // Set by SIGTERM / SIGINT / SIGUSR1 during Trainer::run: save and stop after the current step
 // (SIGUSR1: what mpirun passes on to the ranks unchanged; launch/ternion-run sends it).
 std::atomic<bool> g_stop_requested{false};
+// Why the ranks stop early, agreed as a maximum over the world.
+constexpr float kStopForSignal = 1.0f;
+constexpr float kStopForTime = 2.0f;
 // What the first signal answers at once (rank 0 only; write(2) is async-signal-safe), so that
 // a user who sees the step go on does not press Ctrl-C again. Set before the handler is.
 const char* g_stop_answer = "";
@@ -643,11 +646,16 @@ StepMetrics Trainer::run() {
                 step - skipped_in_a_row + 1, " to ", step,
                 " all had non-finite gradients (none was applied): the run has diverged; "
                 "resume from an earlier checkpoint with a lower optimizer.lr, or check the data");
-    // Every rank stops together: a signal to any of them is a signal to all.
-    double stop = g_stop_requested ? 1.0 : 0.0;
-    Tensor flag = Tensor::from_vector({static_cast<float>(stop)}, {1});
+    // Every rank stops together: a signal to any of them is a signal to all, and the time
+    // limit one rank has passed is passed (ranks read their clocks at different moments).
+    const bool out_of_time =
+        t.time_limit_minutes > 0 && seconds_since(started_) >= t.time_limit_minutes * 60.0;
+    Tensor flag = Tensor::from_vector({out_of_time        ? kStopForTime
+                                       : g_stop_requested ? kStopForSignal
+                                                          : 0.0f},
+                                      {1});
     groups_.world().all_reduce(flag, ReduceOp::Max);
-    stop = flag.data<float>()[0];
+    const float stop = flag.data<float>()[0];
     const bool save_now = !k.save_dir.empty() &&
                           ((k.save_interval > 0 && step % k.save_interval == 0) ||
                            step == t.steps || stop > 0);
@@ -660,8 +668,12 @@ StepMetrics Trainer::run() {
     }
     // A signal in the last step stops nothing: the run has finished.
     if (stop > 0 && step < t.steps) {
-      log_info("ternion: stopped by a signal after step ", step);
-      stopped_by_signal_ = true;
+      if (stop == kStopForTime)
+        log_info("ternion: stopped after step ", step, ": training.time_limit_minutes (",
+                 detail::concat(t.time_limit_minutes), ") has passed");
+      else
+        log_info("ternion: stopped by a signal after step ", step);
+      stopped_early_ = true;
       break;
     }
   }

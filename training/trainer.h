@@ -18,6 +18,7 @@
 //      its share of the parameters, then they are all-gathered)
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -64,10 +65,11 @@ class Trainer {
   StepMetrics train_step(std::int64_t step);
   double evaluate();  // mean loss over training.eval_batches global batches of data.val
   // Trains the steps after the loaded checkpoint's (all of them without one), logging each
-  // and writing metrics; returns the last step's metrics. SIGTERM / SIGINT stop it after the
-  // step in progress, with a checkpoint when checkpoint.save_dir is set.
+  // and writing metrics; returns the last step's metrics. SIGTERM / SIGINT, and
+  // training.time_limit_minutes, stop it after the step in progress, with a checkpoint when
+  // checkpoint.save_dir is set.
   StepMetrics run();
-  bool stopped_by_signal() const { return stopped_by_signal_; }
+  bool stopped_early() const { return stopped_early_; }        // by a signal or the time limit
   std::int64_t resumed_step() const { return resumed_step_; }  // 0: a fresh run
   // The whole windows an evaluation cycles through (0 without data.val).
   std::int64_t val_windows() const { return val_sampler_ ? val_sampler_->window_count() : 0; }
@@ -137,6 +139,8 @@ class Trainer {
   TokenBatch on_device(const TokenBatch& batch) const;
   void after_master_update();  // re-rounds the bf16 compute copies (mixed precision)
 
+  // training.time_limit_minutes counts from here: start-up and the checkpoint's load count.
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   TrainConfig config_;
   std::unique_ptr<ProcessGroups> own_groups_;  // the one-rank layout, made without `groups`
   const ProcessGroups& groups_;
@@ -162,7 +166,7 @@ class Trainer {
   std::int64_t updates_ = 0;
   CheckpointTransfer resume_transfer_;  // the load's, counted as a save of this layout counts
   CheckpointRetention checkpoint_retention_;  // what this run's saves prune
-  bool stopped_by_signal_ = false;
+  bool stopped_early_ = false;
   std::vector<PipelineAction> schedule_;
   PipelineStepResult last_pipeline_step_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -297,7 +297,7 @@ TEST(Trainer, ASignalInTheLastStepLetsTheRunFinish) {
   signaller.join();
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("signal received"), std::string::npos) << "the handler was never called";
-  EXPECT_FALSE(trainer.stopped_by_signal());
+  EXPECT_FALSE(trainer.stopped_early());
   std::signal(SIGTERM, SIG_DFL);
 }
 
