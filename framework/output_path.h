@@ -13,4 +13,9 @@ namespace ternion {
 std::string why_not_replaceable(const std::string& path,
                                 const std::vector<std::string>& inputs = {});
 
+// Flushes standard output, where a program writes its result (a config, a plan, text): throws
+// DataError where any of it could not be written (a full disk, a closed descriptor), so the
+// program does not exit 0 having lost it.
+void flush_standard_output();
+
 }  // namespace ternion

@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "framework/output_path.h"
 #include "parallel/comm/hang_report.h"
 
 int main(int argc, char** argv) {
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
         ternion::analyse_flight_records(ternion::read_flight_records(argv[1]));
     for (const std::string& line : report.lines)
       std::printf("ternion-hang-report: %s\n", line.c_str());
+    ternion::flush_standard_output();
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ternion-hang-report: error: %s\n", e.what());

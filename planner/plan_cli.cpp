@@ -244,7 +244,9 @@ int run(int argc, char** argv) {
 
 int plan_main(int argc, char** argv) {
   try {
-    return run(argc, argv);
+    const int status = run(argc, argv);
+    flush_standard_output();
+    return status;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "ternion-plan: error: %s\n%s", e.what(), kUsage);
     return 2;

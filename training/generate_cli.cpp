@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ternion-generate --checkpoint DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
-    "                        [--top-k K] [--seed S] [--logits FILE]\n"
+    "                        [--top-k K] [--top-p P] [--seed S] [--logits FILE]\n"
     "  --checkpoint DIR   a checkpoint (checkpoint.save_dir/step_NNNNNNN), or a save_dir: its\n"
     "                     latest checkpoint\n"
     "  --prompt TEXT      the text the sample continues\n"
@@ -159,6 +159,7 @@ void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std
 int run(Options o) {
   if (o.help) {
     std::cout << kUsage;
+    flush_standard_output();
     return 0;
   }
   TrainConfig config;
@@ -181,7 +182,8 @@ int run(Options o) {
               ActivationContext ctx(info);
               return model->logits(tokens, ctx);
             });
-  std::cout << o.sample.prompt << text << std::endl;
+  std::cout << o.sample.prompt << text << '\n';
+  flush_standard_output();
   return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "framework/crc32.h"
 #include "framework/device_runtime.h"
 #include "framework/logging.h"
+#include "framework/output_path.h"
 #include "kernels/blas_check.h"
 #include "kernels/threads.h"
 #include "layers/model_facts.h"
@@ -650,7 +651,9 @@ int run(Communicator& world, int argc, char** argv) {
   if (world.size() > 1)
     if (const std::optional<int> status = agree_on_command(world, setup.options)) return *status;
   if (setup.finished) {
-    if (world.rank() == 0) std::cout << setup.output << std::flush;
+    if (world.rank() != 0) return 0;
+    std::cout << setup.output;
+    flush_standard_output();
     return 0;
   }
   const TrainConfig& config = *setup.config;
