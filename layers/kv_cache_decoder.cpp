@@ -10,9 +10,11 @@ bool KvCacheDecoder::supports(const ModelConfig& config) {
   return LayerRegistry::instance().is_built_in(config.block);
 }
 
-KvCacheDecoder::KvCacheDecoder(const GptModel& model)
-    : model_(model), cache_(model.config().seq_len) {
+KvCacheDecoder::KvCacheDecoder(const GptModel& model, std::int64_t capacity)
+    : model_(model), cache_(capacity > 0 ? capacity : model.config().seq_len) {
   const ModelConfig& config = model.config();
+  TN_CHECK(capacity >= 0 && capacity <= config.context_made_for(), "a KV cache of ", capacity,
+           " positions; the model is made for ", config.context_made_for());
   TN_CHECK_AS(ConfigError, supports(config), "the KV-cache decoder runs the built-in block "
               "type 'transformer', not '", config.block, "'");
   const ModelChunk& chunk = model.chunk();
@@ -26,7 +28,7 @@ KvCacheDecoder::KvCacheDecoder(const GptModel& model)
 
 Tensor KvCacheDecoder::append(std::int32_t token) {
   TN_CHECK(positions() < capacity(), "the KV cache is full (", capacity(),
-           " positions, the model's seq_len): reset() or prime() it with the window to continue");
+           " positions): reset() or prime() it with the window to continue");
   return run_positions(std::span<const std::int32_t>(&token, 1));
 }
 

@@ -5,10 +5,11 @@
 // window. The layers are the model's own, whatever its family, so a token's logits are the
 // last row of GptModel::logits on its prefix.
 //
-// Capacity: the cache holds model.seq_len positions, the model's context. append past them is
-// refused (TN_CHECK). The cache does not slide on purpose: the windowed path (generate_text)
-// renumbers its window of the last seq_len tokens from position 0, and every cached key
-// depends on its position, so after a slide no cached key is the one the windowed path would
+// Capacity: the cache holds a given number of positions, at most the context the model is made
+// for (ModelConfig::context_made_for: seq_len, or a Llama's max_context), seq_len by default.
+// append past them is refused (TN_CHECK). The cache does not slide on purpose: the windowed
+// path (generate_text) renumbers its window of the last tokens from position 0, and every cached
+// key depends on its position, so after a slide no cached key is the one the windowed path would
 // compute. A caller that wants the window re-primes with it: prime(tokens) resets and runs the
 // tokens' positions in one batched pass. Past the context, each token therefore costs what the
 // windowed path costs; before it, one position.
@@ -29,8 +30,8 @@ namespace ternion {
 class KvCacheDecoder {
  public:
   // `model`: the whole model (embedding, every block, head) on one rank, on the CPU in f32,
-  // of a family's built-in block (supports()).
-  explicit KvCacheDecoder(const GptModel& model);
+  // of a family's built-in block (supports()). `capacity`: positions held (0 = seq_len).
+  explicit KvCacheDecoder(const GptModel& model, std::int64_t capacity = 0);
   // Whether the decoder knows `config`'s blocks: the families' built-in one, whose attention
   // has the cached mode (a registered custom block may not).
   static bool supports(const ModelConfig& config);

@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ternion-generate --checkpoint DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
-    "                        [--top-k K] [--top-p P] [--seed S] [--logits FILE]\n"
+    "                        [--top-k K] [--top-p P] [--seed S] [--context N] [--logits FILE]\n"
     "  --checkpoint DIR   a checkpoint (checkpoint.save_dir/step_NNNNNNN), or a save_dir: its\n"
     "                     latest checkpoint\n"
     "  --prompt TEXT      the text the sample continues\n"
@@ -36,6 +36,8 @@ constexpr const char* kUsage =
     "                     P (default: its training.sample_top_p)\n"
     "  --seed S           (default: its training.seed, so the same prompt and length give the\n"
     "                     sample the training run printed)\n"
+    "  --context N        tokens each new one attends to; past them the window slides (default:\n"
+    "                     the context the model is made for, model.max_context or seq_len)\n"
     "  --logits FILE      also write the model's logits at each of the prompt's tokens to FILE:\n"
     "                     a JSON array of one row of vocab_size numbers per token (compare them\n"
     "                     with another implementation; --max-tokens 0 for these alone)\n";
@@ -49,6 +51,7 @@ struct Options {
   std::optional<std::int64_t> top_k;
   std::optional<double> top_p;
   std::optional<std::uint64_t> seed;
+  std::optional<std::int64_t> context;
   std::string logits_path;
 };
 
@@ -57,7 +60,7 @@ Options parse(int argc, char** argv) {
   o.sample.max_tokens = 200;
   bool have_prompt = false;
   CliOptionValues values({"--checkpoint", "--prompt", "--max-tokens", "--temperature", "--top-k",
-                          "--top-p", "--seed", "--logits"});
+                          "--top-p", "--seed", "--context", "--logits"});
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() { return values.take(argc, argv, i); };
@@ -92,12 +95,14 @@ Options parse(int argc, char** argv) {
       const std::int64_t seed = integer(value());
       TN_CHECK_AS(UsageError, seed >= 0, "--seed must not be negative, got ", seed);
       o.seed = static_cast<std::uint64_t>(seed);
-    }
-    else if (arg == "--logits") {
+    } else if (arg == "--context") {
+      o.context = integer(value());
+      TN_CHECK_AS(UsageError, *o.context >= 1, "--context must be at least 1, got ", *o.context);
+    } else if (arg == "--logits") {
       o.logits_path = value();
       TN_CHECK_AS(UsageError, !o.logits_path.empty(), "--logits needs a file name");
-    }
-    else if (arg == "--help" || arg == "-h") o.help = true;
+    } else if (arg == "--help" || arg == "-h")
+      o.help = true;
     else TN_THROW(UsageError, "unknown argument '", arg, "'");
   }
   if (o.help) return o;
@@ -121,9 +126,8 @@ void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std
   TN_CHECK_AS(UsageError, problem.empty(), "--prompt: ", problem);
   const std::vector<std::int32_t> ids = sample.tokenizer.encode(sample.prompt);
   const auto seq = static_cast<std::int64_t>(ids.size());
-  const std::int64_t seq_len = model.config().seq_len;
-  TN_CHECK_AS(UsageError, seq >= 1 && seq <= seq_len, "--logits: the prompt has ", seq,
-              " tokens; the model's logits take 1 to ", seq_len, " (model.seq_len)");
+  TN_CHECK_AS(UsageError, seq >= 1 && seq <= sample.context, "--logits: the prompt has ", seq,
+              " tokens; the logits take 1 to ", sample.context, " (--context)");
   Tensor tokens = Tensor::empty({1, seq}, DType::I32);
   std::copy(ids.begin(), ids.end(), tokens.data<std::int32_t>());
   MicroBatchInfo info;
@@ -169,6 +173,11 @@ int run(Options o) {
   o.sample.top_k = o.top_k.value_or(config.training.sample_top_k);
   o.sample.top_p = o.top_p.value_or(config.training.sample_top_p);
   o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
+  const std::int64_t made_for = config.model.context_made_for();
+  TN_CHECK_AS(UsageError, o.context.value_or(made_for) <= made_for, "--context ", *o.context,
+              " is longer than the ", made_for, " tokens the model is made for (",
+              config.model.max_context > 0 ? "model.max_context" : "model.seq_len", ")");
+  o.sample.context = o.context.value_or(made_for);
   if (!o.logits_path.empty())
     write_prompt_logits(*model, o.sample, o.logits_path, checkpoint_files(o.checkpoint));
   // One rank: the KV cache where the decoder knows the model's keys and values; otherwise (a

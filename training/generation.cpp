@@ -61,6 +61,13 @@ std::string decode_generated(const SampleOptions& options, const std::vector<std
   return options.tokenizer.decode(std::span<const std::int32_t>(tokens).subspan(prompt_length));
 }
 
+// The window each new token attends to (options.context, seq_len by default).
+std::int64_t context_of(const ModelConfig& mc, const SampleOptions& options) {
+  TN_CHECK(options.context >= 0 && options.context <= mc.context_made_for(), "a context of ",
+           options.context, " tokens; the model is made for ", mc.context_made_for());
+  return options.context > 0 ? options.context : mc.seq_len;
+}
+
 }  // namespace
 
 std::string generate_text(const ModelConfig& mc, const SampleOptions& options,
@@ -68,10 +75,11 @@ std::string generate_text(const ModelConfig& mc, const SampleOptions& options,
                           const std::function<Tensor(const Tensor&)>& logits_of) {
   std::vector<std::int32_t> tokens = prompt_tokens(mc, options);
   const std::size_t prompt_length = tokens.size();
+  const std::int64_t context = context_of(mc, options);
   const RngStream stream{options.seed, hash_name("sample")};
   for (std::int64_t i = 0; i < options.max_tokens; ++i) {
-    // No KV cache here: each new token reruns the last seq_len tokens (cheap at sample sizes).
-    const std::int64_t window = std::min<std::int64_t>(mc.seq_len, tokens.size());
+    // No KV cache here: each new token reruns its window (cheap at sample sizes).
+    const std::int64_t window = std::min<std::int64_t>(context, tokens.size());
     // Sequence parallelism splits the sequence evenly over the tensor group: pad the window
     // at its end, which causal attention keeps from changing the positions before.
     const std::int64_t parts = window_multiple;
@@ -91,17 +99,22 @@ std::string generate_text_cached(const ModelConfig& mc, const GptModel& model,
            "generate_text_cached: the config is not the model's");
   std::vector<std::int32_t> tokens = prompt_tokens(mc, options);
   const std::size_t prompt_length = tokens.size();
+  const std::int64_t context = context_of(mc, options);
   const RngStream stream{options.seed, hash_name("sample")};
-  KvCacheDecoder decoder(model);
+  // No larger than the run needs: a model made for 128k positions, asked for 200 tokens.
+  const std::int64_t needed =
+      std::min<std::int64_t>(context, static_cast<std::int64_t>(prompt_length)) +
+      options.max_tokens;
+  KvCacheDecoder decoder(model, std::min(context, std::max<std::int64_t>(needed, 1)));
   for (std::int64_t i = 0; i < options.max_tokens; ++i) {
     // The cache holds every token but the newest while they fit (the window starts at token
     // 0), so the newest is one append; once they no longer fit, the window of the last
-    // seq_len tokens starts at position 0 again and the cache is rebuilt from it.
+    // `context` tokens starts at position 0 again and the cache is rebuilt from it.
     Tensor logits;
     if (i > 0 && !decoder.full()) {
       logits = decoder.append(tokens.back());
     } else {
-      const std::size_t window = std::min<std::size_t>(mc.seq_len, tokens.size());
+      const std::size_t window = std::min<std::size_t>(context, tokens.size());
       logits = decoder.prime(std::span<const std::int32_t>(tokens).last(window));
     }
     tokens.push_back(sample_token(logits.data<float>(), mc, options, stream, i));

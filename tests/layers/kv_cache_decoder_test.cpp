@@ -127,6 +127,23 @@ TEST(KvCacheDecoder, RefusesAPositionPastSeqLenAndReprimesWithTheWindow) {
   EXPECT_TRUE(decoder.full());
 }
 
+// A Llama made for more positions than seq_len holds them all, each appended token's logits
+// the model's on its whole prefix; a cache past what it is made for is refused.
+TEST(KvCacheDecoder, HoldsALlamasLongerContext) {
+  ModelConfig c = tiny_config();
+  c.family = "llama";
+  c.n_kv_head = 1;
+  c.max_context = 20;
+  GptModel model(c);
+  model.initialize(9);
+  KvCacheDecoder decoder(model, 20);
+  EXPECT_EQ(decoder.capacity(), 20);
+  expect_appends_match_model(model, decoder, random_tokens(20, 8), 0, "llama, 20 positions");
+  EXPECT_TRUE(decoder.full());
+  EXPECT_THROW(KvCacheDecoder(model, 21), InternalError);
+  EXPECT_EQ(KvCacheDecoder(model).capacity(), 12);  // seq_len by default
+}
+
 TEST(KvCacheDecoder, SeesTheModelsCurrentWeights) {
   auto model = tiny_model();
   KvCacheDecoder decoder(*model);

@@ -1,5 +1,6 @@
 // generate_text_cached against generate_text on the model's own logits: the same text, for a
-// generation that stays inside seq_len, one that runs past it, and a prompt longer than it.
+// generation that stays inside seq_len, one that runs past it, a prompt longer than it, and a
+// Llama's longer context.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -75,6 +76,31 @@ TEST_F(GenerateCached, MatchesTheWindowedPathPastTheContext) {
 TEST_F(GenerateCached, MatchesTheWindowedPathForAPromptLongerThanTheContext) {
   const std::string prompt = "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0b\x0c\x0d\x0e\x0f\x10\x11";
   expect_same_text(model_, options_with(prompt, 6, 0, 5), "prompt of 16 tokens");
+}
+
+// A Llama made for a longer context than it trains at (model.max_context): windows of up to
+// max_context tokens, inside it and sliding past it.
+TEST(GenerateCachedLlama, AContextPastSeqLenMatchesTheWindowedPath) {
+  ModelConfig c = tiny_config();
+  c.family = "llama";
+  c.n_kv_head = 1;
+  c.max_context = 20;
+  GptModel model(c);
+  model.initialize(13);
+  SampleOptions wide = options_with("\x03\x07\x01", 9, 0, 7);
+  wide.context = 20;
+  expect_same_text(model, wide, "context 20, inside it");
+  wide.max_tokens = 37;
+  expect_same_text(model, wide, "context 20, past it");
+  // The window is the option's: 12 tokens (seq_len, the default) sample other text.
+  SampleOptions narrow = wide;
+  narrow.context = 0;
+  EXPECT_NE(windowed(model, wide), windowed(model, narrow));
+  narrow.context = 12;
+  EXPECT_EQ(generate_text_cached(c, model, narrow), windowed(model, narrow));
+  wide.context = 21;  // past what the model is made for
+  EXPECT_THROW(generate_text_cached(c, model, wide), InternalError);
+  EXPECT_THROW(windowed(model, wide), InternalError);
 }
 
 TEST_F(GenerateCached, NoTokensGivesEmptyText) {
