@@ -33,6 +33,7 @@
 #include "data/tokenizer.h"
 #include "framework/error.h"
 #include "framework/logging.h"
+#include "training/cli_option_values.h"
 
 namespace {
 
@@ -88,11 +89,7 @@ struct Options {
 };
 
 double parse_fraction(const std::string& flag, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  TN_CHECK_AS(UsageError, !text.empty() && *end == '\0' && errno == 0 && std::isfinite(value),
-              flag, ": '", text, "' is not a number");
+  const double value = ternion::cli_number(flag, text);
   TN_CHECK_AS(UsageError, value >= 0.0 && value <= 0.5, flag, " ", text,
               " is outside [0, 0.5]");
   return value;
@@ -101,13 +98,9 @@ double parse_fraction(const std::string& flag, const std::string& text) {
 // A whole number in [low, high] (UsageError naming the flag otherwise).
 std::int64_t parse_count(const std::string& flag, const std::string& text, std::int64_t low,
                          std::int64_t high) {
-  errno = 0;
-  char* end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  TN_CHECK_AS(UsageError, !text.empty() && *end == '\0', flag, ": '", text,
-              "' is not a whole number");
-  TN_CHECK_AS(UsageError, errno != ERANGE && value >= low && value <= high, flag, " ", text,
-              " is outside [", low, ", ", high, "]");
+  const std::int64_t value = ternion::cli_integer(flag, text);
+  TN_CHECK_AS(UsageError, value >= low && value <= high, flag, " ", text, " is outside [", low,
+              ", ", high, "]");
   return value;
 }
 

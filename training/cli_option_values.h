@@ -8,8 +8,11 @@
 // values could be used. All failures are UsageError.
 #pragma once
 
+#include <charconv>
+#include <cstdint>
 #include <set>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "framework/error.h"
@@ -41,5 +44,30 @@ class CliOptionValues {
   std::set<std::string> repeatable_;
   std::set<std::string> seen_;
 };
+
+// The number an option was given, the whole of `text`: decimal digits after an optional sign
+// (no spaces, no fraction), or for cli_number a decimal or exponent number, inf and nan
+// included (the caller checks its range). UsageError naming the option and saying which it is:
+// not a number, or past the type's range (a huge integer, 1e999).
+template <class T>
+T cli_value(const std::string& option, const std::string& text, const char* what) {
+  const char* first = text.data();
+  const char* last = first + text.size();
+  if (first != last && *first == '+') ++first;  // from_chars takes '-' only
+  T value{};
+  const auto [end, error] = std::from_chars(first, last, value);
+  TN_CHECK_AS(UsageError,
+              end == last && first != last &&
+                  (error == std::errc() || error == std::errc::result_out_of_range),
+              option, ": not ", what, ": '", text, "'");
+  TN_CHECK_AS(UsageError, error == std::errc(), option, ": '", text, "' is out of range");
+  return value;
+}
+inline std::int64_t cli_integer(const std::string& option, const std::string& text) {
+  return cli_value<std::int64_t>(option, text, "an integer");
+}
+inline double cli_number(const std::string& option, const std::string& text) {
+  return cli_value<double>(option, text, "a number");
+}
 
 }  // namespace ternion

@@ -64,26 +64,8 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() { return values.take(argc, argv, i); };
-    auto number = [&](const std::string& text) {
-      try {
-        std::size_t used = 0;
-        const double x = std::stod(text, &used);
-        TN_CHECK_AS(UsageError, used == text.size(), arg, ": not a number: '", text, "'");
-        return x;
-      } catch (const std::logic_error&) {
-        TN_THROW(UsageError, arg, ": not a number: '", text, "'");
-      }
-    };
-    auto integer = [&](const std::string& text) -> std::int64_t {
-      try {
-        std::size_t used = 0;
-        const long long x = std::stoll(text, &used);
-        TN_CHECK_AS(UsageError, used == text.size(), arg, ": not an integer: '", text, "'");
-        return x;
-      } catch (const std::logic_error&) {
-        TN_THROW(UsageError, arg, ": not an integer: '", text, "'");
-      }
-    };
+    auto number = [&](const std::string& text) { return cli_number(arg, text); };
+    auto integer = [&](const std::string& text) { return cli_integer(arg, text); };
     if (arg == "--checkpoint") o.checkpoint = value();
     else if (arg == "--prompt") { o.sample.prompt = value(); have_prompt = true; }
     else if (arg == "--max-tokens") o.sample.max_tokens = integer(value());
