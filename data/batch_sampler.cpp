@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "data/blend_spec.h"
 #include "framework/error.h"
 #include "framework/philox.h"
 
@@ -28,9 +29,11 @@ BatchSampler::BatchSampler(const TokenDataset& dataset, std::int64_t seq_len, st
 BatchSampler::BatchSampler(const DataBlend& blend, std::int64_t seq_len, std::uint64_t seed,
                            std::string stream_name)
     : BatchSampler(seq_len, seed, std::move(stream_name)) {
-  double upper = 0;
-  for (const BlendComponent& c : blend.components()) add_component(c.data, upper += c.weight);
-  components_.back().upper = 1.0;  // every u < 1 lands: no rounding gap past the last
+  std::vector<double> weights;
+  for (const BlendComponent& c : blend.components()) weights.push_back(c.weight);
+  const std::vector<double> bounds = blend_upper_bounds(weights);
+  for (std::size_t i = 0; i < bounds.size(); ++i)
+    add_component(blend.components()[i].data, bounds[i]);
 }
 
 void BatchSampler::add_component(const TokenDataset& data, double upper) {

@@ -52,6 +52,14 @@ bool names_a_path(const std::string& spec) {
 
 }  // namespace
 
+std::vector<double> blend_upper_bounds(const std::vector<double>& weights) {
+  std::vector<double> bounds;
+  double upper = 0;
+  for (double weight : weights) bounds.push_back(upper += weight);
+  if (!bounds.empty()) bounds.back() = 1.0;  // every u < 1 lands: no rounding gap past the last
+  return bounds;
+}
+
 bool looks_like_a_blend(const std::string& spec) {
   const std::vector<std::string> items = items_of(spec);
   return items.size() >= 2 && !names_a_path(spec) && is_number(items[0]);
@@ -81,12 +89,13 @@ BlendSpec parse_blend_spec(const std::string& key, const std::string& spec) {
   double largest = 0, sum = 0;
   for (const BlendPart& part : blend.parts) largest = std::max(largest, part.weight);
   for (BlendPart& part : blend.parts) sum += part.weight /= largest;
-  for (BlendPart& part : blend.parts) {
-    part.weight /= sum;
-    // The sampler's uniform has 53 bits: a smaller share would never be drawn.
-    TN_CHECK_AS(DataError, part.weight >= 0x1.0p-53, quoted, ": the weight of '", part.path,
-                "' is ", part.weight, " of the total, below the 2^-53 a draw can resolve");
-  }
+  std::vector<double> weights;
+  for (BlendPart& part : blend.parts) weights.push_back(part.weight /= sum);
+  const std::vector<double> bounds = blend_upper_bounds(weights);
+  for (std::size_t i = 0; i < bounds.size(); ++i)
+    TN_CHECK_AS(DataError, bounds[i] > (i == 0 ? 0.0 : bounds[i - 1]), quoted, ": the weight of '",
+                blend.parts[i].path, "' is ", blend.parts[i].weight,
+                " of the total, too small a share for any draw to pick");
   return blend;
 }
 

@@ -6,8 +6,8 @@
 // A spec is one path when it is one item, or when as a whole it names an existing file or
 // directory or a glob that matches (so a path with a space in it reads as it always did).
 // Otherwise it must be a blend; refused with one DataError line naming `key`: an odd number of
-// items, a weight that is not a number, or not positive and finite, and a share of the total
-// below 2^-53 (the sampler's uniform never lands in it).
+// items, a weight that is not a number, or not positive and finite, and a share too small for
+// any draw to pick (its interval of blend_upper_bounds empty once rounded).
 #pragma once
 
 #include <string>
@@ -26,6 +26,10 @@ struct BlendSpec {
 };
 
 BlendSpec parse_blend_spec(const std::string& key, const std::string& spec);
+
+// The cumulative bounds the sampler draws against: part i takes the uniforms u in [0, 1) with
+// bound[i - 1] <= u < bound[i]; the sums rounded as they fall, the last bound 1 exactly.
+std::vector<double> blend_upper_bounds(const std::vector<double>& weights);
 
 // Whether `spec` is written as a blend (not one path, and a number first), well formed or not.
 bool looks_like_a_blend(const std::string& spec);

@@ -295,13 +295,21 @@ class Translator {
       if (letter == '-') turning_on = false;
       if (letter == 'x') x = turning_on;
     }
-    // Each letter once: PCRE2 reads xx as "extended more" (spaces in classes skipped too).
+    // Each letter once on each side of one '-' (Oniguruma reads them in order, so x-x is
+    // off, as in PCRE2): PCRE2 reads xx as "extended more" (spaces in classes skipped too).
     out_ += "(?";
     std::string written;
+    bool off = false;
     for (std::size_t k = i + 2; k < j; ++k) {
       const char letter = pattern_[k] == 'm' ? 's' : pattern_[k];
-      if (letter == '-' || written.find(letter) == npos) out_ += letter;
-      written += letter;
+      if (letter == '-') {
+        if (!off) out_ += '-';
+        off = true;
+        written.clear();
+      } else if (written.find(letter) == npos) {
+        out_ += letter;
+        written += letter;
+      }
     }
     out_ += ':';
     groups_.push_back({extended_, pattern_[j] == ')'});

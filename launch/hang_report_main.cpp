@@ -9,15 +9,17 @@
 #include "parallel/comm/hang_report.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::fprintf(argc == 2 ? stdout : stderr,
-                 "usage: ternion-hang-report DIR\n\n"
-                 "Reads the flight records (rank_R.json) that a job's ranks wrote to DIR\n"
-                 "(logging.flight_dir) on a communication timeout, an error or a signal, and\n"
-                 "says what each rank waits in and which rank is behind.\n");
-    return argc == 2 ? 0 : 2;
-  }
   try {
+    if (argc != 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+      std::fprintf(argc == 2 ? stdout : stderr,
+                   "usage: ternion-hang-report DIR\n\n"
+                   "Reads the flight records (rank_R.json) that a job's ranks wrote to DIR\n"
+                   "(logging.flight_dir) on a communication timeout, an error or a signal, and\n"
+                   "says what each rank waits in and which rank is behind.\n");
+      if (argc != 2) return 2;
+      ternion::flush_standard_output();
+      return 0;
+    }
     const ternion::HangReport report =
         ternion::analyse_flight_records(ternion::read_flight_records(argv[1]));
     for (const std::string& line : report.lines)

@@ -100,16 +100,18 @@ Options parse(int argc, char** argv) {
 
 // The prompt's logits [T, vocab_size] (the padding rows dropped) as JSON rows, written to a
 // temporary name and renamed, so FILE is whole or absent.
-// `checkpoint_files`: what the model was read from, which FILE must not be.
+// `checkpoint_files`: what the model was read from, which FILE must not be; `context_source`:
+// what set sample.context (--context, or the model's key).
 void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std::string& path,
-                         const std::vector<std::string>& checkpoint_files) {
+                         const std::vector<std::string>& checkpoint_files,
+                         const std::string& context_source) {
   const std::string problem =
       sample.tokenizer.prompt_problem(sample.prompt, model.config().vocab_size);
   TN_CHECK_AS(UsageError, problem.empty(), "--prompt: ", problem);
   const std::vector<std::int32_t> ids = sample.tokenizer.encode(sample.prompt);
   const auto seq = static_cast<std::int64_t>(ids.size());
   TN_CHECK_AS(UsageError, seq >= 1 && seq <= sample.context, "--logits: the prompt has ", seq,
-              " tokens; the logits take 1 to ", sample.context, " (--context)");
+              " tokens; the logits take 1 to ", sample.context, " (", context_source, ")");
   Tensor tokens = Tensor::empty({1, seq}, DType::I32);
   std::copy(ids.begin(), ids.end(), tokens.data<std::int32_t>());
   MicroBatchInfo info;
@@ -156,12 +158,15 @@ int run(Options o) {
   o.sample.top_p = o.top_p.value_or(config.training.sample_top_p);
   o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
   const std::int64_t made_for = config.model.context_made_for();
+  const std::string made_for_key =
+      config.model.max_context > 0 ? "model.max_context" : "model.seq_len";
   TN_CHECK_AS(UsageError, o.context.value_or(made_for) <= made_for, "--context ", *o.context,
-              " is longer than the ", made_for, " tokens the model is made for (",
-              config.model.max_context > 0 ? "model.max_context" : "model.seq_len", ")");
+              " is longer than the ", made_for, " tokens the model is made for (", made_for_key,
+              ")");
   o.sample.context = o.context.value_or(made_for);
   if (!o.logits_path.empty())
-    write_prompt_logits(*model, o.sample, o.logits_path, checkpoint_files(o.checkpoint));
+    write_prompt_logits(*model, o.sample, o.logits_path, checkpoint_files(o.checkpoint),
+                        o.context ? "--context" : made_for_key);
   // One rank: the KV cache where the decoder knows the model's keys and values; otherwise (a
   // registered custom block) each token reruns its window.
   const std::string text =

@@ -104,7 +104,7 @@ std::string generate_text_cached(const ModelConfig& mc, const GptModel& model,
   // No larger than the run needs: a model made for 128k positions, asked for 200 tokens.
   const std::int64_t needed =
       std::min<std::int64_t>(context, static_cast<std::int64_t>(prompt_length)) +
-      options.max_tokens;
+      std::min(options.max_tokens, context);  // (no overflow at any max_tokens)
   KvCacheDecoder decoder(model, std::min(context, std::max<std::int64_t>(needed, 1)));
   for (std::int64_t i = 0; i < options.max_tokens; ++i) {
     // The cache holds every token but the newest while they fit (the window starts at token

@@ -70,8 +70,10 @@ TEST(BlendSpec, MalformedBlendsAreRefused) {
   refused("-0 web.bin", {"the weight -0 of 'web.bin' must be a positive finite number"});
   // A share the sampler's 53-bit uniform cannot resolve would never be drawn (or is 0 outright).
   refused("1 web.bin 1e-17 books.bin",
-          {"the weight of 'books.bin' is 1e-17 of the total, below the 2^-53 a draw can resolve"});
+          {"the weight of 'books.bin' is 1e-17 of the total, too small a share for any draw"});
   refused("1e300 web.bin 1e-300 books.bin", {"the weight of 'books.bin' is 0 of the total"});
+  // Above 2^-53, yet the shares before it already round to 1.
+  refused("2 a.bin 3 b.bin 8e-16 c.bin", {"the weight of 'c.bin' is 1.6e-16 of the total"});
   expect_parts("1 web.bin 1e-14 books.bin", {{1.0 - 1e-14, "web.bin"}, {1e-14, "books.bin"}}, true);
 }
 

@@ -186,6 +186,10 @@ TEST(BpeRegex, CommentsAreNotReadAsSyntax) {
   EXPECT_EQ(pieces("(?x)a # note", "a a"), (std::vector<std::string>{"a", " ", "a"}));
   // (?xx) is (?x) in Oniguruma: a space in a class is a member (PCRE2's xx would skip it).
   EXPECT_EQ(pieces("(?xx)[a b]+", "a b"), (std::vector<std::string>{"a b"}));
+  // Letters are read in order: x-x is off, i-i case-sensitive (and a second '-' changes nothing).
+  EXPECT_EQ(pieces("(?x-x)a b", "a b ab"), (std::vector<std::string>{"a b", " ab"}));
+  EXPECT_EQ(pieces("(?i-i)a", "A a"), (std::vector<std::string>{"A ", "a"}));
+  EXPECT_EQ(pieces("(?ix-i-)a b", "AB ab"), (std::vector<std::string>{"AB ", "ab"}));
   // Oniguruma's (?#...) skips an escaped ')'.
   EXPECT_EQ(pieces("(?#\\)(b)a", "ba a"), (std::vector<std::string>{"b", "a", " ", "a"}));
   expect_error<DataError>("unterminated", [] { BpeRegex("(?#\\)x", "p"); }, {"has no end"});
