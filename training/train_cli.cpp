@@ -61,6 +61,8 @@ namespace {
 // The program's name in messages and usage: ternion-train, or a program built on train_main
 // (the custom-block example), as it was started.
 std::string g_program = "ternion-train";
+// When train_main began: training.time_limit_minutes counts MPI's and NCCL's start-up too.
+std::chrono::steady_clock::time_point g_program_start = std::chrono::steady_clock::now();
 
 constexpr const char* kUsage =
     "usage: ternion-train --config FILE [--set section.key=value ...] [--dry-run]\n"
@@ -473,6 +475,7 @@ int run_training(Communicator& world, const Setup& s) {
   gather_memory_estimates(world, static_cast<double>(estimate->peak()),
                           memory_per_rank(trainer->device(), ranks_on_node));
   trainer->set_memory_estimate(estimate->peak());
+  trainer->set_time_limit_start(g_program_start);
 
   const std::int64_t params = parameters_on_rank(config.model, one_rank, 0);  // the whole model
   log_info(model_line(config.model, params));
@@ -685,6 +688,7 @@ int run(Communicator& world, int argc, char** argv) {
 }  // namespace
 
 int train_main(int argc, char** argv) {
+  g_program_start = std::chrono::steady_clock::now();
   if (argc > 0 && argv[0] != nullptr && argv[0][0] != '\0')
     g_program = std::filesystem::path(argv[0]).filename().string();
   std::optional<MpiRuntime> mpi;         // declared first: finalised after the communicator

@@ -69,7 +69,10 @@ class Trainer {
   // training.time_limit_minutes, stop it after the step in progress, with a checkpoint when
   // checkpoint.save_dir is set.
   StepMetrics run();
-  bool stopped_early() const { return stopped_early_; }        // by a signal or the time limit
+  bool stopped_early() const { return stopped_early_; }  // by a signal or the time limit
+  // training.time_limit_minutes counts from `start` (the program's; by default, from when this
+  // trainer began to be built).
+  void set_time_limit_start(std::chrono::steady_clock::time_point start) { started_ = start; }
   std::int64_t resumed_step() const { return resumed_step_; }  // 0: a fresh run
   // The whole windows an evaluation cycles through (0 without data.val).
   std::int64_t val_windows() const { return val_sampler_ ? val_sampler_->window_count() : 0; }
@@ -139,7 +142,7 @@ class Trainer {
   TokenBatch on_device(const TokenBatch& batch) const;
   void after_master_update();  // re-rounds the bf16 compute copies (mixed precision)
 
-  // training.time_limit_minutes counts from here: start-up and the checkpoint's load count.
+  // Where training.time_limit_minutes counts from (set_time_limit_start).
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   TrainConfig config_;
   std::unique_ptr<ProcessGroups> own_groups_;  // the one-rank layout, made without `groups`
