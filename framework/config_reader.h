@@ -155,6 +155,12 @@ class ConfigReader {
       if constexpr (std::is_same_v<T, double>) {
         if (!std::isfinite(parsed))
           config_fail(doc_, section_, key, "must be a finite number, got '" + node.Scalar() + "'");
+        // 1e-400 reads as 0, which means "none" for many keys: a value, not a silent default.
+        const std::string& text = node.Scalar();
+        if (parsed == 0 && text.substr(0, text.find_first_of("eE")).find_first_of("123456789") !=
+                               std::string::npos)
+          config_fail(doc_, section_, key,
+                      "'" + text + "' is too small for a double: it would read as 0");
       }
       field = parsed;
     }

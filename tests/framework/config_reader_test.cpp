@@ -197,6 +197,13 @@ TEST(ConfigReader, NumbersAreFinite) {
   EXPECT_NE(config_error([] { read("sec:\n  rate: .inf\n"); }).find("must be a finite number"),
             std::string::npos);
   EXPECT_DOUBLE_EQ(read("sec:\n  rate: 1e300\n").rate, 1e300);
+  // An underflow to 0 is refused; 0 written as 0 is 0.
+  EXPECT_NE(config_error([] {
+              read("sec:\n  rate: 1e-400\n");
+            }).find("sec.rate: '1e-400' is too small for a double: it would read as 0"),
+            std::string::npos);
+  EXPECT_EQ(read("sec:\n  rate: 0.0e-400\n").rate, 0.0);
+  EXPECT_EQ(read("sec:\n  rate: -0\n").rate, 0.0);
 }
 
 TEST(ConfigReader, FailNamesWhereTheValueCameFrom) {
