@@ -32,17 +32,6 @@ std::vector<std::pair<std::string, std::string>> scalars_of(const YAML::Node& ro
   return out;
 }
 
-// The saved run's settings, each key it predates at its default: the behaviour it had then.
-TrainConfig saved_config(ConfigDocument& doc) {
-  TrainConfig c;
-  read_config_section(doc, "model", c.model);
-  read_config_section(doc, "parallel", c.parallel);
-  read_config_section(doc, "training", c.training);
-  read_config_section(doc, "optimizer", c.optimizer);
-  read_config_section(doc, "data", c.data);
-  return c;
-}
-
 std::string lr_text(double lr) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2e", lr);
@@ -56,8 +45,10 @@ std::string resume_changes(const std::string& checkpoint_dir, const TrainConfig&
   try {
     const std::string saved_path =
         (std::filesystem::path(checkpoint_dir) / "config.yaml").string();
+    // The saved run's settings, each key it predates at its default: the behaviour it had then.
     ConfigDocument doc = ConfigDocument::load_file(saved_path);
-    const YAML::Node saved = YAML::Load(config_yaml(saved_config(doc)));
+    const TrainConfig was = TrainConfig::read_unchecked(doc);
+    const YAML::Node saved = YAML::Load(config_yaml(was));
     const YAML::Node ours = YAML::Load(config_yaml(config));
     std::string changes;
     bool schedule_changed = false;
@@ -75,7 +66,6 @@ std::string resume_changes(const std::string& checkpoint_dir, const TrainConfig&
       schedule_changed |= key == "training.steps" || key.rfind("optimizer.", 0) == 0;
     }
     if (changes.empty() || !schedule_changed) return changes;
-    const TrainConfig was = saved_config(doc);
     const std::int64_t step = resumed_step + 1;
     const double before = learning_rate_at(was.optimizer, step, was.training.steps);
     const double now = learning_rate_at(config.optimizer, step, config.training.steps);

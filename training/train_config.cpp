@@ -174,21 +174,21 @@ TrainConfig TrainConfig::from_document(ConfigDocument doc,
                                        const std::vector<std::string>& overrides,
                                        std::int64_t world_size) {
   for (const std::string& assignment : overrides) doc.apply_override(assignment);
-  TrainConfig c;
-  c.source = doc.source_name();
-  read_config_section(doc, "model", c.model);
-  read_config_section(doc, "parallel", c.parallel);
-  read_config_section(doc, "training", c.training);
-  read_config_section(doc, "optimizer", c.optimizer);
-  read_config_section(doc, "data", c.data);
-  read_config_section(doc, "logging", c.logging);
-  read_config_section(doc, "checkpoint", c.checkpoint);
+  TrainConfig c = read_unchecked(doc);
   doc.check_all_declared();
   c.model.validate(doc);
   c.parallel.validate(doc, world_size);
   c.parallel.validate_model_fit(doc, model_sharding_shape(c.model));
   c.optimizer.validate(doc);
   validate_training(doc, c, world_size);
+  return c;
+}
+
+TrainConfig TrainConfig::read_unchecked(ConfigDocument& doc) {
+  TrainConfig c;
+  c.source = doc.source_name();
+  for_each_section(
+      c, [&](const char* name, auto& section) { read_config_section(doc, name, section); });
   return c;
 }
 
@@ -208,19 +208,21 @@ std::int64_t TrainConfig::micro_batches_per_step(std::int64_t world_size) const 
 }
 
 namespace {
+std::vector<std::string> unused_keys_of(const ModelConfig& model) {
+  return model_family(model.family).unused_keys(model);
+}
+template <class Section>
+std::vector<std::string> unused_keys_of(const Section& section) {
+  if constexpr (requires { section.unused_keys(); }) return section.unused_keys();
+  return {};
+}
+
 // The keys `c` leaves unused are printed commented out: where given, they are refused.
 void print_sections(std::ostream& out, const TrainConfig& c) {
-  auto set_of = [](const std::vector<std::string>& keys) {
-    return std::set<std::string>(keys.begin(), keys.end());
-  };
-  print_config_section(out, "model", c.model,
-                       set_of(model_family(c.model.family).unused_keys(c.model)));
-  print_config_section(out, "parallel", c.parallel, set_of(c.parallel.unused_keys()));
-  print_config_section(out, "training", c.training);
-  print_config_section(out, "optimizer", c.optimizer, set_of(c.optimizer.unused_keys()));
-  print_config_section(out, "data", c.data);
-  print_config_section(out, "logging", c.logging, set_of(c.logging.unused_keys()));
-  print_config_section(out, "checkpoint", c.checkpoint);
+  TrainConfig::for_each_section(c, [&](const char* name, const auto& section) {
+    const std::vector<std::string> unused = unused_keys_of(section);
+    print_config_section(out, name, section, std::set<std::string>(unused.begin(), unused.end()));
+  });
 }
 }  // namespace
 

@@ -152,6 +152,22 @@ struct TrainConfig {
 
   static TrainConfig from_document(ConfigDocument doc, const std::vector<std::string>& overrides,
                                    std::int64_t world_size = 1);
+  // The document's values, each key it leaves out at its default, with no check of whether
+  // they make a run: what a checkpoint's config.yaml says its run was.
+  static TrainConfig read_unchecked(ConfigDocument& doc);
+
+  // Calls visit(name, section) for each section, in the order a config file lists them: the
+  // one list of the sections, which reading and printing share.
+  template <class Self, class Visit>
+  static void for_each_section(Self& c, Visit&& visit) {
+    visit("model", c.model);
+    visit("parallel", c.parallel);
+    visit("training", c.training);
+    visit("optimizer", c.optimizer);
+    visit("data", c.data);
+    visit("logging", c.logging);
+    visit("checkpoint", c.checkpoint);
+  }
 
   std::int64_t micro_batches_per_step(std::int64_t world_size = 1) const;
 };
