@@ -55,6 +55,28 @@ std::string Tokenizer::decode(std::span<const std::int32_t> ids) const {
   return text;
 }
 
+namespace {
+constexpr const char* kEndOfTextTokens[] = {"<|endoftext|>", "<|end_of_text|>"};
+}  // namespace
+
+std::string Tokenizer::end_of_text() const {
+  if (bpe_ == nullptr) return "";
+  for (const char* token : kEndOfTextTokens)
+    if (bpe_->added_token_id(token) >= 0) return token;
+  return "";
+}
+
+std::int32_t Tokenizer::end_of_text_id() const {
+  const std::string token = end_of_text();
+  return token.empty() ? -1 : bpe_->added_token_id(token);
+}
+
+std::int32_t Tokenizer::begin_of_text_id() const {
+  if (bpe_ != nullptr)
+    if (const std::int32_t id = bpe_->added_token_id("<|begin_of_text|>"); id >= 0) return id;
+  return end_of_text_id();
+}
+
 std::string Tokenizer::prompt_problem(std::string_view prompt, std::int64_t vocab_size) const {
   if (bpe_ == nullptr || prompt.empty()) return ternion::prompt_problem(prompt, vocab_size);
   const std::int64_t bad_byte = first_invalid_utf8(prompt);

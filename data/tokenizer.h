@@ -32,6 +32,15 @@ class Tokenizer {
   std::int64_t vocab_size() const;  // one more than its largest id
   std::string describe() const;     // "bytes (256 tokens)", "byte-level BPE (4096 tokens)"
 
+  // The token that separates documents, as an added token's text: GPT-2's "<|endoftext|>"
+  // (also ternion-prepare's trained tokenizers') or Llama 3's "<|end_of_text|>"; "" where the
+  // tokenizer has neither (bytes have none).
+  std::string end_of_text() const;
+  std::int32_t end_of_text_id() const;  // its id, or -1
+  // The token a document starts with where the tokenizer has one of its own (Llama 3's
+  // "<|begin_of_text|>"), else the end-of-text token, as GPT-2 uses it; -1 where neither is.
+  std::int32_t begin_of_text_id() const;
+
   // Bytes take any bytes; BPE needs UTF-8 (DataError naming the offset otherwise).
   std::vector<std::int32_t> encode(std::string_view text, int threads = 1) const;
   std::string decode(std::span<const std::int32_t> ids) const;

@@ -1,13 +1,15 @@
 // ternion-prepare: text -> token files the trainer reads (data/text_prepare.h).
 //
-//   ternion-prepare (--input TEXT | --builtin [--bytes N]) --output DIR [--val-fraction F]
+//   ternion-prepare (--input TEXT [--jsonl [--json-key K]] | --builtin [--bytes N])
+//                   --output DIR [--val-fraction F]
 //                   [--tokenizer FILE | --train-tokenizer --vocab-size N]
 //                   [--shard-tokens N] [--threads N]
 //
 // Tokens are bytes unless a byte-level BPE is given (a Hugging Face tokenizer.json) or trained
-// on the input; then DIR/tokenizer.json is written beside the token files. --builtin prepares
-// the generated corpus of data/builtin_corpus.h instead of a file and also writes
-// DIR/corpus.txt (the text) and DIR/words.txt (its word list, one a line).
+// on the input; then DIR/tokenizer.json is written beside the token files. With --jsonl the
+// input is documents in JSON Lines (data/jsonl_documents.h), each after an end-of-text token.
+// --builtin prepares the generated corpus of data/builtin_corpus.h instead of a file and also
+// writes DIR/corpus.txt (the text) and DIR/words.txt (its word list, one a line).
 //
 // Exit status: 0 on success or --help; 2 for a bad command line (the message and a usage hint
 // on stderr); 1 for anything else (bad input file, unwritable directory), with one line.
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "data/builtin_corpus.h"
+#include "data/jsonl_documents.h"
 #include "data/text_prepare.h"
 #include "data/tokenizer.h"
 #include "framework/error.h"
@@ -43,8 +46,8 @@ using ternion::UsageError;
 
 constexpr const char* kProgram = "ternion-prepare";
 constexpr const char* kUsageHint =
-    "usage: ternion-prepare (--input TEXT | --builtin [--bytes N]) --output DIR "
-    "[--val-fraction F] [--tokenizer FILE | --train-tokenizer --vocab-size N] "
+    "usage: ternion-prepare (--input TEXT [--jsonl [--json-key K]] | --builtin [--bytes N]) "
+    "--output DIR [--val-fraction F] [--tokenizer FILE | --train-tokenizer --vocab-size N] "
     "[--shard-tokens N] [--threads N]; see --help";
 constexpr const char* kHelp =
     "usage: ternion-prepare --input TEXT --output DIR [options]\n"
@@ -54,6 +57,10 @@ constexpr const char* kHelp =
     "that ternion-train reads: bytes (vocabulary 256) by default, or a byte-level BPE.\n"
     "\n"
     "  --input TEXT        the text file to prepare (UTF-8 for a BPE tokenizer)\n"
+    "  --jsonl             the input is documents in JSON Lines, one object a line with the\n"
+    "                      text under --json-key; each document is preceded by the tokenizer's\n"
+    "                      end-of-text token (<|endoftext|>), so it needs a BPE tokenizer\n"
+    "  --json-key K        the key of a document's text (default text)\n"
     "  --builtin           prepare the built-in generated pseudo-English corpus instead; also\n"
     "                      writes DIR/corpus.txt and DIR/words.txt (its words, one a line)\n"
     "  --output DIR        where to write (created if missing)\n"
@@ -77,6 +84,8 @@ constexpr const char* kHelp =
 
 struct Options {
   std::optional<std::string> input;
+  bool jsonl = false;
+  std::optional<std::string> json_key;
   bool builtin = false;
   std::optional<std::string> output;
   std::optional<std::int64_t> bytes;
@@ -161,6 +170,14 @@ std::optional<Options> parse_args(const std::vector<std::string>& args) {
     } else if (flag == "--threads") {
       once(options.threads.has_value());
       options.threads = parse_count(flag, value(), 1, 1024);
+    } else if (flag == "--jsonl") {
+      TN_CHECK_AS(UsageError, !inline_value, "--jsonl takes no value");
+      once(options.jsonl);
+      options.jsonl = true;
+    } else if (flag == "--json-key") {
+      once(options.json_key.has_value());
+      options.json_key = value();
+      TN_CHECK_AS(UsageError, !options.json_key->empty(), "--json-key needs a non-empty key");
     } else if (flag == "--builtin") {
       TN_CHECK_AS(UsageError, !inline_value, "--builtin takes no value");
       once(options.builtin);
@@ -181,6 +198,12 @@ std::optional<Options> parse_args(const std::vector<std::string>& args) {
               "--bytes applies only to --builtin");
   TN_CHECK_AS(UsageError, !(options.tokenizer && options.train_tokenizer),
               "--tokenizer and --train-tokenizer exclude each other");
+  TN_CHECK_AS(UsageError, !options.jsonl || options.input.has_value(),
+              "--jsonl reads documents from --input");
+  TN_CHECK_AS(UsageError, !options.json_key || options.jsonl, "--json-key applies only to --jsonl");
+  TN_CHECK_AS(UsageError, !options.jsonl || options.tokenizer || options.train_tokenizer,
+              "--jsonl separates documents with an end-of-text token, which bytes have none "
+              "of: give --tokenizer FILE or --train-tokenizer --vocab-size N");
   TN_CHECK_AS(UsageError, options.train_tokenizer == options.vocab_size.has_value(),
               options.train_tokenizer ? "--train-tokenizer needs --vocab-size N"
                                       : "--vocab-size applies only to --train-tokenizer");
@@ -216,15 +239,20 @@ int available_cores() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-ternion::Tokenizer tokenizer_for(const Options& options, const std::string& text) {
-  if (options.tokenizer) return ternion::Tokenizer::open("--tokenizer", *options.tokenizer);
+constexpr const char* kTrainedEndOfText = "<|endoftext|>";
+
+// The tokenizer `opened` from --tokenizer, or bytes, or one trained on `text`.
+ternion::Tokenizer tokenizer_for(const Options& options,
+                                 const std::optional<ternion::Tokenizer>& opened,
+                                 const std::string& text) {
+  if (opened) return *opened;
   if (!options.train_tokenizer) return ternion::Tokenizer::bytes();
   const std::int64_t bad = ternion::first_invalid_utf8(text);
   TN_CHECK_AS(DataError, bad < 0,
               options.builtin ? "the text" : "text file '" + *options.input + "'",
               " is not UTF-8 at byte offset ", bad, ": a BPE tokenizer is trained on UTF-8 text");
   return ternion::Tokenizer(
-      ternion::BpeTokenizer::train(text, *options.vocab_size, {"<|endoftext|>"}));
+      ternion::BpeTokenizer::train(text, *options.vocab_size, {kTrainedEndOfText}));
 }
 
 std::string file_list(const std::vector<std::string>& files) {
@@ -243,11 +271,29 @@ int run(const Options& options) {
               options.builtin || !ternion::is_replaced_by_preparation(*options.input, dir),
               "--input '", *options.input, "' is a file that preparing into '", *options.output,
               "' replaces or removes: give another --output");
-  const std::string text = options.builtin
-                               ? ternion::builtin_corpus_text(options.bytes.value_or(1 << 20))
-                               : ternion::read_text_file(*options.input);
-  prepare.tokenizer = tokenizer_for(options, text);
-  const std::string source = options.builtin ? "the text" : "text file '" + *options.input + "'";
+  std::string text = options.builtin ? ternion::builtin_corpus_text(options.bytes.value_or(1 << 20))
+                                     : ternion::read_text_file(*options.input);
+  std::optional<ternion::Tokenizer> opened;
+  if (options.tokenizer) opened = ternion::Tokenizer::open("--tokenizer", *options.tokenizer);
+  std::int64_t documents = 0;
+  if (options.jsonl) {
+    // The separator is known before a tokenizer is trained: training makes kTrainedEndOfText.
+    std::string separator = kTrainedEndOfText;
+    if (opened) {
+      separator = opened->end_of_text();
+      TN_CHECK_AS(DataError, !separator.empty(), "--tokenizer '", *options.tokenizer,
+                  "' has no end-of-text token (<|endoftext|> or <|end_of_text|>) to separate "
+                  "--jsonl's documents");
+    }
+    ternion::JsonlDocuments joined = ternion::join_jsonl_documents(
+        text, options.json_key.value_or("text"), separator, "--input '" + *options.input + "'");
+    text = std::move(joined.text);
+    documents = joined.documents;
+  }
+  prepare.tokenizer = tokenizer_for(options, opened, text);
+  const std::string source = options.builtin ? "the text"
+                             : options.jsonl ? "the documents of '" + *options.input + "'"
+                                             : "text file '" + *options.input + "'";
   const ternion::PrepareResult result =
       ternion::prepare_text(text, *options.output, prepare, source);
   std::string extra;
@@ -272,6 +318,9 @@ int run(const Options& options) {
   if (!prepare.tokenizer.is_bytes())
     std::cout << "; " << prepare.tokenizer.describe() << " in "
               << (dir / "tokenizer.json").string();
+  if (options.jsonl)
+    std::cout << "; " << ternion::count_of(documents, "document", "documents") << ", each after "
+              << prepare.tokenizer.end_of_text();
   std::cout << extra << "\n";
   const double mb = static_cast<double>(text.size()) / 1e6;
   const double seconds = std::max(result.encode_seconds, 1e-9);

@@ -115,7 +115,7 @@ int run(int argc, char** argv) {
     out.close();
     TN_CHECK_AS(CheckpointError, !out.fail(), "cannot write '", path, ".tmp'");
   };
-  write_text(json, mapping.config_json(config.model));
+  write_text(json, hf_config_json(config.model, tokenizer));
   if (tokenizer.bpe() != nullptr) write_text(tokenizer_json, tokenizer.bpe()->to_json());
   for (const std::string& path : written) {
     fs::rename(path + ".tmp", path, ec);

@@ -25,11 +25,14 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ternion-generate --checkpoint DIR --prompt TEXT [--max-tokens N] [--temperature T]\n"
-    "                        [--top-k K] [--top-p P] [--seed S] [--context N] [--logits FILE]\n"
+    "                        [--top-k K] [--top-p P] [--seed S] [--context N] [--ignore-eos]\n"
+    "                        [--logits FILE]\n"
     "  --checkpoint DIR   a checkpoint (checkpoint.save_dir/step_NNNNNNN), or a save_dir: its\n"
     "                     latest checkpoint\n"
     "  --prompt TEXT      the text the sample continues\n"
-    "  --max-tokens N     tokens to generate (default 200)\n"
+    "  --max-tokens N     tokens to generate (default 200); fewer where the tokenizer's\n"
+    "                     end-of-text token (<|endoftext|>) comes first, which ends the text\n"
+    "  --ignore-eos       go on past the end-of-text token, printing it\n"
     "  --temperature T    (default: the checkpoint's training.sample_temperature)\n"
     "  --top-k K          0 = the whole vocabulary (default: its training.sample_top_k)\n"
     "  --top-p P          in (0, 1]: then the fewest likeliest tokens whose probability reaches\n"
@@ -52,6 +55,7 @@ struct Options {
   std::optional<double> top_p;
   std::optional<std::uint64_t> seed;
   std::optional<std::int64_t> context;
+  bool ignore_eos = false;
   std::string logits_path;
 };
 
@@ -83,6 +87,8 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--logits") {
       o.logits_path = value();
       TN_CHECK_AS(UsageError, !o.logits_path.empty(), "--logits needs a file name");
+    } else if (arg == "--ignore-eos") {
+      o.ignore_eos = true;
     } else if (arg == "--help" || arg == "-h")
       o.help = true;
     else TN_THROW(UsageError, "unknown argument '", arg, "'");
@@ -153,10 +159,12 @@ int run(Options o) {
   TrainConfig config;
   std::unique_ptr<GptModel> model = load_model_from_checkpoint(o.checkpoint, &config);
   o.sample.tokenizer = checkpoint_tokenizer(o.checkpoint, config);
+  o.sample.stop_token = o.sample.tokenizer.end_of_text_id();
   o.sample.temperature = o.temperature.value_or(config.training.sample_temperature);
   o.sample.top_k = o.top_k.value_or(config.training.sample_top_k);
   o.sample.top_p = o.top_p.value_or(config.training.sample_top_p);
   o.sample.seed = o.seed.value_or(static_cast<std::uint64_t>(config.training.seed));
+  if (o.ignore_eos) o.sample.stop_token = -1;
   const std::int64_t made_for = config.model.context_made_for();
   const std::string made_for_key =
       config.model.max_context > 0 ? "model.max_context" : "model.seq_len";

@@ -22,7 +22,8 @@ std::vector<std::int32_t> prompt_tokens(const ModelConfig& mc, const SampleOptio
 }
 
 // The sampling step of both generators, so that they draw the same text from the same logits:
-// the top-k of the real vocabulary in `logits` (a row of padded_vocab), weighted
+// the top-k of the real vocabulary in `logits` (a row of padded_vocab; equal logits ordered by
+// id, so that a cut through a tie keeps the same tokens on every machine), weighted
 // exp((logit - max) / temperature), cut to its top-p, chosen by the draw-th uniform of `stream`.
 std::int32_t sample_token(const float* logits, const ModelConfig& mc, const SampleOptions& options,
                           const RngStream& stream, std::int64_t draw) {
@@ -31,7 +32,9 @@ std::int32_t sample_token(const float* logits, const ModelConfig& mc, const Samp
   std::int64_t k =
       options.top_k > 0 ? std::min<std::int64_t>(options.top_k, mc.vocab_size) : mc.vocab_size;
   std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b]; });
+                    [&](std::int32_t a, std::int32_t b) {
+                      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+                    });
   std::vector<double> weights(k);
   const double top = logits[order[0]];
   double total = 0.0;
@@ -56,9 +59,13 @@ std::int32_t sample_token(const float* logits, const ModelConfig& mc, const Samp
   return order[choice];
 }
 
+// The sampled tokens as text, without a stop token that ends them.
 std::string decode_generated(const SampleOptions& options, const std::vector<std::int32_t>& tokens,
                              std::size_t prompt_length) {
-  return options.tokenizer.decode(std::span<const std::int32_t>(tokens).subspan(prompt_length));
+  std::span<const std::int32_t> sampled = std::span(tokens).subspan(prompt_length);
+  if (!sampled.empty() && sampled.back() == options.stop_token)
+    sampled = sampled.first(sampled.size() - 1);
+  return options.tokenizer.decode(sampled);
 }
 
 // The window each new token attends to (options.context, seq_len by default).
@@ -89,6 +96,7 @@ std::string generate_text(const ModelConfig& mc, const SampleOptions& options,
     Tensor logits = logits_of(input);
     const float* last = logits.data<float>() + (window - 1) * logits.size(2);
     tokens.push_back(sample_token(last, mc, options, stream, i));
+    if (tokens.back() == options.stop_token) break;
   }
   return decode_generated(options, tokens, prompt_length);
 }
@@ -118,6 +126,7 @@ std::string generate_text_cached(const ModelConfig& mc, const GptModel& model,
       logits = decoder.prime(std::span<const std::int32_t>(tokens).last(window));
     }
     tokens.push_back(sample_token(logits.data<float>(), mc, options, stream, i));
+    if (tokens.back() == options.stop_token) break;
   }
   return decode_generated(options, tokens, prompt_length);
 }

@@ -24,9 +24,12 @@ struct SampleOptions {
   // Tokens each new one attends to, at most the context the model is made for (0 = seq_len);
   // past it the window slides, renumbered from position 0.
   std::int64_t context = 0;
+  // Sampling this token ends the text before it, as the end of a document (-1: none).
+  std::int32_t stop_token = -1;
 };
 
-// Samples `options.max_tokens` tokens after `options.prompt` (temperature, top-k, top-p, seeded):
+// Samples `options.max_tokens` tokens after `options.prompt` (temperature, top-k, top-p, seeded),
+// or fewer where options.stop_token comes first:
 // `logits_of` maps tokens [1, T] to logits [1, T, padded_vocab]; windows of the last
 // options.context tokens are padded at their end to a multiple of `window_multiple` (sequence
 // parallelism). No KV cache: each new token reruns its window (any layout: `logits_of` may be

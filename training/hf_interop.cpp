@@ -20,6 +20,14 @@ const HfMapping& hf_mapping(const ModelConfig& config) {
   return gpt2;
 }
 
+std::string hf_config_json(const ModelConfig& config, const Tokenizer& tokenizer) {
+  OrderedJson root = OrderedJson::parse(hf_mapping(config).config_json(config));
+  auto id = [](std::int32_t token) { return token >= 0 ? OrderedJson(token) : OrderedJson(); };
+  root["bos_token_id"] = id(tokenizer.begin_of_text_id());
+  root["eos_token_id"] = id(tokenizer.end_of_text_id());
+  return json_text(root, 2) + "\n";
+}
+
 Json read_hf_json_object(const std::string& text, const std::string& path) {
   std::string why;
   std::optional<Json> root = parse_strict_json(text, &why);

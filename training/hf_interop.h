@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "data/tokenizer.h"
 #include "framework/strict_json.h"
 #include "framework/tensor.h"
 #include "layers/model_config.h"
@@ -28,6 +29,12 @@ struct HfMapping {
 };
 
 const HfMapping& hf_mapping(const ModelConfig& config);
+
+// The config.json an export writes: the family's, with bos_token_id and eos_token_id from the
+// run's tokenizer (data/tokenizer.h), or null where it has no such token. Left out, they take
+// transformers' defaults (GPT-2's 50256, Llama's 1 and 2), ids of another vocabulary at which
+// transformers' generate would stop.
+std::string hf_config_json(const ModelConfig& config, const Tokenizer& tokenizer);
 
 // A Hugging Face JSON file's text (`path` names it) as a JSON object; CheckpointError naming
 // the file where it is not valid JSON (framework/strict_json.h) or not an object.

@@ -708,6 +708,7 @@ SampleOptions Trainer::sample_options() const {
   sample.top_p = t.sample_top_p;
   sample.seed = static_cast<std::uint64_t>(t.seed);
   sample.tokenizer = tokenizer_;
+  sample.stop_token = tokenizer_.end_of_text_id();  // as ternion-generate stops
   return sample;
 }
 

@@ -56,3 +56,13 @@ open(sys.argv[2], "wb").write(header + struct.pack("<%dI" % n, *tokens))
 PY
 printf 'abc\xff\xfe def\n' > "$dir/not_utf8.txt"
 printf '{"version": "1.0", "model": {"type": "WordPiece", "vocab": {}}}\n' > "$dir/wordpiece.json"
+# Documents in JSON Lines: a good file, and one whose third line lacks "text" (all have "body").
+printf '{"text": "One doc."}\n{"text": "Two."}\n' > "$dir/docs.jsonl"
+printf '{"text": "a", "body": "x"}\n{"text": "b", "body": "y"}\n{"body": "z"}\n' > "$dir/bad_docs.jsonl"
+# The BPE above without its added tokens: nothing to separate documents with.
+python3 - "$dir/bpe/tokenizer.json" "$dir/no_eot.json" <<'PY'
+import json, sys
+tokenizer = json.load(open(sys.argv[1]))
+tokenizer["added_tokens"] = []
+json.dump(tokenizer, open(sys.argv[2], "w"))
+PY

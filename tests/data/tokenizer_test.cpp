@@ -73,5 +73,32 @@ TEST(Tokenizer, PromptBytesWithoutATokenAreRefused) {
   EXPECT_EQ(unknown.prompt_problem("the cat", vocab), "");
 }
 
+// The document separator is found by its text, GPT-2's or Llama 3's; a tokenizer of Llama 3's
+// kind starts documents with its own begin-of-text token, GPT-2's with the separator.
+TEST(Tokenizer, EndOfTextIsGpt2sOrLlama3sToken) {
+  EXPECT_EQ(Tokenizer::bytes().end_of_text(), "");
+  EXPECT_EQ(Tokenizer::bytes().end_of_text_id(), -1);
+  EXPECT_EQ(Tokenizer::bytes().begin_of_text_id(), -1);
+
+  const Tokenizer gpt2(BpeTokenizer::train("the cat sat. ", 262, {"<|endoftext|>"}));
+  const BpeTokenizer& gpt2_kind = *gpt2.bpe();
+  EXPECT_EQ(gpt2.end_of_text(), "<|endoftext|>");
+  EXPECT_EQ(gpt2.end_of_text_id(), gpt2_kind.added_token_id("<|endoftext|>"));
+  EXPECT_EQ(gpt2.begin_of_text_id(), gpt2.end_of_text_id());
+
+  const Tokenizer llama(BpeTokenizer::train(
+      "the cat sat. ", 264, {"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"}));
+  const BpeTokenizer& llama_kind = *llama.bpe();
+  EXPECT_EQ(llama.end_of_text(), "<|end_of_text|>");
+  EXPECT_EQ(llama.end_of_text_id(), llama_kind.added_token_id("<|end_of_text|>"));
+  EXPECT_EQ(llama.begin_of_text_id(), llama_kind.added_token_id("<|begin_of_text|>"));
+  EXPECT_NE(llama.begin_of_text_id(), llama.end_of_text_id());
+
+  const Tokenizer none(BpeTokenizer::train("the cat sat. ", 262, {"<|eot_id|>"}));
+  EXPECT_EQ(none.end_of_text(), "");
+  EXPECT_EQ(none.end_of_text_id(), -1);
+  EXPECT_EQ(none.begin_of_text_id(), -1);
+}
+
 }  // namespace
 }  // namespace ternion

@@ -107,5 +107,48 @@ TEST_F(GenerateCached, NoTokensGivesEmptyText) {
   EXPECT_EQ(generate_text_cached(model_.config(), model_, options_with("\x01", 0, 0, 6)), "");
 }
 
+// The stop token ends the text before it on both paths; a stop token never drawn changes
+// nothing.
+TEST_F(GenerateCached, AStopTokenEndsTheTextBeforeIt) {
+  const SampleOptions free_running = options_with("\x03\x07\x01", 30, 0, 7);
+  const std::string full = windowed(model_, free_running);
+  ASSERT_EQ(full.size(), 30u);
+  const std::size_t at = 6;
+  const auto stop = static_cast<std::int32_t>(static_cast<unsigned char>(full[at]));
+  const std::size_t first = full.find(full[at]);
+  SampleOptions stopping = free_running;
+  stopping.stop_token = stop;
+  EXPECT_EQ(windowed(model_, stopping), full.substr(0, first));
+  EXPECT_EQ(generate_text_cached(model_.config(), model_, stopping), full.substr(0, first));
+  for (std::int32_t absent = 0; absent < 29; ++absent)
+    if (full.find(static_cast<char>(absent)) == std::string::npos) {
+      stopping.stop_token = absent;
+      EXPECT_EQ(generate_text_cached(model_.config(), model_, stopping), full);
+      break;
+    }
+}
+
+// Equal logits are ordered by id, so a draw among tied tokens names the same token on every
+// machine: it samples as logits that fall with the id by a hair too small to move a draw.
+TEST(GenerateSampling, TiedLogitsAreOrderedById) {
+  ModelConfig c = tiny_config();
+  auto constant_logits = [&](float step) {
+    return [&c, step](const Tensor& tokens) {
+      Tensor logits = Tensor::zeros({1, tokens.size(1), c.padded_vocab_size()});
+      float* row = logits.data<float>();
+      for (std::int64_t t = 0; t < tokens.size(1); ++t)
+        for (std::int64_t v = 0; v < c.padded_vocab_size(); ++v)
+          row[t * c.padded_vocab_size() + v] = 1.0f - step * static_cast<float>(v);
+      return logits;
+    };
+  };
+  for (const std::int64_t top_k : {0, 12}) {
+    SampleOptions o = options_with("\x01", 60, top_k, 9);
+    const std::string tied = generate_text(c, o, 1, constant_logits(0.0f));
+    EXPECT_EQ(tied, generate_text(c, o, 1, constant_logits(1e-7f))) << "top-k " << top_k;
+    EXPECT_GT(std::set<char>(tied.begin(), tied.end()).size(), 5u);
+  }
+}
+
 }  // namespace
 }  // namespace ternion

@@ -6,13 +6,13 @@
 
 #include <gtest/gtest.h>
 
-#include "framework/strict_json.h"
-
 #include <cmath>
 
 #include "framework/safetensors.h"
+#include "framework/strict_json.h"
 #include "layers/gpt_model.h"
 #include "test_util.h"
+#include "training/hf_interop.h"
 #include "training/training_test_support.h"
 
 namespace ternion {
@@ -102,6 +102,34 @@ TEST(HfExport, NamesAndShapesAreGpt2s) {
       EXPECT_EQ(json.value(key, Json("missing")), value) << key << " in config.json:\n" << text;
     for (const char* key : {"layer_norm_epsilon", "embd_pdrop", "attn_pdrop", "initializer_range"})
       EXPECT_TRUE(json[key].is_number_float()) << key << " in config.json:\n" << text;
+  }
+}
+
+// The exported config names the run's own begin and end of text, or null, never transformers'
+// defaults (GPT-2's 50256, Llama's 1 and 2), ids of another vocabulary that generate would stop
+// at; each family's keys are kept as they are.
+TEST(HfExport, ConfigNamesTheTokenizersEndOfText) {
+  ModelConfig gpt2 = tiny_config();
+  gpt2.vocab_size = 300;
+  ModelConfig llama = gpt2;
+  llama.family = "llama";
+  llama.n_kv_head = 1;
+  const Tokenizer trained(BpeTokenizer::train("the cat sat. ", 262, {"<|endoftext|>"}));
+  const Tokenizer llama_kind(BpeTokenizer::train(
+      "the cat sat. ", 264, {"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"}));
+  for (const ModelConfig& config : {gpt2, llama}) {
+    const Json family = Json::parse(hf_mapping(config).config_json(config));
+    const Json bytes = Json::parse(hf_config_json(config, Tokenizer::bytes()));
+    EXPECT_TRUE(bytes.at("bos_token_id").is_null()) << config.family;
+    EXPECT_TRUE(bytes.at("eos_token_id").is_null()) << config.family;
+    const Json bpe = Json::parse(hf_config_json(config, trained));
+    EXPECT_EQ(bpe.at("bos_token_id"), trained.end_of_text_id()) << config.family;
+    EXPECT_EQ(bpe.at("eos_token_id"), trained.end_of_text_id()) << config.family;
+    const Json llama_ids = Json::parse(hf_config_json(config, llama_kind));
+    EXPECT_EQ(llama_ids.at("bos_token_id"), llama_kind.begin_of_text_id());
+    EXPECT_EQ(llama_ids.at("eos_token_id"), llama_kind.end_of_text_id());
+    for (const auto& [key, value] : family.items()) EXPECT_EQ(bpe.at(key), value) << key;
+    EXPECT_EQ(bpe.size(), family.size() + 2);
   }
 }
 

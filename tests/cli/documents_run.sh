@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# documents_run.sh BIN_DIR CONFIG OUT_DIR
+# Documents in JSON Lines end to end:
+# 1. ternion-prepare --jsonl trains a BPE on 600 short documents and writes their tokens, each
+#    document after <|endoftext|>: the token files hold exactly one such id a document;
+# 2. CONFIG trains on them and saves; ternion-generate stops where the model samples the end of
+#    text: its text is --ignore-eos's text cut before the first <|endoftext|>, which the
+#    trainer's own sample, drawn the same way, is too;
+# 3. ternion-export names that id as Hugging Face's bos_token_id and eos_token_id.
+set -u
+bin=$1 config=$2 out=$3
+rm -rf "$out"
+mkdir -p "$out"
+fail() { echo "FAILED: $*"; exit 1; }
+python3 - "$out/docs.jsonl" <<'PY'
+import json, random, sys
+random.seed(5)
+words = ["the cat", "a dog", "sat", "ran", "on the mat", "far away", "and then", "slept"]
+with open(sys.argv[1], "w") as f:
+    for i in range(600):
+        text = " ".join(random.choice(words) for _ in range(random.randint(1, 4))) + "."
+        f.write(json.dumps({"id": i, "text": text}) + "\n")
+PY
+"$bin/ternion-prepare" --input "$out/docs.jsonl" --jsonl --output "$out/data" \
+  --train-tokenizer --vocab-size 300 > "$out/prepare.log" 2>&1 ||
+  { cat "$out/prepare.log"; fail "ternion-prepare --jsonl"; }
+cat "$out/prepare.log"
+grep -q "600 documents, each after <|endoftext|>" "$out/prepare.log" ||
+  fail "ternion-prepare does not report the documents"
+python3 - "$out/data" <<'PY' || fail "the token files' end-of-text ids"
+import json, struct, sys
+d = sys.argv[1]
+added = json.load(open(d + "/tokenizer.json"))["added_tokens"]
+eot = [t["id"] for t in added if t["content"] == "<|endoftext|>"][0]
+count = 0
+for split in ("train", "val"):
+    data = open("%s/%s.bin" % (d, split), "rb").read()
+    n = struct.unpack_from("<i", data, 8)[0]
+    tokens = struct.unpack_from("<%dH" % n, data, 1024)
+    if split == "train" and tokens[0] != eot:
+        sys.exit("the first document does not start with <|endoftext|> (%d)" % eot)
+    count += tokens.count(eot)
+print("token files: %d <|endoftext|> ids (id %d)" % (count, eot))
+sys.exit(0 if count == 600 else "expected 600 <|endoftext|> ids, one a document")
+PY
+
+"$bin/ternion-train" --config "$config" --set "data.train=$out/data/train.bin" \
+  --set "data.tokenizer=$out/data/tokenizer.json" --set model.vocab_size=300 \
+  --set training.steps=40 --set training.sample_tokens=60 --set "training.sample_prompt=the cat" \
+  --set "checkpoint.save_dir=$out/ckpt" --set checkpoint.save_interval=40 > "$out/train.log" 2>&1 ||
+  { cat "$out/train.log"; fail "training on the documents"; }
+sed -n '/^ternion: sample/,$p' "$out/train.log" | tail -n +2 > "$out/sample.txt"
+
+generate=("$bin/ternion-generate" --checkpoint "$out/ckpt" --prompt "the cat" --max-tokens 60)
+"${generate[@]}" --ignore-eos > "$out/through.txt" || fail "ternion-generate --ignore-eos"
+"${generate[@]}" > "$out/stopped.txt" || fail "ternion-generate"
+echo "--ignore-eos: $(head -c 200 "$out/through.txt")"
+echo "stopped:      $(cat "$out/stopped.txt")"
+python3 - "$out/through.txt" "$out/stopped.txt" "$out/sample.txt" <<'PY' || exit 1
+import sys
+through, stopped, sample = (open(p, encoding="utf-8").read() for p in sys.argv[1:])
+at = through.find("<|endoftext|>")
+if at < len("the cat"):
+    sys.exit("FAILED: no <|endoftext|> in 60 tokens after the prompt: nothing was tested")
+if stopped != through[:at] + "\n":
+    sys.exit("FAILED: ternion-generate did not stop before the first <|endoftext|>")
+if sample != stopped:
+    sys.exit("FAILED: the trainer's sample did not stop where ternion-generate does")
+print("generation stops before <|endoftext|> at character %d" % at)
+PY
+
+"$bin/ternion-export" --checkpoint "$out/ckpt" --output "$out/hf" > "$out/export.log" 2>&1 ||
+  { cat "$out/export.log"; fail "ternion-export"; }
+python3 - "$out/hf" <<'PY' || fail "the exported config's token ids"
+import json, sys
+config = json.load(open(sys.argv[1] + "/config.json"))
+added = json.load(open(sys.argv[1] + "/tokenizer.json"))["added_tokens"]
+eot = [t["id"] for t in added if t["content"] == "<|endoftext|>"][0]
+got = (config.get("bos_token_id"), config.get("eos_token_id"))
+print("config.json: bos_token_id %s, eos_token_id %s" % got)
+sys.exit(0 if got == (eot, eot) else "expected both to be %d" % eot)
+PY
+echo "documents: prepared with one <|endoftext|> each; generation stops there; export names it"
