@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
 
   const double step_s = median(total);
   const double tokens_per_step = static_cast<double>(batch * seq);
-  const double step_flops = 3.0 * forward_flops_per_token(c) * tokens_per_step;
+  const double step_flops = training_flops_per_token(c) * tokens_per_step;
   const double achieved = step_flops / step_s / 1e9;
   const double shapes_rate = gemm_rate(step_gemms(model, batch * seq), 3);
   const double square_rate = gemm_rate({{2048, 2048, 2048, false, false, 0.0f}}, 3);

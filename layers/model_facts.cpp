@@ -42,6 +42,10 @@ double forward_flops_per_token(const ModelConfig& config) {
   return GptModel(config).forward_flops_per_token();
 }
 
+double training_flops_per_token(const ModelConfig& config) {
+  return 3.0 * forward_flops_per_token(config);
+}
+
 ModelShardingShape model_sharding_shape(const ModelConfig& config) {
   ModelShardingShape shape;
   shape.n_head = config.n_head;

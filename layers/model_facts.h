@@ -5,7 +5,7 @@
 //   parameters_on_rank       the parameters one rank of a tensor x pipeline x data layout holds
 //                            (the dry run prints it per rank; the trainer logs what it built)
 //   forward_flops_per_token  the figure throughput and MFU are quoted against, in the trainer's
-//                            logs, the benchmarks and the GPU check alike
+//                            logs, the benchmarks and the GPU check alike (training: 3x)
 //
 // The sharding is Megatron's, which the layers follow: column-parallel output features and
 // row-parallel input features split over tp, norms and row-parallel biases replicated, the
@@ -38,9 +38,12 @@ StageBlocks pipeline_stage_blocks(std::int64_t n_layer, std::int64_t pp_size, st
 std::int64_t parameters_on_rank(const ModelConfig& config, const RankLayout& layout, int rank,
                                 std::int64_t virtual_stages = 1);
 
-// Forward FLOPs per token of the whole model at full context (a training step costs 3x this
-// per token): the sum of its layers' Layer::forward_flops_per_token.
+// Forward FLOPs per token of the whole model at full context: the sum of its layers'
+// Layer::forward_flops_per_token.
 double forward_flops_per_token(const ModelConfig& config);
+// A training step's model FLOPs per token: the forward and the backward's two GEMMs for each
+// of its own, 3x the forward. Recomputation is not counted, as MFU counts model FLOPs.
+double training_flops_per_token(const ModelConfig& config);
 
 // The sizes ParallelConfig::validate_model_fit checks against the layout, so that the shards
 // above are whole.

@@ -15,14 +15,16 @@ namespace ternion {
 std::string metrics_json(const StepMetrics& m) {
   // JSON has no NaN or Infinity: a non-finite value is written as null.
   OrderedJson j = {{"step", m.step},
-            {"loss", m.loss},
-            {"lr", m.lr},
-            {"grad_norm", m.grad_norm},
-            {"tokens_per_s", m.tokens_per_s},
-            {"ms_per_step", m.ms_per_step},
-            {"activation_mb", m.activation_mb},
-            {"peak_memory_mb", m.peak_memory_mb},
-            {"reserved_memory_mb", m.reserved_memory_mb}};
+                   {"loss", m.loss},
+                   {"lr", m.lr},
+                   {"grad_norm", m.grad_norm},
+                   {"tokens_per_s", m.tokens_per_s},
+                   {"tflops_per_rank", m.tflops_per_rank},
+                   {"ms_per_step", m.ms_per_step},
+                   {"activation_mb", m.activation_mb},
+                   {"peak_memory_mb", m.peak_memory_mb},
+                   {"reserved_memory_mb", m.reserved_memory_mb}};
+  if (m.mfu_percent) j["mfu_percent"] = *m.mfu_percent;
   if (m.memory_estimate_mb) j["memory_estimate_mb"] = *m.memory_estimate_mb;
   j["forward_backward_ms"] = m.forward_backward_ms;
   if (m.forward_ms) j["forward_ms"] = *m.forward_ms;

@@ -26,6 +26,8 @@ struct StepMetrics {
   double lr = 0.0;
   double grad_norm = 0.0;
   double tokens_per_s = 0.0;
+  double tflops_per_rank = 0.0;       // model FLOPs (layers/model_facts.h) per second per rank
+  std::optional<double> mfu_percent;  // tflops_per_rank over logging.peak_tflops, where given
   double ms_per_step = 0.0;
   double activation_mb = 0.0;  // peak memory the step allocated beyond what it started with
   double peak_memory_mb = 0.0;      // the device's peak allocated memory during the step

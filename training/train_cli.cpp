@@ -365,8 +365,8 @@ void read_setup(Setup& s, int argc, char** argv, int world_size) {
   check_host_memory(s.doc, *s.config, world_size);
 }
 
-// The model's shape, size and forward FLOPs per token (the figure MFU is quoted against:
-// scripts/gpu-check.sh reads it from here).
+// The model's shape, size and forward FLOPs per token (a training step's are 3x: the figure
+// each step's TFLOP/s and MFU are quoted against).
 std::string model_line(const ModelConfig& m, std::int64_t params) {
   const std::string kv_heads =
       m.kv_heads() != m.n_head ? detail::concat(" (", m.kv_heads(), " key/value)") : "";

@@ -111,6 +111,8 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
                     "optimizer.warmup_steps = " +
                     std::to_string(t.steps - c.optimizer.warmup_steps));
   if (c.logging.log_interval < 1) config_fail(doc, "logging", "log_interval", "must be at least 1");
+  if (!(c.logging.peak_tflops >= 0) || !std::isfinite(c.logging.peak_tflops))
+    config_fail(doc, "logging", "peak_tflops", "must be a finite number, 0 or more");
   const CheckpointConfig& k = c.checkpoint;
   if (k.save_interval < 0) config_fail(doc, "checkpoint", "save_interval", "must not be negative");
   if (k.keep < 1) config_fail(doc, "checkpoint", "keep", "must be at least 1");

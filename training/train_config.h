@@ -93,6 +93,7 @@ struct LoggingConfig {
   std::string trace_file;      // Chrome trace of one pipeline step; empty = none
   std::int64_t trace_step = 0;  // the step traced (0 = the last)
   std::string flight_dir;       // empty: flight/ beside metrics_file (or in the working dir)
+  double peak_tflops = 0.0;     // a rank's peak, for MFU (0 = MFU not reported)
 
   template <class V>
   void visit(V& v) {
@@ -105,6 +106,9 @@ struct LoggingConfig {
     v("flight_dir", flight_dir,
       "where each rank writes its last communication operations (rank_R.json) on a hang, an "
       "error or a signal (empty = flight/ beside metrics_file, or in the working directory)");
+    v("peak_tflops", peak_tflops,
+      "one rank's peak TFLOP/s at the run's precision (a GPU's datasheet figure, say): each "
+      "step then logs its MFU, the model TFLOP/s per rank over it (0 = no MFU)");
   }
   // flight_dir, or its default.
   std::string flight_directory() const;

@@ -479,6 +479,9 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   metrics.ms_per_step = seconds * 1e3;
   metrics.tokens_per_s =
       static_cast<double>(config_.training.global_batch_size * config_.model.seq_len) / seconds;
+  metrics.tflops_per_rank = step_model_flops_ / seconds / groups_.world().size() / 1e12;
+  if (config_.logging.peak_tflops > 0)
+    metrics.mfu_percent = 100.0 * metrics.tflops_per_rank / config_.logging.peak_tflops;
   return metrics;
 }
 
@@ -619,12 +622,15 @@ StepMetrics Trainer::run() {
       const double elapsed = seconds_since(start);
       const double done = static_cast<double>(step - first_step + 1);
       const double eta = elapsed / done * static_cast<double>(t.steps - step);
-      char line[256];
+      char mfu[32] = "";
+      if (m.mfu_percent) std::snprintf(mfu, sizeof mfu, " | MFU %.1f%%", *m.mfu_percent);
+      char line[320];
       std::snprintf(line, sizeof line,
                     "step %5lld/%lld | loss %.4f | lr %.2e | grad norm %7.4f | %8.0f tok/s | "
-                    "%7.1f ms/step | ETA %s",
+                    "%.3g TFLOP/s per rank%s | %7.1f ms/step | ETA %s",
                     static_cast<long long>(step), static_cast<long long>(t.steps), m.loss, m.lr,
-                    m.grad_norm, m.tokens_per_s, m.ms_per_step, format_duration(eta).c_str());
+                    m.grad_norm, m.tokens_per_s, m.tflops_per_rank, mfu, m.ms_per_step,
+                    format_duration(eta).c_str());
       std::string text = line;
       if (m.val_loss) text += detail::concat(" | val loss ", *m.val_loss);
       if (m.skipped) text += " | SKIPPED: non-finite gradients, no update applied";

@@ -30,6 +30,7 @@
 #include "data/tokenizer.h"
 #include "layers/gpt_model.h"
 #include "layers/mixed_precision.h"
+#include "layers/model_facts.h"
 #include "optimizers/optimizer.h"
 #include "parallel/gradient_reducer.h"
 #include "parallel/pipeline_executor.h"
@@ -174,6 +175,10 @@ class Trainer {
   PipelineStepResult last_pipeline_step_;
   std::unique_ptr<Optimizer> optimizer_;
   std::optional<std::size_t> memory_estimate_;
+  // A step's model FLOPs, all ranks' together (layers/model_facts.h).
+  double step_model_flops_ = training_flops_per_token(config_.model) *
+                             static_cast<double>(config_.training.global_batch_size) *
+                             static_cast<double>(config_.model.seq_len);
 };
 
 // Opens the token files config key `key` names (data/token_dataset.h; weights refused:

@@ -107,10 +107,35 @@ TEST(Trainer, RunWritesOneMetricsLinePerStepWithValidationOnEvalSteps) {
     const Json record = Json::parse(line);
     EXPECT_EQ(line.rfind("{\"step\":", 0), 0u) << line;  // first, for a person reading the file
     EXPECT_EQ(record.value("step", -1), s + 1) << line;
-    for (const char* key : {"loss", "lr", "grad_norm", "tokens_per_s", "forward_backward_ms",
-                            "forward_ms", "grad_sync_ms", "optimizer_ms"})
+    for (const char* key : {"loss", "lr", "grad_norm", "tokens_per_s", "tflops_per_rank",
+                            "forward_backward_ms", "forward_ms", "grad_sync_ms", "optimizer_ms"})
       EXPECT_TRUE(record.contains(key) && record[key].is_number()) << key << " in " << line;
     EXPECT_EQ(record.contains("val_loss"), s % 2 == 1) << line;
+  }
+}
+
+// Model TFLOP/s per rank is the model's training FLOPs for the step's tokens over the step's
+// time; MFU is that over logging.peak_tflops, reported only where it is given.
+TEST(Trainer, StepRateIsTheModelsFlopsOverTheStepsTime) {
+  ScratchDir dir("flops");
+  testing_support::prepare_builtin(dir, 50000);
+  TrainConfig c = small_run(dir, 1);
+  const double step_flops = training_flops_per_token(c.model) *
+                            static_cast<double>(c.training.global_batch_size * c.model.seq_len);
+  EXPECT_NEAR(step_flops / static_cast<double>(c.training.global_batch_size * c.model.seq_len),
+              3.0 * forward_flops_per_token(c.model), 1e-9 * step_flops);
+  for (const double peak : {0.0, 0.25}) {
+    c.logging.peak_tflops = peak;
+    Trainer trainer(c);
+    const StepMetrics m = trainer.train_step(1);
+    ASSERT_GT(m.tflops_per_rank, 0.0);
+    EXPECT_NEAR(m.tflops_per_rank, step_flops / (m.ms_per_step / 1e3) / 1e12,
+                1e-9 * m.tflops_per_rank);
+    EXPECT_EQ(m.mfu_percent.has_value(), peak > 0);
+    if (m.mfu_percent) EXPECT_NEAR(*m.mfu_percent, 100 * m.tflops_per_rank / peak, 1e-9);
+    const Json record = Json::parse(metrics_json(m));
+    EXPECT_EQ(record.at("tflops_per_rank"), m.tflops_per_rank);
+    EXPECT_EQ(record.contains("mfu_percent"), peak > 0);
   }
 }
 
