@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -65,7 +66,7 @@ std::string g_program = "ternion-train";
 std::chrono::steady_clock::time_point g_program_start = std::chrono::steady_clock::now();
 
 constexpr const char* kUsage =
-    "usage: ternion-train --config FILE [--set section.key=value ...] [--dry-run]\n"
+    "usage: ternion-train --config FILE [--set section.key=value ...] [--dry-run | --eval-only]\n"
     "       ternion-train [--config FILE] [--set section.key=value ...] --print-config\n"
     "  --config FILE     YAML config (sections model, parallel, training, optimizer, data, "
     "logging, checkpoint)\n"
@@ -75,6 +76,9 @@ constexpr const char* kUsage =
     "  --dry-run         validate the config and data, build the model, print its size, exit;\n"
     "                    under mpirun: check the parallel layout on the job's ranks and print\n"
     "                    each rank's groups and parameter count\n"
+    "  --eval-only       evaluate the model (checkpoint.load, model.init_from, or a new one) on\n"
+    "                    training.eval_batches batches of data.val, print the loss and its\n"
+    "                    perplexity, exit; any layout; nothing is trained or saved\n"
     "  --print-config    print every key with its default and meaning; with --config or\n"
     "                    --set, the resolved config (checked, as a config file), and exit\n"
     "  --print-layout    print 'tensor T pipeline P data D' from the config's parallel section\n"
@@ -93,6 +97,7 @@ struct CliOptions {
   std::string config_path;
   std::vector<std::string> overrides;
   bool dry_run = false;
+  bool eval_only = false;
   bool print_config = false;
   bool print_layout = false;
   bool help = false;
@@ -101,9 +106,9 @@ struct CliOptions {
 CliOptions parse_args(int argc, char** argv) {
   CliOptions options;
   bool config_given = false;
-  CliOptionValues values(
-      {"--config", "--set", "--dry-run", "--print-config", "--print-layout", "--help", "-h"},
-      {"--config", "--set"});  // --config twice is refused below, naming both
+  CliOptionValues values({"--config", "--set", "--dry-run", "--eval-only", "--print-config",
+                          "--print-layout", "--help", "-h"},
+                         {"--config", "--set"});  // --config twice is refused below, naming both
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&] { return values.take(argc, argv, i); };
@@ -119,6 +124,8 @@ CliOptions parse_args(int argc, char** argv) {
       options.overrides.push_back(arg.substr(6));
     } else if (arg == "--dry-run") {
       options.dry_run = true;
+    } else if (arg == "--eval-only") {
+      options.eval_only = true;
     } else if (arg == "--print-config") {
       options.print_config = true;
     } else if (arg == "--print-layout") {
@@ -129,8 +136,11 @@ CliOptions parse_args(int argc, char** argv) {
       TN_THROW(UsageError, "unknown argument '", arg, "'");
     }
   }
-  TN_CHECK_AS(UsageError, int{options.dry_run} + options.print_config + options.print_layout <= 1,
-              "--dry-run, --print-config and --print-layout each say what to do: give one");
+  TN_CHECK_AS(
+      UsageError,
+      int{options.dry_run} + options.eval_only + options.print_config + options.print_layout <= 1,
+      "--dry-run, --eval-only, --print-config and --print-layout each say what to do: "
+      "give one");
   if (!options.help && !options.print_config)
     TN_CHECK_AS(UsageError, !options.config_path.empty(), "--config FILE is required");
   return options;
@@ -232,14 +242,16 @@ std::string_view command_name(const CliOptions& options) {
   if (options.print_config) return "--print-config";
   if (options.print_layout) return "--print-layout";
   if (options.dry_run) return "--dry-run";
-  return "training (no --dry-run, --print-config, --print-layout or --help)";
+  if (options.eval_only) return "--eval-only";
+  return "training (no --dry-run, --eval-only, --print-config, --print-layout or --help)";
 }
 
 // Ranks started to do different things (an MPMD job with --dry-run on some ranks) would wait
 // for each other in different collectives: they agree on the command first, as on the config.
 std::optional<int> agree_on_command(Communicator& world, const CliOptions& options) {
   const float code = static_cast<float>(int{options.help} * 1 + int{options.print_config} * 2 +
-                                        int{options.print_layout} * 4 + int{options.dry_run} * 8);
+                                        int{options.print_layout} * 4 + int{options.dry_run} * 8 +
+                                        int{options.eval_only} * 16);
   Tensor rank0 = Tensor::full({1}, code);
   world.broadcast(rank0, 0);
   std::optional<Failure> mine;
@@ -250,6 +262,7 @@ std::optional<int> agree_on_command(Communicator& world, const CliOptions& optio
     first.print_config = (bits & 2) != 0;
     first.print_layout = (bits & 4) != 0;
     first.dry_run = (bits & 8) != 0;
+    first.eval_only = (bits & 16) != 0;
     mine = Failure{2, g_program + ": error: this rank was started for " +
                           std::string(command_name(options)) + ", rank 0 for " +
                           std::string(command_name(first)) +
@@ -361,6 +374,8 @@ void read_setup(Setup& s, int argc, char** argv, int world_size) {
     return;
   }
   s.config = TrainConfig::from_document(s.doc, {}, world_size);
+  if (s.options.eval_only && s.config->data.val.empty())
+    config_fail(s.doc, "data", "val", "is what --eval-only evaluates on: set it");
   check_omp_num_threads(*s.config);
   check_host_memory(s.doc, *s.config, world_size);
 }
@@ -429,6 +444,23 @@ std::vector<double> gather_memory_estimates(Communicator& world, double mine, do
                "more pipeline or tensor ranks; --dry-run shows where the memory goes)");
   }
   return estimates;
+}
+
+// --eval-only: the loss of the model the trainer built (loaded, imported or new) on data.val.
+int evaluate_only(Trainer& trainer) {
+  const TrainConfig& config = trainer.config();
+  const double loss = trainer.evaluate();
+  std::string model = "a new model (no checkpoint.load or model.init_from)";
+  if (trainer.resumed_step() > 0)
+    model = detail::concat("the checkpoint of step ", trainer.resumed_step());
+  else if (!config.model.init_from.empty())
+    model = "'" + config.model.init_from + "'";
+  char numbers[96];
+  std::snprintf(numbers, sizeof numbers, "val loss %.6f, perplexity %.4g", loss, std::exp(loss));
+  log_info("ternion: evaluation of ", model, " on ",
+           config.training.eval_batches * config.training.global_batch_size, " sequences of ",
+           config.model.seq_len, " tokens of data.val: ", numbers);
+  return 0;
 }
 
 // Trains (or, on one rank with --dry-run, stops after building the model). On several ranks
@@ -501,7 +533,7 @@ int run_training(Communicator& world, const Setup& s) {
   if (trainer->val_data() != nullptr) {
     val = "; data.val " + describe_dataset(*trainer->val_data());
     const std::int64_t reads = config.training.eval_batches * config.training.global_batch_size;
-    if (config.training.eval_interval == 0)
+    if (config.training.eval_interval == 0 && !s.options.eval_only)
       val += " (not evaluated: training.eval_interval is 0)";
     else if (reads > trainer->val_windows())  // a small file: its windows weigh unevenly
       val +=
@@ -549,6 +581,7 @@ int run_training(Communicator& world, const Setup& s) {
     log_info("ternion: dry run: config and data are valid");
     return 0;
   }
+  if (s.options.eval_only) return evaluate_only(*trainer);
   trainer->run();
   if (trainer->stopped_early()) {
     if (!config.checkpoint.save_dir.empty()) return 0;  // saved: a resume goes on from there
