@@ -330,6 +330,29 @@ void check_omp_num_threads(const TrainConfig& config) {
               " is more than this machine's ", cores, " cores (training.threads 0 takes it)");
 }
 
+// --eval-only trains and writes nothing: what a training run writes, samples or times is left
+// out of the config its trainer is built from, and checkpoint.load: latest is resolved here,
+// where finding no checkpoint is an error (training would start afresh).
+void config_for_evaluation(const ConfigDocument& doc, TrainConfig& c) {
+  if (c.data.val.empty())
+    config_fail(doc, "data", "val", "is what --eval-only evaluates on: set it");
+  if (c.checkpoint.load == "latest") {
+    try {
+      c.checkpoint.load = resolve_checkpoint("latest", c.checkpoint.save_dir);
+    } catch (const CheckpointError& e) {
+      TN_THROW(CheckpointError, "--eval-only: ", e.what(), ": there is no model to evaluate");
+    }
+  }
+  c.checkpoint.save_dir.clear();
+  c.checkpoint.save_interval = 0;
+  c.logging.metrics_file.clear();
+  c.logging.trace_file.clear();
+  c.logging.trace_step = 0;
+  c.training.time_limit_minutes = 0;
+  c.training.sample_tokens = 0;
+  c.training.sample_interval = 0;
+}
+
 // Phase 1. Identical on every rank; what is to be printed waits in s.output.
 void read_setup(Setup& s, int argc, char** argv, int world_size) {
   s.options = parse_args(argc, argv);
@@ -374,8 +397,7 @@ void read_setup(Setup& s, int argc, char** argv, int world_size) {
     return;
   }
   s.config = TrainConfig::from_document(s.doc, {}, world_size);
-  if (s.options.eval_only && s.config->data.val.empty())
-    config_fail(s.doc, "data", "val", "is what --eval-only evaluates on: set it");
+  if (s.options.eval_only) config_for_evaluation(s.doc, *s.config);
   check_omp_num_threads(*s.config);
   check_host_memory(s.doc, *s.config, world_size);
 }
@@ -559,12 +581,21 @@ int run_training(Communicator& world, const Setup& s) {
         "print them as <id>): set data.tokenizer to the tokenizer.json the data was made with",
         std::filesystem::exists(beside, none) ? ", as '" + beside.string() + "'" : "");
   }
+  const std::string micro_batches = detail::concat(
+      count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",
+      parallel.micro_batch_size);
+  if (s.options.eval_only) {
+    log_info("ternion:", val.substr(1), "; tokenizer ", trainer->tokenizer().describe());
+    log_info("ternion: --eval-only: ", count_of(config.training.eval_batches, "batch", "batches"),
+             " of ", config.training.global_batch_size, " sequences (", micro_batches, ")", layout,
+             ", ", count_of(num_threads(), "thread", "threads"),
+             world.size() > 1 ? " per rank" : "");
+    return evaluate_only(*trainer);
+  }
   log_info("ternion: data.train ", describe_train_data(trainer->train_data(), read), val,
            "; tokenizer ", trainer->tokenizer().describe(), tokenizer_note);
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
-           " sequences (",
-           count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"),
-           " of ", parallel.micro_batch_size, ")", layout, ", ",
+           " sequences (", micro_batches, ")", layout, ", ",
            count_of(num_threads(), "thread", "threads"), world.size() > 1 ? " per rank" : "",
            ", optimizer ", config.optimizer.type, " (",
            describe_schedule(config.optimizer, config.training.steps), "), parameters ",
@@ -581,7 +612,6 @@ int run_training(Communicator& world, const Setup& s) {
     log_info("ternion: dry run: config and data are valid");
     return 0;
   }
-  if (s.options.eval_only) return evaluate_only(*trainer);
   trainer->run();
   if (trainer->stopped_early()) {
     if (!config.checkpoint.save_dir.empty()) return 0;  // saved: a resume goes on from there

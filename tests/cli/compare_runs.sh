@@ -48,6 +48,15 @@ for name in loss grad_norm; do
     exit 1
 done
 [ "$(wc -l < "$out/one.jsonl")" -eq "$(wc -l < "$out/many.jsonl")" ] || { echo "FAILED: step counts differ"; exit 1; }
+# A step's model FLOPs are the layout's whatever it is: TFLOP/s per rank x ranks x the step's
+# time is the one-rank run's TFLOP/s x its time.
+paste <(field "$out/one.jsonl" tflops_per_rank) <(field "$out/one.jsonl" ms_per_step) \
+  <(field "$out/many.jsonl" tflops_per_rank) <(field "$out/many.jsonl" ms_per_step) |
+  awk -v ranks="$ranks" '
+  { one = $1 * $2; many = $3 * $4 * ranks; d = one - many; if (d < 0) d = -d
+    if (!(one > 0) || d > 1e-6 * one) bad++ }
+  END { if (bad) { print "FAILED: " bad " steps report other model FLOPs per step than one rank"; exit 1 } }' ||
+  exit 1
 sample() { sed -n '/^ternion: sample/,$p' "$1"; }
 [ "$(sample "$out/one.log")" = "$(sample "$out/many.log")" ] || { echo "FAILED: the samples differ"; exit 1; }
 echo "same losses, gradient norms and sample on 1 and $ranks ranks, each rank's parameters as laid out"

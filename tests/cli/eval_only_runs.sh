@@ -3,7 +3,9 @@
 # --eval-only gives the loss the training run logged for the same weights:
 # 1. CONFIG trains 6 steps on one rank, evaluating at step 6, and saves step 6;
 # 2. --eval-only on that checkpoint prints the step's val loss, on one rank, on tensor 2 and on
-#    pipeline 2 (each layout's log shows it ran), and trains and writes nothing.
+#    pipeline 2 (each layout's log shows it ran; the last through checkpoint.load: latest, with
+#    the training config's trace settings), and trains and writes nothing;
+# 3. checkpoint.load: latest where there is none is refused, creating nothing.
 set -u
 mpirun=$1 bin=$2 config=$3 out=$4
 rm -rf "$out"
@@ -39,8 +41,20 @@ evaluate() {  # NAME RANKS [--set ...]: runs --eval-only, prints its loss
 evaluate one 1
 evaluate tensor 2 --set parallel.tensor=2
 grep -q "layout tensor 2 x pipeline 1 x data 1" "$out/eval_tensor.log" || fail "tensor 2 did not run"
-evaluate pipeline 2 --set parallel.pipeline=2
+evaluate pipeline 2 --set parallel.pipeline=2 --set checkpoint.load=latest \
+  --set "checkpoint.save_dir=$out/ckpt" --set "logging.trace_file=$out/trace.json" \
+  --set logging.trace_step=3
 grep -q "layout tensor 1 x pipeline 2 x data 1" "$out/eval_pipeline.log" || fail "pipeline 2 did not run"
+[ ! -e "$out/trace.json" ] || fail "--eval-only wrote a trace"
+
+"$bin/ternion-train" "${common[@]}" --set checkpoint.load=latest \
+  --set "checkpoint.save_dir=$out/no_such_dir" --eval-only > "$out/eval_none.log" 2>&1
+status=$?
+cat "$out/eval_none.log"
+[ "$status" -eq 1 ] || fail "--eval-only with no checkpoint to load exited $status, not 1"
+grep -q "error: --eval-only: checkpoint.load: latest: no checkpoint in '$out/no_such_dir'.*there is no model to evaluate" \
+  "$out/eval_none.log" || fail "--eval-only with no checkpoint: the message"
+[ ! -e "$out/no_such_dir" ] || fail "--eval-only created checkpoint.save_dir"
 ls -R "$out/ckpt" | cmp -s - "$out/ckpt_before.txt" || fail "--eval-only changed the checkpoints"
 
 for name in one tensor pipeline; do
