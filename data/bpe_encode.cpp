@@ -290,13 +290,16 @@ Scan scan(std::string_view text, const std::vector<Segment>& segments, PieceEnco
 
 }  // namespace
 
-std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text, int threads) const {
+std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text, int threads,
+                                               AddedTokens added) const {
   const State& s = *state_;
   const std::int64_t bad = first_invalid_utf8(text);
   TN_CHECK_AS(DataError, bad < 0, "tokenizer '", s.source,
               "': the text is not UTF-8 at byte offset ", bad,
               " (a byte-level BPE encodes UTF-8 text)");
-  const std::vector<Segment> segments = split_added_tokens(s, text);
+  const std::vector<Segment> segments = added == AddedTokens::matched
+                                            ? split_added_tokens(s, text)
+                                            : std::vector<Segment>{{0, text.size(), -1}};
 
   // Splitting from an arbitrary cut is safe only for a pattern that cannot match empty (the
   // iterator's rule for empty matches depends on the match before).

@@ -77,7 +77,12 @@ class BpeTokenizer {
   BpeTokenizer& operator=(BpeTokenizer&&) noexcept;
   ~BpeTokenizer();
 
-  std::vector<std::int32_t> encode(std::string_view text, int threads = 1) const;
+  // With AddedTokens::as_text, an added token's text in `text` is encoded as any other text
+  // (tokenizers' split_special_tokens, tiktoken's encode_ordinary): for documents whose
+  // markers the caller places, which their text must not forge.
+  enum class AddedTokens { matched, as_text };
+  std::vector<std::int32_t> encode(std::string_view text, int threads = 1,
+                                   AddedTokens added = AddedTokens::matched) const;
   std::string decode(std::span<const std::int32_t> ids) const;
 
   // One more than the largest id, added tokens included: a model needs vocab_size >= this.

@@ -1,27 +1,31 @@
 // Documents in JSON Lines, as Megatron-LM's preprocessing and Hugging Face datasets write
 // them: one JSON object a line, each document's text under one key ("text" by default).
 //
-// The documents become one text, each preceded by `separator` (the tokenizer's end-of-text
-// token, as llm.c's data scripts put it before every document), so that a tokenizer matching
-// its added tokens first encodes each document on its own, with the separator's id between.
+// read_jsonl_documents: blank lines (a trailing newline among them) are skipped. A line that
+// is not a JSON object, or whose `key` is missing or not a string, is a DataError naming
+// `source`, the line and the reason; so is a file without documents.
 //
-// Blank lines (a trailing newline among them) are skipped. A line that is not a JSON object,
-// or whose `key` is missing or not a string, is a DataError naming `source`, the line and the
-// reason. No documents at all is a DataError too.
+// encode_documents: each document's tokens between the tokenizer's document markers
+// (Tokenizer::document_markers), in file order. A marker's text inside a document is encoded
+// as text, as llm.c's and Megatron-LM's data scripts encode it: only the markers placed here
+// separate documents. Documents are encoded in parallel, the result the same for any count.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "data/tokenizer.h"
 
 namespace ternion {
 
-struct JsonlDocuments {
-  std::string text;  // separator + document, for each document in file order
-  std::int64_t documents = 0;
-};
+std::vector<std::string> read_jsonl_documents(std::string_view jsonl, const std::string& key,
+                                              const std::string& source);
 
-JsonlDocuments join_jsonl_documents(std::string_view jsonl, const std::string& key,
-                                    const std::string& separator, const std::string& source);
+// DataError where the tokenizer has no document markers (bytes have none) or a document is
+// not UTF-8.
+std::vector<std::int32_t> encode_documents(const Tokenizer& tokenizer,
+                                           const std::vector<std::string>& documents, int threads);
 
 }  // namespace ternion

@@ -99,6 +99,16 @@ PrepareResult split_and_write(std::string_view text, const std::string& source,
   const auto encode_start = std::chrono::steady_clock::now();
   const std::vector<std::int32_t> tokens = tokenizer.encode(text, options.threads);
   const std::chrono::duration<double> encode_time = std::chrono::steady_clock::now() - encode_start;
+  return prepare_tokens(tokens, output_dir, options, source, encode_time.count());
+}
+
+}  // namespace
+
+PrepareResult prepare_tokens(std::span<const std::int32_t> tokens, const std::string& output_dir,
+                             const PrepareOptions& options, const std::string& source,
+                             double encode_seconds) {
+  check_options(options);
+  const Tokenizer& tokenizer = options.tokenizer;
   const auto total = static_cast<std::int64_t>(tokens.size());
   TN_CHECK_AS(DataError, total > 0, source, " encodes to no tokens: the tokenizer has no token "
               "for any of its bytes");
@@ -117,7 +127,7 @@ PrepareResult split_and_write(std::string_view text, const std::string& source,
               "' exists and is not a directory");
 
   const fs::path dir(output_dir);
-  const std::span<const std::int32_t> all(tokens);
+  const std::span<const std::int32_t> all = tokens;
   const std::int64_t train_tokens = total - val_tokens;
   std::vector<PlannedFile> files;
   plan_split(dir, "train", all.first(static_cast<std::size_t>(train_tokens)),
@@ -153,13 +163,11 @@ PrepareResult split_and_write(std::string_view text, const std::string& source,
     if (error) TN_THROW(DataError, "cannot remove stale '", path.string(), "': ", error.message());
   }
 
-  PrepareResult result{train_tokens, val_tokens, {}, {}, encode_time.count()};
+  PrepareResult result{train_tokens, val_tokens, {}, {}, encode_seconds};
   for (std::size_t i = 0; i < files.size(); ++i)
     (i < train_count ? result.train_files : result.val_files).push_back(files[i].path);
   return result;
 }
-
-}  // namespace
 
 std::string read_text_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

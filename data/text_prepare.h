@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,11 @@ struct PrepareResult {
 // `source` names the text in messages.
 PrepareResult prepare_text(std::string_view text, const std::string& output_dir,
                            const PrepareOptions& options, const std::string& source = "the text");
+// Tokens already encoded (documents: data/jsonl_documents.h) split and written as above;
+// `encode_seconds` is reported as the encoding's time.
+PrepareResult prepare_tokens(std::span<const std::int32_t> tokens, const std::string& output_dir,
+                             const PrepareOptions& options, const std::string& source,
+                             double encode_seconds);
 PrepareResult prepare_text_file(const std::string& input_path, const std::string& output_dir,
                                 const PrepareOptions& options);
 // Whether preparing into `output_dir` writes over or removes `path` (a text to prepare there

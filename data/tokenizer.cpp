@@ -35,8 +35,9 @@ std::string Tokenizer::describe() const {
          " tokens)";
 }
 
-std::vector<std::int32_t> Tokenizer::encode(std::string_view text, int threads) const {
-  if (bpe_ != nullptr) return bpe_->encode(text, threads);
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, int threads,
+                                            BpeTokenizer::AddedTokens added) const {
+  if (bpe_ != nullptr) return bpe_->encode(text, threads, added);
   const std::vector<std::uint16_t> bytes = encode_bytes(text);
   return std::vector<std::int32_t>(bytes.begin(), bytes.end());
 }
@@ -71,10 +72,21 @@ std::int32_t Tokenizer::end_of_text_id() const {
   return token.empty() ? -1 : bpe_->added_token_id(token);
 }
 
+std::string Tokenizer::begin_of_text() const {
+  constexpr const char* kBeginOfText = "<|begin_of_text|>";
+  if (bpe_ != nullptr && bpe_->added_token_id(kBeginOfText) >= 0) return kBeginOfText;
+  return end_of_text();
+}
+
 std::int32_t Tokenizer::begin_of_text_id() const {
-  if (bpe_ != nullptr)
-    if (const std::int32_t id = bpe_->added_token_id("<|begin_of_text|>"); id >= 0) return id;
-  return end_of_text_id();
+  const std::string token = begin_of_text();
+  return token.empty() ? -1 : bpe_->added_token_id(token);
+}
+
+Tokenizer::DocumentMarkers Tokenizer::document_markers() const {
+  const std::string begin = begin_of_text(), end = end_of_text();
+  if (begin == end) return {end, ""};
+  return {begin, end};
 }
 
 std::string Tokenizer::prompt_problem(std::string_view prompt, std::int64_t vocab_size) const {

@@ -39,10 +39,20 @@ class Tokenizer {
   std::int32_t end_of_text_id() const;  // its id, or -1
   // The token a document starts with where the tokenizer has one of its own (Llama 3's
   // "<|begin_of_text|>"), else the end-of-text token, as GPT-2 uses it; -1 where neither is.
+  std::string begin_of_text() const;
   std::int32_t begin_of_text_id() const;
+  // What goes around each document in the token stream, as text: GPT-2's end of text before
+  // it (llm.c's layout: each document then ends where the next begins), or Llama 3's begin
+  // and end of text around it (torchtitan's). Both empty where the tokenizer has neither.
+  struct DocumentMarkers {
+    std::string before, after;
+  };
+  DocumentMarkers document_markers() const;
 
   // Bytes take any bytes; BPE needs UTF-8 (DataError naming the offset otherwise).
-  std::vector<std::int32_t> encode(std::string_view text, int threads = 1) const;
+  std::vector<std::int32_t> encode(
+      std::string_view text, int threads = 1,
+      BpeTokenizer::AddedTokens added = BpeTokenizer::AddedTokens::matched) const;
   std::string decode(std::span<const std::int32_t> ids) const;
 
   // Why `prompt` cannot be the input of a model of `vocab_size` tokens ("" when it can): it is

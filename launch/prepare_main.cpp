@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -58,8 +59,9 @@ constexpr const char* kHelp =
     "\n"
     "  --input TEXT        the text file to prepare (UTF-8 for a BPE tokenizer)\n"
     "  --jsonl             the input is documents in JSON Lines, one object a line with the\n"
-    "                      text under --json-key; each document is preceded by the tokenizer's\n"
-    "                      end-of-text token (<|endoftext|>), so it needs a BPE tokenizer\n"
+    "                      text under --json-key; each document follows the tokenizer's\n"
+    "                      end-of-text token (<|endoftext|>), or is put between Llama 3's\n"
+    "                      <|begin_of_text|> and <|end_of_text|>, so it needs a BPE tokenizer\n"
     "  --json-key K        the key of a document's text (default text)\n"
     "  --builtin           prepare the built-in generated pseudo-English corpus instead; also\n"
     "                      writes DIR/corpus.txt and DIR/words.txt (its words, one a line)\n"
@@ -239,7 +241,7 @@ int available_cores() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-constexpr const char* kTrainedEndOfText = "<|endoftext|>";
+const std::string kTrainedEndOfText = "<|endoftext|>";
 
 // The tokenizer `opened` from --tokenizer, or bytes, or one trained on `text`.
 ternion::Tokenizer tokenizer_for(const Options& options,
@@ -275,27 +277,38 @@ int run(const Options& options) {
                                      : ternion::read_text_file(*options.input);
   std::optional<ternion::Tokenizer> opened;
   if (options.tokenizer) opened = ternion::Tokenizer::open("--tokenizer", *options.tokenizer);
-  std::int64_t documents = 0;
+  std::vector<std::string> documents;
+  std::size_t input_bytes = text.size();
   if (options.jsonl) {
-    // The separator is known before a tokenizer is trained: training makes kTrainedEndOfText.
-    std::string separator = kTrainedEndOfText;
-    if (opened) {
-      separator = opened->end_of_text();
-      TN_CHECK_AS(DataError, !separator.empty(), "--tokenizer '", *options.tokenizer,
-                  "' has no end-of-text token (<|endoftext|> or <|end_of_text|>) to separate "
-                  "--jsonl's documents");
+    TN_CHECK_AS(DataError, !opened || !opened->document_markers().before.empty(), "--tokenizer '",
+                *options.tokenizer,
+                "' has no end-of-text token (<|endoftext|> or <|end_of_text|>) to separate "
+                "--jsonl's documents");
+    documents = ternion::read_jsonl_documents(text, options.json_key.value_or("text"),
+                                              "--input '" + *options.input + "'");
+    // A tokenizer trained here learns from the documents alone: it cuts its special token,
+    // which separates them, out of what it counts.
+    text.clear();
+    input_bytes = 0;
+    for (const std::string& document : documents) {
+      if (!opened) text += kTrainedEndOfText + document;
+      input_bytes += document.size();
     }
-    ternion::JsonlDocuments joined = ternion::join_jsonl_documents(
-        text, options.json_key.value_or("text"), separator, "--input '" + *options.input + "'");
-    text = std::move(joined.text);
-    documents = joined.documents;
   }
   prepare.tokenizer = tokenizer_for(options, opened, text);
   const std::string source = options.builtin ? "the text"
                              : options.jsonl ? "the documents of '" + *options.input + "'"
                                              : "text file '" + *options.input + "'";
-  const ternion::PrepareResult result =
-      ternion::prepare_text(text, *options.output, prepare, source);
+  ternion::PrepareResult result;
+  if (options.jsonl) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<std::int32_t> tokens =
+        ternion::encode_documents(prepare.tokenizer, documents, prepare.threads);
+    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+    result = ternion::prepare_tokens(tokens, *options.output, prepare, source, seconds.count());
+  } else {
+    result = ternion::prepare_text(text, *options.output, prepare, source);
+  }
   std::string extra;
   if (options.builtin) {
     const std::vector<std::string> words = ternion::builtin_corpus_words();
@@ -318,11 +331,16 @@ int run(const Options& options) {
   if (!prepare.tokenizer.is_bytes())
     std::cout << "; " << prepare.tokenizer.describe() << " in "
               << (dir / "tokenizer.json").string();
+  const ternion::Tokenizer::DocumentMarkers markers = prepare.tokenizer.document_markers();
   if (options.jsonl)
-    std::cout << "; " << ternion::count_of(documents, "document", "documents") << ", each after "
-              << prepare.tokenizer.end_of_text();
+    std::cout << "; "
+              << ternion::count_of(static_cast<std::int64_t>(documents.size()), "document",
+                                   "documents")
+              << (markers.after.empty()
+                      ? ", each after " + markers.before
+                      : ", each between " + markers.before + " and " + markers.after);
   std::cout << extra << "\n";
-  const double mb = static_cast<double>(text.size()) / 1e6;
+  const double mb = static_cast<double>(input_bytes) / 1e6;
   const double seconds = std::max(result.encode_seconds, 1e-9);
   std::cout << "encoded " << mb << " MB into " << result.train_tokens + result.val_tokens
             << " tokens in " << result.encode_seconds << " s (" << mb / seconds << " MB/s, "

@@ -94,8 +94,12 @@ int run(int argc, char** argv) {
   // A BPE run's tokenizer goes along, so the folder loads with its tokenizer too.
   const Tokenizer tokenizer = checkpoint_tokenizer(checkpoint, config);
   const std::string tokenizer_json = (fs::path(output) / "tokenizer.json").string();
+  const std::string tokenizer_config = (fs::path(output) / "tokenizer_config.json").string();
   std::vector<std::string> written{weights, json};
-  if (tokenizer.bpe() != nullptr) written.push_back(tokenizer_json);
+  if (tokenizer.bpe() != nullptr) {
+    written.push_back(tokenizer_json);
+    written.push_back(tokenizer_config);
+  }
   // Every file is checked before any is written: a rename that fails part-way would leave the
   // folder with this export's weights beside an earlier export's config.
   const std::vector<std::string> inputs = checkpoint_files(checkpoint);
@@ -107,7 +111,8 @@ int run(int argc, char** argv) {
   fs::create_directories(output, ec);
   TN_CHECK_AS(CheckpointError, !ec, "cannot create '", output, "': ", ec.message());
   OutputFolder folder(output, made_output);
-  const TemporaryFiles temporaries({weights + ".tmp", json + ".tmp", tokenizer_json + ".tmp"});
+  const TemporaryFiles temporaries(
+      {weights + ".tmp", json + ".tmp", tokenizer_json + ".tmp", tokenizer_config + ".tmp"});
   write_safetensors(weights + ".tmp", hf, {{"format", "pt"}});  // checked and fsynced
   auto write_text = [](const std::string& path, const std::string& text) {
     std::ofstream out(path + ".tmp", std::ios::binary);
@@ -116,21 +121,27 @@ int run(int argc, char** argv) {
     TN_CHECK_AS(CheckpointError, !out.fail(), "cannot write '", path, ".tmp'");
   };
   write_text(json, hf_config_json(config.model, tokenizer));
-  if (tokenizer.bpe() != nullptr) write_text(tokenizer_json, tokenizer.bpe()->to_json());
+  if (tokenizer.bpe() != nullptr) {
+    write_text(tokenizer_json, tokenizer.bpe()->to_json());
+    write_text(tokenizer_config, hf_tokenizer_config_json(config.model, tokenizer));
+  }
   for (const std::string& path : written) {
     fs::rename(path + ".tmp", path, ec);
     TN_CHECK_AS(CheckpointError, !ec, "cannot rename '", path, ".tmp' to '", path, "': ",
                 ec.message());
   }
   // An earlier export's tokenizer would otherwise load beside a bytes model.
-  if (tokenizer.bpe() == nullptr) {
-    fs::remove(tokenizer_json, ec);
-    TN_CHECK_AS(CheckpointError, !ec, "cannot remove the earlier export's '", tokenizer_json,
-                "': ", ec.message());
-  }
+  if (tokenizer.bpe() == nullptr)
+    for (const std::string& path : {tokenizer_json, tokenizer_config}) {
+      fs::remove(path, ec);
+      TN_CHECK_AS(CheckpointError, !ec, "cannot remove the earlier export's '", path,
+                  "': ", ec.message());
+    }
   folder.keep();
   std::printf("wrote %s (%zu tensors) and %s%s\n", weights.c_str(), hf.size(), json.c_str(),
-              tokenizer.bpe() != nullptr ? (" and " + tokenizer_json).c_str() : "");
+              tokenizer.bpe() != nullptr
+                  ? (" and " + tokenizer_json + " with " + tokenizer_config).c_str()
+                  : "");
   return 0;
 }
 

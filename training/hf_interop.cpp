@@ -28,6 +28,18 @@ std::string hf_config_json(const ModelConfig& config, const Tokenizer& tokenizer
   return json_text(root, 2) + "\n";
 }
 
+std::string hf_tokenizer_config_json(const ModelConfig& config, const Tokenizer& tokenizer) {
+  auto text = [](const std::string& token) {
+    return token.empty() ? OrderedJson() : OrderedJson(token);
+  };
+  const OrderedJson root = {{"tokenizer_class", "PreTrainedTokenizerFast"},
+                            {"bos_token", text(tokenizer.begin_of_text())},
+                            {"eos_token", text(tokenizer.end_of_text())},
+                            {"model_max_length", config.context_made_for()},
+                            {"clean_up_tokenization_spaces", false}};
+  return json_text(root, 2) + "\n";
+}
+
 Json read_hf_json_object(const std::string& text, const std::string& path) {
   std::string why;
   std::optional<Json> root = parse_strict_json(text, &why);

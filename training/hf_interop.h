@@ -35,6 +35,9 @@ const HfMapping& hf_mapping(const ModelConfig& config);
 // transformers' defaults (GPT-2's 50256, Llama's 1 and 2), ids of another vocabulary at which
 // transformers' generate would stop.
 std::string hf_config_json(const ModelConfig& config, const Tokenizer& tokenizer);
+// The tokenizer_config.json written beside a BPE's tokenizer.json: the same tokens by their
+// text, so that transformers' tokenizer knows its bos_token and eos_token, and the context.
+std::string hf_tokenizer_config_json(const ModelConfig& config, const Tokenizer& tokenizer);
 
 // A Hugging Face JSON file's text (`path` names it) as a JSON object; CheckpointError naming
 // the file where it is not valid JSON (framework/strict_json.h) or not an object.

@@ -6,7 +6,9 @@
 # 2. CONFIG trains on them and saves; ternion-generate stops where the model samples the end of
 #    text: its text is --ignore-eos's text cut before the first <|endoftext|>, which the
 #    trainer's own sample, drawn the same way, is too;
-# 3. ternion-export names that id as Hugging Face's bos_token_id and eos_token_id.
+# 3. ternion-export names that id as Hugging Face's bos_token_id and eos_token_id, and its text
+#    in tokenizer_config.json; an export of a bytes model into the same folder removes both
+#    tokenizer files.
 set -u
 bin=$1 config=$2 out=$3
 rm -rf "$out"
@@ -78,6 +80,25 @@ added = json.load(open(sys.argv[1] + "/tokenizer.json"))["added_tokens"]
 eot = [t["id"] for t in added if t["content"] == "<|endoftext|>"][0]
 got = (config.get("bos_token_id"), config.get("eos_token_id"))
 print("config.json: bos_token_id %s, eos_token_id %s" % got)
-sys.exit(0 if got == (eot, eot) else "expected both to be %d" % eot)
+if got != (eot, eot):
+    sys.exit("expected both to be %d" % eot)
+tokenizer_config = json.load(open(sys.argv[1] + "/tokenizer_config.json"))
+names = (tokenizer_config["bos_token"], tokenizer_config["eos_token"])
+print("tokenizer_config.json: bos_token %s, eos_token %s, model_max_length %s" %
+      (names + (tokenizer_config["model_max_length"],)))
+sys.exit(0 if names == ("<|endoftext|>",) * 2 and tokenizer_config["model_max_length"] == 32
+         else "tokenizer_config.json names other tokens or another context")
 PY
+"$bin/ternion-prepare" --builtin --bytes 20000 --output "$out/bytes" > /dev/null || fail "bytes data"
+"$bin/ternion-train" --config "$config" --set "data.train=$out/bytes/train.bin" \
+  --set training.steps=2 --set training.sample_tokens=0 --set "checkpoint.save_dir=$out/bytes_ckpt" \
+  > "$out/bytes.log" 2>&1 || { cat "$out/bytes.log"; fail "the bytes run"; }
+"$bin/ternion-export" --checkpoint "$out/bytes_ckpt" --output "$out/hf" > "$out/export.log" 2>&1 ||
+  { cat "$out/export.log"; fail "ternion-export of the bytes model"; }
+[ ! -e "$out/hf/tokenizer.json" ] && [ ! -e "$out/hf/tokenizer_config.json" ] ||
+  fail "the bytes model's export left the earlier export's tokenizer files"
+python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+sys.exit(c["bos_token_id"] is not None or c["eos_token_id"] is not None)' "$out/hf/config.json" ||
+  fail "a bytes model's config.json names token ids"
 echo "documents: prepared with one <|endoftext|> each; generation stops there; export names it"

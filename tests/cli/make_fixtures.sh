@@ -66,3 +66,13 @@ tokenizer = json.load(open(sys.argv[1]))
 tokenizer["added_tokens"] = []
 json.dump(tokenizer, open(sys.argv[2], "w"))
 PY
+# The same BPE with Llama 3's document markers in place of <|endoftext|>.
+python3 - "$dir/bpe/tokenizer.json" "$dir/llama3_markers.json" <<'PY'
+import json, sys
+tokenizer = json.load(open(sys.argv[1]))
+past = max(tokenizer["model"]["vocab"].values()) + 1
+begin = dict(tokenizer["added_tokens"][0], id=past, content="<|begin_of_text|>")
+end = dict(begin, id=past + 1, content="<|end_of_text|>")
+tokenizer["added_tokens"] = [begin, end]
+json.dump(tokenizer, open(sys.argv[2], "w"))
+PY

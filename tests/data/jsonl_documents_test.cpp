@@ -1,16 +1,18 @@
-// Documents in JSON Lines: joined in file order, each after the separator, so that a BPE that
-// matches its added tokens first encodes each document as on its own; bad lines are named.
+// Documents in JSON Lines: read in file order, bad lines named; encoded each on its own between
+// the tokenizer's markers, a marker's text inside a document encoded as text, the same tokens
+// for any thread count.
 #include "data/jsonl_documents.h"
 
 #include <gtest/gtest.h>
 
-#include "data/tokenizer.h"
 #include "data_test_support.h"
 
 namespace ternion {
 namespace {
 
-TEST(JsonlDocuments, JoinsEachDocumentAfterTheSeparator) {
+using Ids = std::vector<std::int32_t>;
+
+TEST(JsonlDocuments, ReadsEachDocumentInOrder) {
   const std::string jsonl =
       "{\"text\": \"first doc\", \"id\": 1}\n"
       "\n"
@@ -18,52 +20,90 @@ TEST(JsonlDocuments, JoinsEachDocumentAfterTheSeparator) {
       "{\"id\": 2, \"text\": \"caf\\u00e9\\nline\"}\r\n"
       "{\"text\": \"\"}\n"
       "{\"text\": \"last, no newline\"}";
-  const JsonlDocuments joined = join_jsonl_documents(jsonl, "text", "<S>", "docs.jsonl");
-  EXPECT_EQ(joined.documents, 4);
-  EXPECT_EQ(joined.text, "<S>first doc<S>caf\xC3\xA9\nline<S><S>last, no newline");
-  EXPECT_EQ(join_jsonl_documents("{\"body\": \"b\", \"text\": \"t\"}\n", "body", "|", "d").text,
-            "|b");
+  EXPECT_EQ(read_jsonl_documents(jsonl, "text", "docs.jsonl"),
+            (std::vector<std::string>{"first doc", "caf\xC3\xA9\nline", "", "last, no newline"}));
+  EXPECT_EQ(read_jsonl_documents("{\"body\": \"b\", \"text\": \"t\"}\n", "body", "d"),
+            std::vector<std::string>{"b"});
 }
 
-// The reason the documents are joined as text: the tokenizer splits at its added tokens before
-// anything else, so the joined text's tokens are each document's own, the separator's id before
-// each, whatever the documents' edges are (a space, a digit, half a word).
-TEST(JsonlDocuments, JoinedTextEncodesAsEachDocumentAlone) {
+// GPT-2's kind: the end of text before each document (llm.c's layout); each document's tokens
+// are its own, whatever its edges are (a space, a digit, half a word), and the marker's text
+// inside a document is text, not a separator.
+TEST(JsonlDocuments, EachDocumentFollowsGpt2sEndOfText) {
   const Tokenizer bpe(BpeTokenizer::train("the cat sat on the mat; 123 the cat ate the rat.  ", 290,
                                           {"<|endoftext|>"}));
-  const std::vector<std::string> documents = {"the cat ", " sat on", "123", "4 the mat.", "at"};
-  std::string jsonl;
-  std::vector<std::int32_t> expected;
+  const std::int32_t eot = bpe.end_of_text_id();
+  const std::vector<std::string> documents = {
+      "the cat ", " sat on", "123", "4 the mat.", "at", "", "a <|endoftext|> b"};
+  Ids expected;
   for (const std::string& document : documents) {
-    jsonl += "{\"text\": \"" + document + "\"}\n";
-    expected.push_back(bpe.end_of_text_id());
-    const std::vector<std::int32_t> alone = bpe.encode(document);
+    expected.push_back(eot);
+    const Ids alone = bpe.encode(document, 1, BpeTokenizer::AddedTokens::as_text);
     expected.insert(expected.end(), alone.begin(), alone.end());
   }
-  const JsonlDocuments joined = join_jsonl_documents(jsonl, "text", bpe.end_of_text(), "d");
-  EXPECT_EQ(bpe.encode(joined.text), expected);
+  for (const int threads : {1, 2, 3, 16}) {
+    const Ids got = encode_documents(bpe, documents, threads);
+    EXPECT_EQ(got, expected) << threads << " threads";
+    EXPECT_EQ(std::count(got.begin(), got.end(), eot), 7) << "one marker a document";
+  }
+  // Matched, the marker's text would have split the last document.
+  const Ids matched = bpe.encode("a <|endoftext|> b");
+  EXPECT_EQ(std::count(matched.begin(), matched.end(), eot), 1);
+}
+
+// Llama 3's kind: each document between its begin and end of text, as torchtitan lays them.
+TEST(JsonlDocuments, ALlama3TokenizerPutsEachDocumentBetweenItsMarkers) {
+  const Tokenizer llama3(BpeTokenizer::train("the cat sat on the mat. ", 270,
+                                             {"<|begin_of_text|>", "<|end_of_text|>"}));
+  const Tokenizer::DocumentMarkers markers = llama3.document_markers();
+  EXPECT_EQ(markers.before, "<|begin_of_text|>");
+  EXPECT_EQ(markers.after, "<|end_of_text|>");
+  Ids expected{llama3.begin_of_text_id()};
+  for (const std::int32_t id : llama3.encode("the cat")) expected.push_back(id);
+  expected.push_back(llama3.end_of_text_id());
+  expected.push_back(llama3.begin_of_text_id());
+  for (const std::int32_t id : llama3.encode("sat")) expected.push_back(id);
+  expected.push_back(llama3.end_of_text_id());
+  EXPECT_EQ(encode_documents(llama3, {"the cat", "sat"}, 2), expected);
+  const Tokenizer gpt2(BpeTokenizer::train("the cat. ", 262, {"<|endoftext|>"}));
+  EXPECT_EQ(gpt2.document_markers().before, "<|endoftext|>");
+  EXPECT_EQ(gpt2.document_markers().after, "");
+  EXPECT_EQ(Tokenizer::bytes().document_markers().before, "");
+  test::expect_error<DataError>("bytes", [] { encode_documents(Tokenizer::bytes(), {"a"}, 1); },
+                                {"bytes (256 tokens) has no end-of-text token"});
 }
 
 TEST(JsonlDocuments, BadLinesAreNamedWithTheirReason) {
-  auto join = [](const std::string& jsonl) {
-    return [jsonl] { join_jsonl_documents(jsonl, "text", "<S>", "--input 'd.jsonl'"); };
+  auto read = [](const std::string& jsonl) {
+    return [jsonl] { read_jsonl_documents(jsonl, "text", "--input 'd.jsonl'"); };
   };
-  test::expect_error<DataError>("not JSON", join("{\"text\": \"a\"}\n{\"text\": \"b\"\n"),
-                                {"--input 'd.jsonl' line 2: not JSON"});
-  test::expect_error<DataError>("not an object", join("\n[\"text\"]\n"),
+  test::expect_error<DataError>("not JSON", read("{\"text\": \"a\"}\n{\"text\": \"b\"\n"),
+                                {"--input 'd.jsonl' line 2: not JSON: column "});
+  // A line cut short (an interrupted download) is named without its text.
+  const std::string book(100000, 'w');
+  try {
+    read_jsonl_documents("{\"text\": \"" + book + "\n", "text", "d");
+    ADD_FAILURE() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("line 1,"), std::string::npos) << e.what();
+  }
+  test::expect_error<DataError>("not an object", read("\n[\"text\"]\n"),
                                 {"line 2: is not a JSON object but a list"});
-  test::expect_error<DataError>("no key", join("{\"txt\": \"a\"}"),
+  test::expect_error<DataError>("a string", read("\"text\""),
+                                {"line 1: is not a JSON object but a string"});
+  test::expect_error<DataError>("no key", read("{\"txt\": \"a\"}"),
                                 {"line 1: has no 'text'", "--json-key"});
-  test::expect_error<DataError>("not a string", join("{\"text\": [\"a\"]}"),
+  test::expect_error<DataError>("not a string", read("{\"text\": [\"a\"]}"),
                                 {"line 1: 'text' is not a string but a list"});
-  test::expect_error<DataError>("null", join("{\"text\": null}"),
+  test::expect_error<DataError>("null", read("{\"text\": null}"),
                                 {"'text' is not a string but null"});
-  test::expect_error<DataError>("a key twice", join("{\"text\": \"a\", \"text\": \"b\"}"),
+  test::expect_error<DataError>("a key twice", read("{\"text\": \"a\", \"text\": \"b\"}"),
                                 {"line 1: not JSON", "twice"});
-  test::expect_error<DataError>("not UTF-8", join("{\"text\": \"\xff\"}"), {"line 1: not JSON"});
-  test::expect_error<DataError>("no documents", join("\n \n"),
+  test::expect_error<DataError>("not UTF-8", read("{\"text\": \"\xff\"}"), {"line 1: not JSON"});
+  test::expect_error<DataError>("no documents", read("\n \n"),
                                 {"--input 'd.jsonl' holds no documents"});
-  test::expect_error<DataError>("empty", join(""), {"holds no documents"});
+  test::expect_error<DataError>("empty", read(""), {"holds no documents"});
 }
 
 }  // namespace

@@ -113,7 +113,6 @@ TEST(HfExport, ConfigNamesTheTokenizersEndOfText) {
   gpt2.vocab_size = 300;
   ModelConfig llama = gpt2;
   llama.family = "llama";
-  llama.n_kv_head = 1;
   const Tokenizer trained(BpeTokenizer::train("the cat sat. ", 262, {"<|endoftext|>"}));
   const Tokenizer llama_kind(BpeTokenizer::train(
       "the cat sat. ", 264, {"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"}));
@@ -131,6 +130,21 @@ TEST(HfExport, ConfigNamesTheTokenizersEndOfText) {
     for (const auto& [key, value] : family.items()) EXPECT_EQ(bpe.at(key), value) << key;
     EXPECT_EQ(bpe.size(), family.size() + 2);
   }
+  // The same tokens by their text, for transformers' tokenizer, with the model's context.
+  const Json gpt2_names = Json::parse(hf_tokenizer_config_json(gpt2, trained));
+  EXPECT_EQ(gpt2_names.at("bos_token"), "<|endoftext|>");
+  EXPECT_EQ(gpt2_names.at("eos_token"), "<|endoftext|>");
+  EXPECT_EQ(gpt2_names.at("model_max_length"), gpt2.seq_len);
+  EXPECT_EQ(gpt2_names.at("tokenizer_class"), "PreTrainedTokenizerFast");
+  llama.max_context = 4 * llama.seq_len;
+  const Json llama_names = Json::parse(hf_tokenizer_config_json(llama, llama_kind));
+  EXPECT_EQ(llama_names.at("bos_token"), "<|begin_of_text|>");
+  EXPECT_EQ(llama_names.at("eos_token"), "<|end_of_text|>");
+  EXPECT_EQ(llama_names.at("model_max_length"), 4 * llama.seq_len);
+  const Tokenizer unmarked(BpeTokenizer::train("the cat sat. ", 262, {"<|eot_id|>"}));
+  const Json none = Json::parse(hf_tokenizer_config_json(gpt2, unmarked));
+  EXPECT_TRUE(none.at("bos_token").is_null());
+  EXPECT_TRUE(none.at("eos_token").is_null());
 }
 
 TEST(HfExport, CAttnGivesTheSameQueriesKeysAndValues) {
