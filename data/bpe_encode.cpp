@@ -288,18 +288,12 @@ Scan scan(std::string_view text, const std::vector<Segment>& segments, PieceEnco
   return result;
 }
 
-}  // namespace
-
-std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text, int threads,
-                                               AddedTokens added) const {
-  const State& s = *state_;
+std::vector<std::int32_t> encode_segments(const BpeTokenizer::State& s, std::string_view text,
+                                          const std::vector<Segment>& segments, int threads) {
   const std::int64_t bad = first_invalid_utf8(text);
   TN_CHECK_AS(DataError, bad < 0, "tokenizer '", s.source,
               "': the text is not UTF-8 at byte offset ", bad,
               " (a byte-level BPE encodes UTF-8 text)");
-  const std::vector<Segment> segments = added == AddedTokens::matched
-                                            ? split_added_tokens(s, text)
-                                            : std::vector<Segment>{{0, text.size(), -1}};
 
   // Splitting from an arbitrary cut is safe only for a pattern that cannot match empty (the
   // iterator's rule for empty matches depends on the match before).
@@ -348,6 +342,28 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text, int thread
     end = chunk.end;
   }
   return ids;
+}
+
+}  // namespace
+
+std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text, int threads) const {
+  return encode_segments(*state_, text, split_added_tokens(*state_, text), threads);
+}
+
+std::vector<std::int32_t> BpeTokenizer::encode_placed(std::string_view text,
+                                                      std::span<const PlacedToken> placed,
+                                                      int threads) const {
+  std::vector<Segment> segments;
+  std::size_t pos = 0;
+  for (const PlacedToken& token : placed) {
+    TN_CHECK(token.begin >= pos && token.end > token.begin && token.end <= text.size(),
+             "encode_placed: token places out of order");
+    if (token.begin > pos) segments.push_back({pos, token.begin, -1});
+    segments.push_back({token.begin, token.end, token.id});
+    pos = token.end;
+  }
+  if (pos < text.size()) segments.push_back({pos, text.size(), -1});
+  return encode_segments(*state_, text, segments, threads);
 }
 
 }  // namespace ternion

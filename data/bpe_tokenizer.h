@@ -72,17 +72,27 @@ class BpeTokenizer {
   // (DataError with the offset). The special tokens' text is not learned from.
   static BpeTokenizer train(std::string_view text, std::int64_t vocab_size,
                             const std::vector<std::string>& special_tokens);
+  // The same on documents, each counted on its own: no piece spans two of them, and a special
+  // token's text inside one is learned from as text (as encode_placed encodes it).
+  static BpeTokenizer train(std::span<const std::string> documents, std::int64_t vocab_size,
+                            const std::vector<std::string>& special_tokens);
 
   BpeTokenizer(BpeTokenizer&&) noexcept;
   BpeTokenizer& operator=(BpeTokenizer&&) noexcept;
   ~BpeTokenizer();
 
-  // With AddedTokens::as_text, an added token's text in `text` is encoded as any other text
-  // (tokenizers' split_special_tokens, tiktoken's encode_ordinary): for documents whose
-  // markers the caller places, which their text must not forge.
-  enum class AddedTokens { matched, as_text };
-  std::vector<std::int32_t> encode(std::string_view text, int threads = 1,
-                                   AddedTokens added = AddedTokens::matched) const;
+  std::vector<std::int32_t> encode(std::string_view text, int threads = 1) const;
+  // `text` with the added tokens at the places given (in order, not overlapping), and the
+  // rest encoded as text, an added token's text there included (tokenizers'
+  // split_special_tokens, tiktoken's encode_ordinary): for documents whose markers the caller
+  // places, which their text must not forge.
+  struct PlacedToken {
+    std::size_t begin, end;
+    std::int32_t id;
+  };
+  std::vector<std::int32_t> encode_placed(std::string_view text,
+                                          std::span<const PlacedToken> placed,
+                                          int threads = 1) const;
   std::string decode(std::span<const std::int32_t> ids) const;
 
   // One more than the largest id, added tokens included: a model needs vocab_size >= this.
@@ -102,6 +112,10 @@ class BpeTokenizer {
 
  private:
   explicit BpeTokenizer(std::unique_ptr<State> state);
+  // Trains on the pieces of `subjects`, each split by the pre-tokenizer on its own.
+  static BpeTokenizer train_on(const std::vector<std::string_view>& subjects,
+                               std::int64_t vocab_size,
+                               const std::vector<std::string>& special_tokens);
   std::unique_ptr<State> state_;
 };
 

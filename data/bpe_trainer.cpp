@@ -45,26 +45,33 @@ struct QueueEntry {
   }
 };
 
-// The distinct pieces of the text and their counts; special tokens' text is not counted.
-std::unordered_map<std::string_view, std::int64_t> count_words(
-    std::string_view text, const BpeRegex& regex, const std::vector<std::string>& special_tokens) {
+// The text between its special tokens, whose text is not learned from.
+std::vector<std::string_view> without_special_tokens(
+    std::string_view text, const std::vector<std::string>& special_tokens) {
   AddedTokenMatcher specials;
   for (std::size_t i = 0; i < special_tokens.size(); ++i)
     specials.add(special_tokens[i], static_cast<std::int32_t>(i));
-  BpeRegex::Matcher matcher(regex);
-  std::unordered_map<std::string_view, std::int64_t> counts;
-  const auto count_pieces = [&](std::string_view subject) {
-    IsolatedSplit split(matcher, subject, 0);
-    IsolatedSplit::Piece piece;
-    while (split.next(&piece)) ++counts[subject.substr(piece.begin, piece.end - piece.begin)];
-  };
+  std::vector<std::string_view> parts;
   std::size_t pos = 0, begin = 0, end = 0;
   std::int32_t id = -1;
   while (specials.find(text, pos, &begin, &end, &id)) {
-    if (begin > pos) count_pieces(text.substr(pos, begin - pos));
+    if (begin > pos) parts.push_back(text.substr(pos, begin - pos));
     pos = end;
   }
-  if (pos < text.size()) count_pieces(text.substr(pos));
+  if (pos < text.size()) parts.push_back(text.substr(pos));
+  return parts;
+}
+
+// The distinct pieces of the subjects, each split on its own, and their counts.
+std::unordered_map<std::string_view, std::int64_t> count_words(
+    const std::vector<std::string_view>& subjects, const BpeRegex& regex) {
+  BpeRegex::Matcher matcher(regex);
+  std::unordered_map<std::string_view, std::int64_t> counts;
+  for (const std::string_view subject : subjects) {
+    IsolatedSplit split(matcher, subject, 0);
+    IsolatedSplit::Piece piece;
+    while (split.next(&piece)) ++counts[subject.substr(piece.begin, piece.end - piece.begin)];
+  }
   return counts;
 }
 
@@ -204,6 +211,27 @@ class Trainer {
 
 BpeTokenizer BpeTokenizer::train(std::string_view text, std::int64_t vocab_size,
                                  const std::vector<std::string>& special_tokens) {
+  const std::int64_t bad = first_invalid_utf8(text);
+  TN_CHECK_AS(DataError, bad < 0, "the text to train a tokenizer on is not UTF-8 at byte offset ",
+              bad);
+  return train_on(without_special_tokens(text, special_tokens), vocab_size, special_tokens);
+}
+
+BpeTokenizer BpeTokenizer::train(std::span<const std::string> documents, std::int64_t vocab_size,
+                                 const std::vector<std::string>& special_tokens) {
+  std::vector<std::string_view> subjects;
+  for (std::size_t d = 0; d < documents.size(); ++d) {
+    const std::int64_t bad = first_invalid_utf8(documents[d]);
+    TN_CHECK_AS(DataError, bad < 0, "document ", d + 1,
+                " to train a tokenizer on is not UTF-8 at byte offset ", bad);
+    subjects.push_back(documents[d]);
+  }
+  return train_on(subjects, vocab_size, special_tokens);
+}
+
+BpeTokenizer BpeTokenizer::train_on(const std::vector<std::string_view>& subjects,
+                                    std::int64_t vocab_size,
+                                    const std::vector<std::string>& special_tokens) {
   const auto least = static_cast<std::int64_t>(256 + special_tokens.size());
   TN_CHECK_AS(UsageError, vocab_size >= least && vocab_size <= (std::int64_t{1} << 31) - 1,
               "a byte-level BPE's vocabulary size must be from ", least, " (256 bytes and ",
@@ -216,10 +244,6 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, std::int64_t vocab_size,
     TN_CHECK_AS(UsageError, distinct.insert(token).second, "special token '", token,
                 "' is given twice");
   }
-  const std::int64_t bad = first_invalid_utf8(text);
-  TN_CHECK_AS(DataError, bad < 0, "the text to train a tokenizer on is not UTF-8 at byte offset ",
-              bad);
-
   auto state = std::make_unique<State>();
   state->source = "trained";
   state->regex.emplace(kGpt2Pattern, "GPT-2's pattern");
@@ -228,7 +252,7 @@ BpeTokenizer BpeTokenizer::train(std::string_view text, std::int64_t vocab_size,
   state->decoder_json = gpt2_decoder_json();
 
   Trainer trainer(special_tokens, vocab_size);
-  trainer.count(count_words(text, *state->regex, special_tokens));
+  trainer.count(count_words(subjects, *state->regex));
   trainer.merge_all();
   trainer.fill(state.get());
   for (std::size_t i = 0; i < special_tokens.size(); ++i)

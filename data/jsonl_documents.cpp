@@ -1,8 +1,6 @@
 #include "data/jsonl_documents.h"
 
 #include <algorithm>
-#include <exception>
-#include <thread>
 
 #include "framework/error.h"
 #include "framework/strict_json.h"
@@ -60,43 +58,26 @@ std::vector<std::string> read_jsonl_documents(std::string_view jsonl, const std:
 }
 
 std::vector<std::int32_t> encode_documents(const Tokenizer& tokenizer,
-                                           const std::vector<std::string>& documents, int threads) {
+                                           std::vector<std::string> documents, int threads) {
   const Tokenizer::DocumentMarkers markers = tokenizer.document_markers();
   TN_CHECK_AS(DataError, !markers.before.empty(), tokenizer.describe(),
               " has no end-of-text token to separate documents with");
-  const std::int32_t before = tokenizer.bpe()->added_token_id(markers.before);
-  const std::int32_t after =
-      markers.after.empty() ? -1 : tokenizer.bpe()->added_token_id(markers.after);
-  // Contiguous runs of documents, one a thread, joined in order.
-  const std::size_t parts =
-      std::clamp<std::size_t>(threads, 1, std::max<std::size_t>(1, documents.size()));
-  std::vector<std::vector<std::int32_t>> tokens(parts);
-  std::vector<std::exception_ptr> errors(parts);
-  const auto encode_part = [&](std::size_t p) {
-    try {
-      for (std::size_t d = documents.size() * p / parts; d < documents.size() * (p + 1) / parts;
-           ++d) {
-        tokens[p].push_back(before);
-        const std::vector<std::int32_t> ids =
-            tokenizer.encode(documents[d], 1, BpeTokenizer::AddedTokens::as_text);
-        tokens[p].insert(tokens[p].end(), ids.begin(), ids.end());
-        if (after >= 0) tokens[p].push_back(after);
-      }
-    } catch (...) {
-      errors[p] = std::current_exception();
-    }
+  // One text, the markers placed by id: encoded as each document alone, in one pass.
+  std::string text;
+  std::vector<BpeTokenizer::PlacedToken> placed;
+  auto place = [&](const std::string& marker) {
+    if (marker.empty()) return;
+    placed.push_back(
+        {text.size(), text.size() + marker.size(), tokenizer.bpe()->added_token_id(marker)});
+    text += marker;
   };
-  {
-    std::vector<std::jthread> workers;
-    for (std::size_t p = 1; p < parts; ++p) workers.emplace_back(encode_part, p);
-    encode_part(0);
+  for (std::string& document : documents) {
+    place(markers.before);
+    text += document;
+    std::string().swap(document);
+    place(markers.after);
   }
-  for (const std::exception_ptr& error : errors)
-    if (error) std::rethrow_exception(error);
-  std::vector<std::int32_t> all;
-  for (const std::vector<std::int32_t>& part : tokens)
-    all.insert(all.end(), part.begin(), part.end());
-  return all;
+  return tokenizer.bpe()->encode_placed(text, placed, threads);
 }
 
 }  // namespace ternion

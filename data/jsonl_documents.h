@@ -8,7 +8,7 @@
 // encode_documents: each document's tokens between the tokenizer's document markers
 // (Tokenizer::document_markers), in file order. A marker's text inside a document is encoded
 // as text, as llm.c's and Megatron-LM's data scripts encode it: only the markers placed here
-// separate documents. Documents are encoded in parallel, the result the same for any count.
+// separate documents. Encoding runs on `threads`, the result the same for any count.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,8 @@ std::vector<std::string> read_jsonl_documents(std::string_view jsonl, const std:
 
 // DataError where the tokenizer has no document markers (bytes have none) or a document is
 // not UTF-8.
+// The documents are released as they are joined for encoding.
 std::vector<std::int32_t> encode_documents(const Tokenizer& tokenizer,
-                                           const std::vector<std::string>& documents, int threads);
+                                           std::vector<std::string> documents, int threads);
 
 }  // namespace ternion

@@ -35,9 +35,8 @@ std::string Tokenizer::describe() const {
          " tokens)";
 }
 
-std::vector<std::int32_t> Tokenizer::encode(std::string_view text, int threads,
-                                            BpeTokenizer::AddedTokens added) const {
-  if (bpe_ != nullptr) return bpe_->encode(text, threads, added);
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, int threads) const {
+  if (bpe_ != nullptr) return bpe_->encode(text, threads);
   const std::vector<std::uint16_t> bytes = encode_bytes(text);
   return std::vector<std::int32_t>(bytes.begin(), bytes.end());
 }

@@ -50,9 +50,7 @@ class Tokenizer {
   DocumentMarkers document_markers() const;
 
   // Bytes take any bytes; BPE needs UTF-8 (DataError naming the offset otherwise).
-  std::vector<std::int32_t> encode(
-      std::string_view text, int threads = 1,
-      BpeTokenizer::AddedTokens added = BpeTokenizer::AddedTokens::matched) const;
+  std::vector<std::int32_t> encode(std::string_view text, int threads = 1) const;
   std::string decode(std::span<const std::int32_t> ids) const;
 
   // Why `prompt` cannot be the input of a model of `vocab_size` tokens ("" when it can): it is

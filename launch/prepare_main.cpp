@@ -243,12 +243,17 @@ int available_cores() {
 
 const std::string kTrainedEndOfText = "<|endoftext|>";
 
-// The tokenizer `opened` from --tokenizer, or bytes, or one trained on `text`.
+// The tokenizer `opened` from --tokenizer, or bytes, or one trained on `text` (on the
+// `documents` of --jsonl, each on its own).
 ternion::Tokenizer tokenizer_for(const Options& options,
                                  const std::optional<ternion::Tokenizer>& opened,
-                                 const std::string& text) {
+                                 const std::string& text,
+                                 const std::vector<std::string>& documents) {
   if (opened) return *opened;
   if (!options.train_tokenizer) return ternion::Tokenizer::bytes();
+  if (options.jsonl)
+    return ternion::Tokenizer(
+        ternion::BpeTokenizer::train(documents, *options.vocab_size, {kTrainedEndOfText}));
   const std::int64_t bad = ternion::first_invalid_utf8(text);
   TN_CHECK_AS(DataError, bad < 0,
               options.builtin ? "the text" : "text file '" + *options.input + "'",
@@ -278,6 +283,7 @@ int run(const Options& options) {
   std::optional<ternion::Tokenizer> opened;
   if (options.tokenizer) opened = ternion::Tokenizer::open("--tokenizer", *options.tokenizer);
   std::vector<std::string> documents;
+  std::int64_t document_count = 0;
   std::size_t input_bytes = text.size();
   if (options.jsonl) {
     TN_CHECK_AS(DataError, !opened || !opened->document_markers().before.empty(), "--tokenizer '",
@@ -286,16 +292,12 @@ int run(const Options& options) {
                 "--jsonl's documents");
     documents = ternion::read_jsonl_documents(text, options.json_key.value_or("text"),
                                               "--input '" + *options.input + "'");
-    // A tokenizer trained here learns from the documents alone: it cuts its special token,
-    // which separates them, out of what it counts.
-    text.clear();
+    document_count = static_cast<std::int64_t>(documents.size());
+    std::string().swap(text);  // the file's text, now held as documents
     input_bytes = 0;
-    for (const std::string& document : documents) {
-      if (!opened) text += kTrainedEndOfText + document;
-      input_bytes += document.size();
-    }
+    for (const std::string& document : documents) input_bytes += document.size();
   }
-  prepare.tokenizer = tokenizer_for(options, opened, text);
+  prepare.tokenizer = tokenizer_for(options, opened, text, documents);
   const std::string source = options.builtin ? "the text"
                              : options.jsonl ? "the documents of '" + *options.input + "'"
                                              : "text file '" + *options.input + "'";
@@ -303,7 +305,7 @@ int run(const Options& options) {
   if (options.jsonl) {
     const auto start = std::chrono::steady_clock::now();
     const std::vector<std::int32_t> tokens =
-        ternion::encode_documents(prepare.tokenizer, documents, prepare.threads);
+        ternion::encode_documents(prepare.tokenizer, std::move(documents), prepare.threads);
     const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
     result = ternion::prepare_tokens(tokens, *options.output, prepare, source, seconds.count());
   } else {
@@ -333,9 +335,7 @@ int run(const Options& options) {
               << (dir / "tokenizer.json").string();
   const ternion::Tokenizer::DocumentMarkers markers = prepare.tokenizer.document_markers();
   if (options.jsonl)
-    std::cout << "; "
-              << ternion::count_of(static_cast<std::int64_t>(documents.size()), "document",
-                                   "documents")
+    std::cout << "; " << ternion::count_of(document_count, "document", "documents")
               << (markers.after.empty()
                       ? ", each after " + markers.before
                       : ", each between " + markers.before + " and " + markers.after);

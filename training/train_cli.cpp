@@ -336,11 +336,14 @@ void check_omp_num_threads(const TrainConfig& config) {
 void config_for_evaluation(const ConfigDocument& doc, TrainConfig& c) {
   if (c.data.val.empty())
     config_fail(doc, "data", "val", "is what --eval-only evaluates on: set it");
+  // Without a checkpoint, model.init_from's weights are evaluated, as a run would start.
   if (c.checkpoint.load == "latest") {
     try {
       c.checkpoint.load = resolve_checkpoint("latest", c.checkpoint.save_dir);
     } catch (const CheckpointError& e) {
-      TN_THROW(CheckpointError, "--eval-only: ", e.what(), ": there is no model to evaluate");
+      if (c.model.init_from.empty())
+        TN_THROW(CheckpointError, "--eval-only: ", e.what(), ": there is no model to evaluate");
+      c.checkpoint.load.clear();
     }
   }
   c.checkpoint.save_dir.clear();

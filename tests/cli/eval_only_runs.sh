@@ -5,7 +5,8 @@
 # 2. --eval-only on that checkpoint prints the step's val loss, on one rank, on tensor 2 and on
 #    pipeline 2 (each layout's log shows it ran; the last through checkpoint.load: latest, with
 #    the training config's trace settings), and trains and writes nothing;
-# 3. checkpoint.load: latest where there is none is refused, creating nothing.
+# 3. checkpoint.load: latest where there is none is refused, creating nothing, unless
+#    model.init_from names weights to start from: the checkpoint's, exported, evaluate alike.
 set -u
 mpirun=$1 bin=$2 config=$3 out=$4
 rm -rf "$out"
@@ -55,9 +56,18 @@ cat "$out/eval_none.log"
 grep -q "error: --eval-only: checkpoint.load: latest: no checkpoint in '$out/no_such_dir'.*there is no model to evaluate" \
   "$out/eval_none.log" || fail "--eval-only with no checkpoint: the message"
 [ ! -e "$out/no_such_dir" ] || fail "--eval-only created checkpoint.save_dir"
+
+# With model.init_from, a latest that finds no checkpoint evaluates those weights, as a run
+# would start from them: the step-6 weights, exported, give the step's loss again.
+"$bin/ternion-export" --checkpoint "$out/ckpt" --output "$out/hf" > /dev/null || fail "ternion-export"
+"$bin/ternion-train" "${common[@]}" --set checkpoint.load=latest --set "model.init_from=$out/hf" \
+  --set "checkpoint.save_dir=$out/no_such_dir" --eval-only > "$out/eval_init.log" 2>&1 ||
+  { cat "$out/eval_init.log"; fail "--eval-only from model.init_from"; }
+grep -q "evaluation of '$out/hf' on 16 sequences" "$out/eval_init.log" ||
+  { cat "$out/eval_init.log"; fail "--eval-only from model.init_from: the evaluation line"; }
 ls -R "$out/ckpt" | cmp -s - "$out/ckpt_before.txt" || fail "--eval-only changed the checkpoints"
 
-for name in one tensor pipeline; do
+for name in one tensor pipeline init; do
   got=$(sed -n 's/.*val loss \([0-9.]*\), perplexity.*/\1/p' "$out/eval_$name.log")
   python3 -c 'import sys
 want, got = float(sys.argv[1]), float(sys.argv[2])

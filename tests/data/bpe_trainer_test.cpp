@@ -90,5 +90,27 @@ TEST(BpeTrainer, RefusesWhatItCannotTrain) {
                           {"not UTF-8 at byte offset 2"});
 }
 
+// Documents are counted each on its own: no piece spans two of them, and a special token's text
+// inside one is learned from as text, as encode_placed then encodes it.
+TEST(BpeTrainer, DocumentsAreCountedEachOnItsOwn) {
+  std::vector<std::string> documents;
+  for (int i = 0; i < 50; ++i) {
+    documents.push_back("ab");
+    documents.push_back("cd");
+    documents.push_back("see <|endoftext|> here");
+  }
+  const BpeTokenizer tokenizer = BpeTokenizer::train(documents, 300, {"<|endoftext|>"});
+  EXPECT_EQ(tokenizer.encode_placed("ab", {}).size(), 1u);
+  EXPECT_EQ(tokenizer.encode_placed("cd", {}).size(), 1u);
+  EXPECT_EQ(tokenizer.encode_placed("abcd", {}).size(), 2u) << "a piece across two documents";
+  EXPECT_LE(tokenizer.encode_placed("see <|endoftext|> here", {}).size(), 6u)
+      << "the special token's text, never learned from";
+  // Trained on the documents joined by the special token, its text is cut out and not learned.
+  std::string joined;
+  for (const std::string& document : documents) joined += "<|endoftext|>" + document;
+  const BpeTokenizer from_text = BpeTokenizer::train(joined, 300, {"<|endoftext|>"});
+  EXPECT_GT(from_text.encode_placed("see <|endoftext|> here", {}).size(), 10u);
+}
+
 }  // namespace
 }  // namespace ternion

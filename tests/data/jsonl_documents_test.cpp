@@ -38,7 +38,7 @@ TEST(JsonlDocuments, EachDocumentFollowsGpt2sEndOfText) {
   Ids expected;
   for (const std::string& document : documents) {
     expected.push_back(eot);
-    const Ids alone = bpe.encode(document, 1, BpeTokenizer::AddedTokens::as_text);
+    const Ids alone = bpe.bpe()->encode_placed(document, {});
     expected.insert(expected.end(), alone.begin(), alone.end());
   }
   for (const int threads : {1, 2, 3, 16}) {
@@ -46,9 +46,17 @@ TEST(JsonlDocuments, EachDocumentFollowsGpt2sEndOfText) {
     EXPECT_EQ(got, expected) << threads << " threads";
     EXPECT_EQ(std::count(got.begin(), got.end(), eot), 7) << "one marker a document";
   }
-  // Matched, the marker's text would have split the last document.
+  // Matched, the marker's text would have split the last document; placed, it is text.
   const Ids matched = bpe.encode("a <|endoftext|> b");
   EXPECT_EQ(std::count(matched.begin(), matched.end(), eot), 1);
+  EXPECT_NE(bpe.bpe()->encode_placed("a <|endoftext|> b", {}), matched);
+  for (const std::string& document : documents)
+    if (document.find("<|") == std::string::npos)
+      EXPECT_EQ(bpe.bpe()->encode_placed(document, {}), bpe.encode(document)) << document;
+  // A token placed where its text is encodes as the matched one does.
+  const std::string text = "the cat<|endoftext|>sat 12";
+  const BpeTokenizer::PlacedToken at{7, 20, eot};
+  EXPECT_EQ(bpe.bpe()->encode_placed(text, {&at, 1}, 2), bpe.encode(text));
 }
 
 // Llama 3's kind: each document between its begin and end of text, as torchtitan lays them.
