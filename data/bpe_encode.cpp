@@ -350,6 +350,15 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text, int thread
   return encode_segments(*state_, text, split_added_tokens(*state_, text), threads);
 }
 
+std::vector<std::int32_t> BpeTokenizer::encode_with_special_tokens(std::string_view text) const {
+  const SpecialTokenTemplate& around = state_->special_token_template;
+  std::vector<std::int32_t> ids = around.before;
+  const std::vector<std::int32_t> inside = encode(text);
+  ids.insert(ids.end(), inside.begin(), inside.end());
+  ids.insert(ids.end(), around.after.begin(), around.after.end());
+  return ids;
+}
+
 std::vector<std::int32_t> BpeTokenizer::encode_placed(std::string_view text,
                                                       std::span<const PlacedToken> placed,
                                                       int threads) const {

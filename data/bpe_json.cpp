@@ -145,16 +145,71 @@ std::string read_pre_tokenizer(const FieldReader& in, const Json& root) {
   return regex;
 }
 
-// Post-processors apply only with add_special_tokens, which encode never does: those that can
-// come with a byte-level BPE are accepted, and written back as they were.
-void read_post_processor(const FieldReader& in, const Json& processor, const std::string& field) {
+// TemplateProcessing's template for a single sequence, as tokenizers applies it with
+// add_special_tokens: each SpecialToken item's ids (its "special_tokens" entry's) before or after
+// the one {"Sequence": {"id": "A"}}. "pair" is read by tokenizers for two texts, never here.
+void read_template(const FieldReader& in, const Json& processor, const std::string& field,
+                   SpecialTokenTemplate* out) {
+  in.only_keys(processor, {"type", "single", "pair", "special_tokens"}, field);
+  const Json* single = FieldReader::given(processor, "single");
+  if (single == nullptr || !single->is_array()) in.fail(field + ".single", "expected a list");
+  const Json* specials = FieldReader::given(processor, "special_tokens");
+  if (specials == nullptr || !specials->is_object())
+    in.fail(field + ".special_tokens", "expected an object of name: {id, ids, tokens}");
+  bool seen_text = false;
+  for (std::size_t i = 0; i < single->size(); ++i) {
+    const Json& item = (*single)[i];
+    const std::string item_field = FieldReader::at(field + ".single", i);
+    const bool is_text = item.is_object() && item.size() == 1 && item.contains("Sequence");
+    if (!is_text && !(item.is_object() && item.size() == 1 && item.contains("SpecialToken")))
+      in.fail(item_field, "expected {\"SpecialToken\": ...} or {\"Sequence\": ...}, got " +
+                              describe_json(item));
+    const std::string kind = is_text ? "Sequence" : "SpecialToken";
+    const Json& piece = item[kind];
+    in.need_object(piece, FieldReader::join(item_field, kind));
+    const std::string name_field = FieldReader::join(item_field, kind + ".id");
+    const Json* name = FieldReader::given(piece, "id");
+    if (name == nullptr) in.fail(name_field, "missing");
+    if (is_text) {
+      if (*name != "A")
+        in.fail(name_field, "expected \"A\" (one text), got " + describe_json(*name));
+      if (seen_text) in.fail(item_field, "a second Sequence: the text would be in twice");
+      seen_text = true;
+      continue;
+    }
+    const std::string special = in.text(*name, name_field);
+    const auto entry = specials->find(special);
+    if (entry == specials->end())
+      in.fail(name_field, in_quotes(special) + " is not in " + field + ".special_tokens");
+    const std::string ids_field = field + ".special_tokens." + special + ".ids";
+    const Json* ids = entry->is_object() ? FieldReader::given(*entry, "ids") : nullptr;
+    if (ids == nullptr || !ids->is_array()) in.fail(ids_field, "expected a list of ids");
+    for (std::size_t j = 0; j < ids->size(); ++j)
+      (seen_text ? out->after : out->before)
+          .push_back(in.id((*ids)[j], FieldReader::at(ids_field, j)));
+  }
+  if (!seen_text) in.fail(field + ".single", "has no {\"Sequence\": {\"id\": \"A\"}} for the text");
+}
+
+// Post-processors apply only with add_special_tokens (encode_with_special_tokens): those that
+// can come with a byte-level BPE are accepted, and written back as they were. ByteLevel's
+// changes only offsets; one TemplateProcessing gives the tokens around a text.
+void read_post_processor(const FieldReader& in, const Json& processor, const std::string& field,
+                         SpecialTokenTemplate* out, bool* seen_template) {
   const std::string type = in.type_of(processor, field);
-  if (type == "ByteLevel" || type == "TemplateProcessing") return;
+  if (type == "ByteLevel") return;
+  if (type == "TemplateProcessing") {
+    if (*seen_template) in.fail(field, "a second TemplateProcessing (one is supported)");
+    *seen_template = true;
+    read_template(in, processor, field, out);
+    return;
+  }
   if (type == "Sequence") {
     const Json* steps = FieldReader::given(processor, "processors");
     if (steps == nullptr || !steps->is_array()) in.fail(field + ".processors", "expected a list");
     for (std::size_t i = 0; i < steps->size(); ++i)
-      read_post_processor(in, (*steps)[i], FieldReader::at(field + ".processors", i));
+      read_post_processor(in, (*steps)[i], FieldReader::at(field + ".processors", i), out,
+                          seen_template);
     return;
   }
   in.fail(field + ".type", in_quotes(type) +
@@ -384,7 +439,9 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::stri
   state->regex.emplace(pattern, "tokenizer '" + source + "': pre-tokenizer pattern");
   state->pre_tokenizer_json = ordered(root["pre_tokenizer"]);
   if (const Json* processor = FieldReader::given(root, "post_processor")) {
-    read_post_processor(in, *processor, "post_processor");
+    bool seen_template = false;
+    read_post_processor(in, *processor, "post_processor", &state->special_token_template,
+                        &seen_template);
     state->post_processor_json = ordered(*processor);
   }
   const Json* decoder = FieldReader::given(root, "decoder");
@@ -414,6 +471,12 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view json_text, const std::stri
     state->in_model[static_cast<std::size_t>(id)] = true;
   }
   state->index();
+  const SpecialTokenTemplate& added = state->special_token_template;
+  for (const auto* ids : {&added.before, &added.after})
+    for (const std::int32_t id : *ids)
+      if (static_cast<std::size_t>(id) >= state->known.size() || !state->known[id])
+        in.fail("post_processor",
+                "the template adds id " + std::to_string(id) + ", which no token of the file has");
   return BpeTokenizer(std::move(state));
 }
 

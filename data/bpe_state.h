@@ -74,6 +74,12 @@ class AddedTokenMatcher {
   std::uint8_t only_first_byte_ = 0;
 };
 
+// What tokenizers' add_special_tokens puts around one text: the post-processor's template
+// (Llama 3's: <|begin_of_text|> before it; none without a TemplateProcessing).
+struct SpecialTokenTemplate {
+  std::vector<std::int32_t> before, after;
+};
+
 struct BpeAddedToken {
   std::int32_t id = -1;
   std::string content;
@@ -101,6 +107,7 @@ struct BpeTokenizer::State {
   OrderedJson pre_tokenizer_json, post_processor_json, decoder_json;
 
   std::vector<BpeAddedToken> added_tokens;  // in the file's order
+  SpecialTokenTemplate special_token_template;  // read from the post-processor
 
   // Derived by index() from the above.
   MergeTable merge_table;

@@ -8,8 +8,11 @@
 //                  Oniguruma's syntax, as tokenizers reads it (data/bpe_regex.h: what is
 //                  rewritten for PCRE2, what is refused);
 //   normalizer     null; truncation and padding null; decoder ByteLevel; post_processor null,
-//                  ByteLevel, TemplateProcessing or a Sequence of them (encode never applies
-//                  them: it is `add_special_tokens=False`);
+//                  ByteLevel, TemplateProcessing or a Sequence of them with at most one
+//                  TemplateProcessing, whose "single" template has one {"Sequence": {"id": "A"}}
+//                  and SpecialToken items named in its "special_tokens", each id a token's
+//                  (encode never applies it: it is `add_special_tokens=False`;
+//                  encode_with_special_tokens does);
 //   model options  dropout null, no continuing_subword_prefix / end_of_word_suffix ("" as
 //                  GPT-2's file has is none), byte_fallback false; ignore_merges either way;
 //                  unk_token null or a vocabulary token, fuse_unk either way (a byte without a
@@ -93,6 +96,10 @@ class BpeTokenizer {
   std::vector<std::int32_t> encode_placed(std::string_view text,
                                           std::span<const PlacedToken> placed,
                                           int threads = 1) const;
+  // `text` between the special tokens the post-processor's template adds to one text (Llama 3's
+  // <|begin_of_text|> before it; none for GPT-2's), as tokenizers encodes with
+  // add_special_tokens=True, transformers' default: how a prompt reaches a model.
+  std::vector<std::int32_t> encode_with_special_tokens(std::string_view text) const;
   std::string decode(std::span<const std::int32_t> ids) const;
 
   // One more than the largest id, added tokens included: a model needs vocab_size >= this.

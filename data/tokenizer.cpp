@@ -41,6 +41,10 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, int threads) 
   return std::vector<std::int32_t>(bytes.begin(), bytes.end());
 }
 
+std::vector<std::int32_t> Tokenizer::encode_prompt(std::string_view prompt) const {
+  return bpe_ != nullptr ? bpe_->encode_with_special_tokens(prompt) : encode(prompt);
+}
+
 std::string Tokenizer::decode(std::span<const std::int32_t> ids) const {
   if (bpe_ == nullptr) return decode_bytes(ids);
   // Runs of known ids decode together, so multi-token characters come out whole.
@@ -94,14 +98,14 @@ std::string Tokenizer::prompt_problem(std::string_view prompt, std::int64_t voca
   if (bad_byte >= 0)
     return "the prompt is not UTF-8 (byte " + std::to_string(bad_byte) +
            "), which a BPE tokenizer needs";
-  const std::vector<std::int32_t> ids = bpe_->encode(prompt);
-  for (std::int32_t id : ids) {
+  for (std::int32_t id : bpe_->encode_with_special_tokens(prompt)) {
     if (id < vocab_size) continue;
     return "the prompt encodes to token " + std::to_string(id) +
            ", outside the model's vocabulary of " + std::to_string(vocab_size);
   }
   // A byte without a token is dropped, or read as unk_token: the model would continue a prompt
   // other than the one printed.
+  const std::vector<std::int32_t> ids = bpe_->encode(prompt);
   const std::string decoded = bpe_->decode(ids);
   if (decoded == prompt) return "";
   const auto [given, _] = std::mismatch(prompt.begin(), prompt.end(), decoded.begin(),

@@ -51,10 +51,15 @@ class Tokenizer {
 
   // Bytes take any bytes; BPE needs UTF-8 (DataError naming the offset otherwise).
   std::vector<std::int32_t> encode(std::string_view text, int threads = 1) const;
+  // A prompt's tokens: its text between the special tokens the tokenizer.json's post-processor
+  // adds to a text (Llama 3's <|begin_of_text|> before it; none for GPT-2's or bytes), as
+  // transformers' tokenizer(prompt) gives them: the model sees a prompt as a document's start.
+  std::vector<std::int32_t> encode_prompt(std::string_view prompt) const;
   std::string decode(std::span<const std::int32_t> ids) const;
 
   // Why `prompt` cannot be the input of a model of `vocab_size` tokens ("" when it can): it is
-  // empty, a token is at or above vocab_size, or (BPE) the text is not UTF-8.
+  // empty, a token of encode_prompt's is at or above vocab_size, or (BPE) the text is not UTF-8
+  // or does not encode to itself.
   std::string prompt_problem(std::string_view prompt, std::int64_t vocab_size) const;
 
  private:

@@ -114,7 +114,7 @@ void write_prompt_logits(GptModel& model, const SampleOptions& sample, const std
   const std::string problem =
       sample.tokenizer.prompt_problem(sample.prompt, model.config().vocab_size);
   TN_CHECK_AS(UsageError, problem.empty(), "--prompt: ", problem);
-  const std::vector<std::int32_t> ids = sample.tokenizer.encode(sample.prompt);
+  const std::vector<std::int32_t> ids = sample.tokenizer.encode_prompt(sample.prompt);
   const auto seq = static_cast<std::int64_t>(ids.size());
   TN_CHECK_AS(UsageError, seq >= 1 && seq <= sample.context, "--logits: the prompt has ", seq,
               " tokens; the logits take 1 to ", sample.context, " (", context_source, ")");

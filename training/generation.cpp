@@ -17,7 +17,7 @@ namespace {
 std::vector<std::int32_t> prompt_tokens(const ModelConfig& mc, const SampleOptions& options) {
   const std::string problem = options.tokenizer.prompt_problem(options.prompt, mc.vocab_size);
   TN_CHECK_AS(UsageError, problem.empty(), problem);
-  std::vector<std::int32_t> tokens = options.tokenizer.encode(options.prompt);
+  std::vector<std::int32_t> tokens = options.tokenizer.encode_prompt(options.prompt);
   return tokens;
 }
 

@@ -66,7 +66,8 @@ tokenizer = json.load(open(sys.argv[1]))
 tokenizer["added_tokens"] = []
 json.dump(tokenizer, open(sys.argv[2], "w"))
 PY
-# The same BPE with Llama 3's document markers in place of <|endoftext|>.
+# The same BPE with Llama 3's document markers in place of <|endoftext|>, and its
+# post-processor: <|begin_of_text|> before a text encoded with add_special_tokens.
 python3 - "$dir/bpe/tokenizer.json" "$dir/llama3_markers.json" <<'PY'
 import json, sys
 tokenizer = json.load(open(sys.argv[1]))
@@ -74,5 +75,14 @@ past = max(tokenizer["model"]["vocab"].values()) + 1
 begin = dict(tokenizer["added_tokens"][0], id=past, content="<|begin_of_text|>")
 end = dict(begin, id=past + 1, content="<|end_of_text|>")
 tokenizer["added_tokens"] = [begin, end]
+special = {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}
+template = {"type": "TemplateProcessing",
+            "single": [special, {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [special, {"Sequence": {"id": "A", "type_id": 0}},
+                     special, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [past],
+                                                     "tokens": ["<|begin_of_text|>"]}}}
+tokenizer["post_processor"] = {"type": "Sequence",
+                               "processors": [tokenizer["post_processor"], template]}
 json.dump(tokenizer, open(sys.argv[2], "w"))
 PY

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "data/builtin_corpus.h"
 #include "data/byte_level.h"
@@ -381,6 +382,25 @@ TEST(BpeTokenizer, RefusesAByteOrderMark) {
       {"tokenizer 'bom.json': starts with a byte order mark"});
 }
 
+// Llama 3's post-processor: ByteLevel, then <|begin_of_text|> before each text.
+Json llama3_post_processor(int begin_id) {
+  const Json begin = {{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}};
+  const Json text = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  const Json second = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
+  const Json processor = {
+      {"type", "TemplateProcessing"},
+      {"single", Json::array({begin, text})},
+      {"pair", Json::array({begin, text, begin, second})},
+      {"special_tokens",
+       {{"<|begin_of_text|>",
+         {{"id", "<|begin_of_text|>"}, {"ids", {begin_id}}, {"tokens", {"<|begin_of_text|>"}}}}}}};
+  const Json byte_level = {{"type", "ByteLevel"},
+                           {"add_prefix_space", true},
+                           {"trim_offsets", false},
+                           {"use_regex", true}};
+  return {{"type", "Sequence"}, {"processors", Json::array({byte_level, processor})}};
+}
+
 TEST(BpeTokenizer, AcceptsWhatTokenizersWritesForGpt2AndLlama3) {
   Json file = small_tokenizer();
   // GPT-2's own file: empty affixes, a ByteLevel post-processor; Llama 3's: a Sequence of
@@ -389,11 +409,90 @@ TEST(BpeTokenizer, AcceptsWhatTokenizersWritesForGpt2AndLlama3) {
   file["model"]["end_of_word_suffix"] = "";
   file["model"].erase("byte_fallback");
   file["model"].erase("ignore_merges");
-  file["post_processor"] = {
-      {"type", "Sequence"},
-      {"processors", Json::array({Json::object({{"type", "ByteLevel"}}),
-                                  Json::object({{"type", "TemplateProcessing"}})})}};
+  file["post_processor"] = {{"type", "ByteLevel"}};
   EXPECT_EQ(load(file).encode("the hello"), (Ids{116, 257, 32, 257, 260}));
+  EXPECT_EQ(load(file).encode_with_special_tokens("the hello"), (Ids{116, 257, 32, 257, 260}));
+  file["added_tokens"].push_back(added_token(270, "<|begin_of_text|>", true, false));
+  file["post_processor"] = llama3_post_processor(270);
+  EXPECT_EQ(load(file).encode("the hello"), (Ids{116, 257, 32, 257, 260}));
+}
+
+// add_special_tokens=True in tokenizers 0.23: the template's ids around the text's, whatever the
+// text holds (an empty one, the marker's own text); written back, the file does the same.
+TEST(BpeTokenizer, WithSpecialTokensTheTemplateGoesAroundTheText) {
+  Json file = small_tokenizer();
+  file["added_tokens"] = Json::array({added_token(270, "<|begin_of_text|>", true, false),
+                                      added_token(271, "<|end_of_text|>", true, false)});
+  file["post_processor"] = llama3_post_processor(270);
+  const BpeTokenizer llama = load(file);
+  EXPECT_EQ(llama.encode_with_special_tokens("the hello"), (Ids{270, 116, 257, 32, 257, 260}));
+  EXPECT_EQ(llama.encode_with_special_tokens(""), (Ids{270}));
+  EXPECT_EQ(llama.encode_with_special_tokens("<|begin_of_text|>x"), (Ids{270, 270, 120}));
+  std::string why;
+  EXPECT_EQ(load(*parse_strict_json(llama.to_json(), &why)).encode_with_special_tokens("x"),
+            (Ids{270, 120}));
+  // A template may add several ids, after the text too (an end-of-text template, say).
+  Json& processor = file["post_processor"]["processors"][1];
+  processor["single"].push_back({{"SpecialToken", {{"id", "end"}, {"type_id", 0}}}});
+  processor["special_tokens"]["end"] = {{"id", "end"}, {"ids", {271, 120}}, {"tokens", {"a", "b"}}};
+  EXPECT_EQ(load(file).encode_with_special_tokens("x"), (Ids{270, 120, 271, 120}));
+  EXPECT_EQ(load(small_tokenizer()).encode_with_special_tokens("x"), (Ids{120}));
+}
+
+TEST(BpeTokenizer, RefusesATemplateItCannotApply) {
+  struct Case {
+    const char* label;
+    std::function<void(Json&)> change;  // of the TemplateProcessing
+    std::vector<std::string> message;
+  };
+  const std::string at = "tokenizer 'small.json': post_processor.processors[1].";
+  const std::vector<Case> cases = {
+      {"no single", [](Json& t) { t.erase("single"); }, {at + "single: expected a list"}},
+      {"no special tokens",
+       [](Json& t) { t.erase("special_tokens"); },
+       {at + "special_tokens: expected an object"}},
+      {"no text",
+       [](Json& t) { t["single"].erase(1); },
+       {at + "single: has no {\"Sequence\": {\"id\": \"A\"}}"}},
+      {"text twice",
+       [](Json& t) { t["single"].push_back(t["single"][1]); },
+       {at + "single[2]: a second Sequence"}},
+      {"second text in single",
+       [](Json& t) { t["single"][1]["Sequence"]["id"] = "B"; },
+       {at + "single[1].Sequence.id: expected \"A\""}},
+      {"unknown item",
+       [](Json& t) {
+         t["single"][0] = {{"Token", 3}};
+       },
+       {at + "single[0]: expected {\"SpecialToken\": ...} or {\"Sequence\": ...}"}},
+      {"unnamed special",
+       [](Json& t) { t["single"][0]["SpecialToken"]["id"] = "<s>"; },
+       {at + "single[0].SpecialToken.id: '<s>' is not in " +
+        "post_processor.processors[1].special_tokens"}},
+      {"ids not a list",
+       [](Json& t) { t["special_tokens"]["<|begin_of_text|>"]["ids"] = 270; },
+       {at + "special_tokens.<|begin_of_text|>.ids: expected a list of ids"}},
+      {"negative id",
+       [](Json& t) { t["special_tokens"]["<|begin_of_text|>"]["ids"] = {-1}; },
+       {at + "special_tokens.<|begin_of_text|>.ids[0]: expected an id"}},
+      {"unknown key", [](Json& t) { t["extra"] = 1; }, {at + "extra: unknown key"}},
+  };
+  for (const Case& c : cases) {
+    Json file = small_tokenizer();
+    file["added_tokens"].push_back(added_token(270, "<|begin_of_text|>", true, false));
+    file["post_processor"] = llama3_post_processor(270);
+    c.change(file["post_processor"]["processors"][1]);
+    expect_error<DataError>(
+        c.label, [&] { load(file); }, c.message);
+  }
+  Json file = small_tokenizer();
+  file["post_processor"] = llama3_post_processor(270);
+  expect_error<DataError>(
+      "id without a token", [&] { load(file); },
+      {"tokenizer 'small.json': post_processor: the template adds id 270, which no token"});
+  file["post_processor"]["processors"][0] = file["post_processor"]["processors"][1];
+  expect_error<DataError>("two templates", [&] { load(file); },
+                          {"post_processor.processors[1]: a second TemplateProcessing"});
 }
 
 // A text that crosses every chunk boundary in awkward places: a long run of spaces, a run of

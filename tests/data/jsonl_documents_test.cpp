@@ -50,9 +50,11 @@ TEST(JsonlDocuments, EachDocumentFollowsGpt2sEndOfText) {
   const Ids matched = bpe.encode("a <|endoftext|> b");
   EXPECT_EQ(std::count(matched.begin(), matched.end(), eot), 1);
   EXPECT_NE(bpe.bpe()->encode_placed("a <|endoftext|> b", {}), matched);
-  for (const std::string& document : documents)
-    if (document.find("<|") == std::string::npos)
+  for (const std::string& document : documents) {
+    if (document.find("<|") == std::string::npos) {
       EXPECT_EQ(bpe.bpe()->encode_placed(document, {}), bpe.encode(document)) << document;
+    }
+  }
   // A token placed where its text is encodes as the matched one does.
   const std::string text = "the cat<|endoftext|>sat 12";
   const BpeTokenizer::PlacedToken at{7, 20, eot};

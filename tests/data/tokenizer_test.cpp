@@ -100,5 +100,41 @@ TEST(Tokenizer, EndOfTextIsGpt2sOrLlama3sToken) {
   EXPECT_EQ(none.begin_of_text_id(), -1);
 }
 
+// A prompt starts as a document does: after Llama 3's <|begin_of_text|> where the file's
+// template adds it (transformers' tokenizer(prompt)); GPT-2's files and bytes add nothing.
+TEST(Tokenizer, APromptTakesTheTemplatesTokens) {
+  const BpeTokenizer trained =
+      BpeTokenizer::train("the cat sat. ", 264, {"<|begin_of_text|>", "<|end_of_text|>"});
+  const std::int32_t begin = trained.added_token_id("<|begin_of_text|>");
+  const Tokenizer gpt2_kind(BpeTokenizer::from_json(trained.to_json(), "gpt2_kind.json"));
+  EXPECT_EQ(gpt2_kind.encode_prompt("the cat"), gpt2_kind.encode("the cat"));
+  EXPECT_EQ(Tokenizer::bytes().encode_prompt("hi"), Tokenizer::bytes().encode("hi"));
+
+  Json file = Json::parse(trained.to_json());
+  file["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", Json::array({{{"SpecialToken", {{"id", "<|begin_of_text|>"}, {"type_id", 0}}}},
+                              {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+      {"pair", Json::array()},
+      {"special_tokens",
+       {{"<|begin_of_text|>",
+         {{"id", "<|begin_of_text|>"}, {"ids", {begin}}, {"tokens", {"<|begin_of_text|>"}}}}}}};
+  const Tokenizer llama(BpeTokenizer::from_json(file.dump(), "llama.json"));
+  std::vector<std::int32_t> expected = {begin};
+  for (std::int32_t id : llama.encode("the cat")) expected.push_back(id);
+  EXPECT_EQ(llama.encode_prompt("the cat"), expected);
+  EXPECT_EQ(llama.prompt_problem("the cat", llama.vocab_size()), "");
+  // The template's token counts against the model's vocabulary as the text's do.
+  const std::int32_t last = static_cast<std::int32_t>(llama.vocab_size() - 1);
+  Json late = file;
+  late["post_processor"]["special_tokens"]["<|begin_of_text|>"]["ids"] = {last};
+  const Tokenizer far(BpeTokenizer::from_json(late.dump(), "late.json"));
+  ASSERT_LT(far.encode("x").at(0), last);
+  EXPECT_EQ(far.prompt_problem("x", last), "the prompt encodes to token " + std::to_string(last) +
+                                               ", outside the model's vocabulary of " +
+                                               std::to_string(last));
+  EXPECT_EQ(far.prompt_problem("x", last + 1), "");
+}
+
 }  // namespace
 }  // namespace ternion

@@ -132,7 +132,9 @@ TEST(Trainer, StepRateIsTheModelsFlopsOverTheStepsTime) {
     EXPECT_NEAR(m.tflops_per_rank, step_flops / (m.ms_per_step / 1e3) / 1e12,
                 1e-9 * m.tflops_per_rank);
     EXPECT_EQ(m.mfu_percent.has_value(), peak > 0);
-    if (m.mfu_percent) EXPECT_NEAR(*m.mfu_percent, 100 * m.tflops_per_rank / peak, 1e-9);
+    if (m.mfu_percent) {
+      EXPECT_NEAR(*m.mfu_percent, 100 * m.tflops_per_rank / peak, 1e-9);
+    }
     const Json record = Json::parse(metrics_json(m));
     EXPECT_EQ(record.at("tflops_per_rank"), m.tflops_per_rank);
     EXPECT_EQ(record.contains("mfu_percent"), peak > 0);
