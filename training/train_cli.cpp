@@ -330,12 +330,11 @@ void check_omp_num_threads(const TrainConfig& config) {
               " is more than this machine's ", cores, " cores (training.threads 0 takes it)");
 }
 
-// --eval-only trains and writes nothing: what a training run writes, samples or times is left
-// out of the config its trainer is built from, and checkpoint.load: latest is resolved here,
-// where finding no checkpoint is an error (training would start afresh).
-void config_for_evaluation(const ConfigDocument& doc, TrainConfig& c) {
-  if (c.data.val.empty())
-    config_fail(doc, "data", "val", "is what --eval-only evaluates on: set it");
+// --eval-only trains and writes nothing: what a training run reads, writes, samples or times is
+// left out of the config its trainer is built from, and checkpoint.load: latest is resolved
+// here, where finding no checkpoint is an error (training would start afresh).
+void config_for_evaluation(TrainConfig& c) {
+  c.data.train.clear();
   // Without a checkpoint, model.init_from's weights are evaluated, as a run would start.
   if (c.checkpoint.load == "latest") {
     try {
@@ -399,8 +398,10 @@ void read_setup(Setup& s, int argc, char** argv, int world_size) {
     s.finished = true;
     return;
   }
-  s.config = TrainConfig::from_document(s.doc, {}, world_size);
-  if (s.options.eval_only) config_for_evaluation(s.doc, *s.config);
+  s.config = TrainConfig::from_document(
+      s.doc, {}, world_size,
+      s.options.eval_only ? TrainConfig::Purpose::evaluation : TrainConfig::Purpose::training);
+  if (s.options.eval_only) config_for_evaluation(*s.config);
   check_omp_num_threads(*s.config);
   check_host_memory(s.doc, *s.config, world_size);
 }
@@ -522,16 +523,19 @@ int run_training(Communicator& world, const Setup& s) {
       capture([&] { trainer = std::make_unique<Trainer>(config, groups.get()); });
   if (const std::optional<int> status = agree_on_failure(world, built)) return *status;
 
+  // The estimate is a training step's (run on the meta device), which --eval-only never takes.
   std::optional<MemoryEstimate> estimate;
   const RankLayout one_rank = make_rank_layout(1, 1, 1, 1);
-  const std::optional<Failure> estimated = capture([&] {
-    estimate = estimate_memory(config, groups ? groups->layout() : one_rank, world.rank());
-  });
-  if (const std::optional<int> status = agree_on_failure(world, estimated)) return *status;
-  const int ranks_on_node = groups ? groups->node_local().size() : 1;
-  gather_memory_estimates(world, static_cast<double>(estimate->peak()),
-                          memory_per_rank(trainer->device(), ranks_on_node));
-  trainer->set_memory_estimate(estimate->peak());
+  if (!s.options.eval_only) {
+    const std::optional<Failure> estimated = capture([&] {
+      estimate = estimate_memory(config, groups ? groups->layout() : one_rank, world.rank());
+    });
+    if (const std::optional<int> status = agree_on_failure(world, estimated)) return *status;
+    const int ranks_on_node = groups ? groups->node_local().size() : 1;
+    gather_memory_estimates(world, static_cast<double>(estimate->peak()),
+                            memory_per_rank(trainer->device(), ranks_on_node));
+    trainer->set_memory_estimate(estimate->peak());
+  }
   trainer->set_time_limit_start(g_program_start);
 
   const std::int64_t params = parameters_on_rank(config.model, one_rank, 0);  // the whole model
@@ -565,25 +569,6 @@ int run_training(Communicator& world, const Setup& s) {
           detail::concat(" (an evaluation reads ", reads, " sequences of its ",
                          count_of(trainer->val_windows(), "window", "windows"), ": they repeat)");
   }
-  // The tokens this run's steps read, for the passes over data.train the line names.
-  const std::int64_t steps_left =
-      std::max<std::int64_t>(config.training.steps - trainer->resumed_step(), 0);
-  const double read = static_cast<double>(steps_left) *
-                      static_cast<double>(config.training.global_batch_size) *
-                      static_cast<double>(config.model.seq_len);
-  // Bytes name tokens 0-255 only: data of a BPE's ids trains, but its samples print as <id>.
-  std::string tokenizer_note;
-  const std::uint32_t largest = trainer->train_data().max_token();
-  if (trainer->tokenizer().is_bytes() && largest > 255) {
-    const std::filesystem::path beside =
-        std::filesystem::path(trainer->train_data().paths().front()).parent_path() /
-        "tokenizer.json";
-    std::error_code none;
-    tokenizer_note = detail::concat(
-        ", but data.train holds tokens up to ", largest, ", which bytes do not name (samples "
-        "print them as <id>): set data.tokenizer to the tokenizer.json the data was made with",
-        std::filesystem::exists(beside, none) ? ", as '" + beside.string() + "'" : "");
-  }
   const std::string micro_batches = detail::concat(
       count_of(config.micro_batches_per_step(world.size()), "micro-batch", "micro-batches"), " of ",
       parallel.micro_batch_size);
@@ -595,8 +580,27 @@ int run_training(Communicator& world, const Setup& s) {
              world.size() > 1 ? " per rank" : "");
     return evaluate_only(*trainer);
   }
-  log_info("ternion: data.train ", describe_train_data(trainer->train_data(), read), val,
-           "; tokenizer ", trainer->tokenizer().describe(), tokenizer_note);
+  // The tokens this run's steps read, for the passes over data.train the line names.
+  const std::int64_t steps_left =
+      std::max<std::int64_t>(config.training.steps - trainer->resumed_step(), 0);
+  const double read = static_cast<double>(steps_left) *
+                      static_cast<double>(config.training.global_batch_size) *
+                      static_cast<double>(config.model.seq_len);
+  // Bytes name tokens 0-255 only: data of a BPE's ids trains, but its samples print as <id>.
+  std::string tokenizer_note;
+  const DataBlend& train_data = *trainer->train_data();
+  const std::uint32_t largest = train_data.max_token();
+  if (trainer->tokenizer().is_bytes() && largest > 255) {
+    const std::filesystem::path beside =
+        std::filesystem::path(train_data.paths().front()).parent_path() / "tokenizer.json";
+    std::error_code none;
+    tokenizer_note = detail::concat(
+        ", but data.train holds tokens up to ", largest, ", which bytes do not name (samples "
+        "print them as <id>): set data.tokenizer to the tokenizer.json the data was made with",
+        std::filesystem::exists(beside, none) ? ", as '" + beside.string() + "'" : "");
+  }
+  log_info("ternion: data.train ", describe_train_data(train_data, read), val, "; tokenizer ",
+           trainer->tokenizer().describe(), tokenizer_note);
   log_info("ternion: ", config.training.steps, " steps of ", config.training.global_batch_size,
            " sequences (", micro_batches, ")", layout, ", ",
            count_of(num_threads(), "thread", "threads"), world.size() > 1 ? " per rank" : "",

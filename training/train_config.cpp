@@ -19,7 +19,8 @@ namespace ternion {
 
 namespace {
 
-void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int64_t world_size) {
+void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int64_t world_size,
+                       TrainConfig::Purpose purpose) {
   const TrainingConfig& t = c.training;
   const char* kSection = "training";
   if (t.steps < 1) config_fail(doc, kSection, "steps", "must be at least 1");
@@ -100,7 +101,9 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
                     "): it counts a chunk's blocks (0 recomputes them all)");
   if (t.eval_interval > 0 && c.data.val.empty())
     config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
-  if (c.data.train.empty())
+  if (purpose == TrainConfig::Purpose::evaluation && c.data.val.empty())
+    config_fail(doc, "data", "val", "is what --eval-only evaluates on: set it");
+  if (purpose == TrainConfig::Purpose::training && c.data.train.empty())
     config_fail(doc, "data", "train", "is required: a token file made by ternion-prepare");
   if (c.optimizer.warmup_steps > t.steps)
     config_fail(doc, "optimizer", "warmup_steps", "is longer than training.steps");
@@ -174,7 +177,7 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
 
 TrainConfig TrainConfig::from_document(ConfigDocument doc,
                                        const std::vector<std::string>& overrides,
-                                       std::int64_t world_size) {
+                                       std::int64_t world_size, Purpose purpose) {
   for (const std::string& assignment : overrides) doc.apply_override(assignment);
   TrainConfig c = read_unchecked(doc);
   doc.check_all_declared();
@@ -182,7 +185,7 @@ TrainConfig TrainConfig::from_document(ConfigDocument doc,
   c.parallel.validate(doc, world_size);
   c.parallel.validate_model_fit(doc, model_sharding_shape(c.model));
   c.optimizer.validate(doc);
-  validate_training(doc, c, world_size);
+  validate_training(doc, c, world_size, purpose);
   return c;
 }
 

@@ -154,8 +154,12 @@ struct TrainConfig {
                            const std::vector<std::string>& overrides,
                            std::int64_t world_size = 1);
 
+  // What a config is read for: a training run (data.train required), or an evaluation of a
+  // model on data.val alone (ternion-train --eval-only: data.val required).
+  enum class Purpose { training, evaluation };
   static TrainConfig from_document(ConfigDocument doc, const std::vector<std::string>& overrides,
-                                   std::int64_t world_size = 1);
+                                   std::int64_t world_size = 1,
+                                   Purpose purpose = Purpose::training);
   // The document's values, each key it leaves out at its default, with no check of whether
   // they make a run: what a checkpoint's config.yaml says its run was.
   static TrainConfig read_unchecked(ConfigDocument& doc);

@@ -185,16 +185,17 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
       precision_(parse_precision(config.training.precision, "training.precision")),
       tp_{groups_.tp_size() > 1 ? &groups_.tensor() : nullptr, config.parallel.sequence_parallel},
       tokenizer_(open_tokenizer(config)),
-      train_data_(open_blend("data.train", config.data.train, config.model, tokenizer_)),
+      train_data_(config.data.train.empty()
+                      ? std::nullopt
+                      : std::optional<DataBlend>(
+                            open_blend("data.train", config.data.train, config.model, tokenizer_))),
       val_data_(config.data.val.empty()
                     ? std::nullopt
                     : std::optional<TokenDataset>(
                           open_dataset("data.val", config.data.val, config.model, tokenizer_))),
-      train_sampler_(train_data_, config.model.seq_len,
-                     static_cast<std::uint64_t>(config.training.seed), "data.train"),
       chunks_(),
       checkpoint_retention_(config.checkpoint.keep) {
-  if (val_data_) refuse_shared_shards(train_data_, *val_data_);
+  if (train_data_ && val_data_) refuse_shared_shards(*train_data_, *val_data_);
   const bool meta = build == Build::meta;
   // Every rank writes its part of each checkpoint: each checks now, not after training.
   if (!meta) check_outputs_writable(config, groups_.world().rank(), input_files());
@@ -222,6 +223,9 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
               config.training.gelu_epilogue, "'");
   set_gelu_epilogue(gelu_epilogue);
   check_tensor_groups_within_nodes(groups_);
+  if (train_data_)
+    train_sampler_.emplace(*train_data_, config.model.seq_len,
+                           static_cast<std::uint64_t>(config.training.seed), "data.train");
   if (val_data_)
     val_sampler_.emplace(*val_data_, config.model.seq_len,
                          static_cast<std::uint64_t>(config.training.seed), "data.val");
@@ -381,6 +385,7 @@ double Trainer::sum_over_pipeline(double value) {
 }
 
 StepMetrics Trainer::train_step(std::int64_t step) {
+  TN_CHECK(train_sampler_.has_value(), "a training step without data.train");
   const auto start = Clock::now();
   // Activations, their gradients and temporaries: what the step allocates beyond the
   // parameters, gradients and optimizer state it starts with.
@@ -397,7 +402,7 @@ StepMetrics Trainer::train_step(std::int64_t step) {
   std::vector<TokenBatch> batches;
   double valid_tokens = 0.0;
   for (std::int64_t m = 0; m < n_micro; ++m) {
-    const TokenBatch batch = train_sampler_.sample(step, first + m * micro, micro);
+    const TokenBatch batch = train_sampler_->sample(step, first + m * micro, micro);
     valid_tokens += static_cast<double>(count_valid(batch.targets));
     batches.push_back(on_device(batch));
   }
@@ -535,7 +540,7 @@ double Trainer::grad_norm() {
 bool Trainer::writes_output() const { return groups_.world().rank() == 0; }
 
 std::vector<std::string> Trainer::input_files() const {
-  std::vector<std::string> files = train_data_.paths();
+  std::vector<std::string> files = train_data_ ? train_data_->paths() : std::vector<std::string>();
   if (val_data_)
     for (const std::string& path : val_data_->paths()) files.push_back(path);
   return files;

@@ -84,7 +84,8 @@ class Trainer {
   // Generates the configured sample and logs it after `heading` (collective).
   void log_sample(const std::string& heading);
   const Tokenizer& tokenizer() const { return tokenizer_; }
-  const DataBlend& train_data() const { return train_data_; }
+  // data.train; null where it is empty (--eval-only reads only data.val).
+  const DataBlend* train_data() const { return train_data_ ? &*train_data_ : nullptr; }
   const TokenDataset* val_data() const { return val_data_ ? &*val_data_ : nullptr; }
 
   // Checkpoints (training/checkpoint.h): save the state after `step` (collective) and return
@@ -152,9 +153,9 @@ class Trainer {
   Precision precision_;   // training.precision
   TensorParallel tp_;
   Tokenizer tokenizer_;  // data.tokenizer
-  DataBlend train_data_;
+  std::optional<DataBlend> train_data_;
   std::optional<TokenDataset> val_data_;
-  BatchSampler train_sampler_;
+  std::optional<BatchSampler> train_sampler_;
   std::optional<BatchSampler> val_sampler_;
   std::vector<std::unique_ptr<GptModel>> chunks_;
   std::vector<Parameter*> parameters_;

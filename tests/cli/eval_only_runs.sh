@@ -4,7 +4,8 @@
 # 1. CONFIG trains 6 steps on one rank, evaluating at step 6, and saves step 6;
 # 2. --eval-only on that checkpoint prints the step's val loss, on one rank, on tensor 2 and on
 #    pipeline 2 (each layout's log shows it ran; the last through checkpoint.load: latest, with
-#    the training config's trace settings), and trains and writes nothing;
+#    the training config's trace settings), and trains, writes and reads from data.train
+#    nothing (the last two runs set it empty and to a file that is not there);
 # 3. checkpoint.load: latest where there is none is refused, creating nothing, unless
 #    model.init_from names weights to start from: the checkpoint's, exported, evaluate alike.
 set -u
@@ -36,13 +37,16 @@ evaluate() {  # NAME RANKS [--set ...]: runs --eval-only, prints its loss
   grep -q "ternion: evaluation of the checkpoint of step 6 on 16 sequences of 32 tokens of data.val: val loss" \
     "$out/eval_$name.log" || { cat "$out/eval_$name.log"; fail "no evaluation line ($name)"; }
   ! grep -q "^step " "$out/eval_$name.log" || fail "--eval-only trained ($name)"
+  ! grep -q "data.train" "$out/eval_$name.log" || fail "--eval-only read data.train ($name)"
   [ ! -e "$out/eval_$name.jsonl" ] && [ ! -e "$out/eval_$name.jsonl.partial" ] ||
     fail "--eval-only wrote a metrics file ($name)"
 }
 evaluate one 1
-evaluate tensor 2 --set parallel.tensor=2
+# data.train is not read: empty, or a file that is not there.
+evaluate tensor 2 --set parallel.tensor=2 --set data.train=
 grep -q "layout tensor 2 x pipeline 1 x data 1" "$out/eval_tensor.log" || fail "tensor 2 did not run"
 evaluate pipeline 2 --set parallel.pipeline=2 --set checkpoint.load=latest \
+  --set "data.train=$out/no_such_file.bin" \
   --set "checkpoint.save_dir=$out/ckpt" --set "logging.trace_file=$out/trace.json" \
   --set logging.trace_step=3
 grep -q "layout tensor 1 x pipeline 2 x data 1" "$out/eval_pipeline.log" || fail "pipeline 2 did not run"
