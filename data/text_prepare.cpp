@@ -102,6 +102,22 @@ PrepareResult split_and_write(std::string_view text, const std::string& source,
   return prepare_tokens(tokens, output_dir, options, source, encode_time.count());
 }
 
+// Where the validation split of documents begins: the document start nearest `cut` (the later
+// of two as near), past the first document so that training keeps at least one.
+std::int64_t document_cut(std::span<const std::int32_t> tokens, std::int64_t cut,
+                          std::int32_t start, const std::string& source) {
+  const auto total = static_cast<std::int64_t>(tokens.size());
+  std::int64_t before = cut, after = cut;
+  while (before > 0 && tokens[static_cast<std::size_t>(before)] != start) --before;
+  while (after < total && tokens[static_cast<std::size_t>(after)] != start) ++after;
+  TN_CHECK_AS(DataError, before > 0 || after < total, source,
+              ": a single document, and the validation split takes whole documents: it needs "
+              "two (use more documents or a val_fraction of 0)");
+  if (before == 0) return after;
+  if (after == total) return before;
+  return cut - before < after - cut ? before : after;
+}
+
 }  // namespace
 
 PrepareResult prepare_tokens(std::span<const std::int32_t> tokens, const std::string& output_dir,
@@ -128,7 +144,12 @@ PrepareResult prepare_tokens(std::span<const std::int32_t> tokens, const std::st
 
   const fs::path dir(output_dir);
   const std::span<const std::int32_t> all = tokens;
-  const std::int64_t train_tokens = total - val_tokens;
+  std::int64_t train_tokens = total - val_tokens;
+  std::int64_t val_documents = 0;
+  if (options.document_start >= 0 && val_tokens > 0) {
+    train_tokens = document_cut(all, train_tokens, options.document_start, source);
+    val_documents = std::count(all.begin() + train_tokens, all.end(), options.document_start);
+  }
   std::vector<PlannedFile> files;
   plan_split(dir, "train", all.first(static_cast<std::size_t>(train_tokens)),
              options.shard_tokens, files);
@@ -163,7 +184,7 @@ PrepareResult prepare_tokens(std::span<const std::int32_t> tokens, const std::st
     if (error) TN_THROW(DataError, "cannot remove stale '", path.string(), "': ", error.message());
   }
 
-  PrepareResult result{train_tokens, val_tokens, {}, {}, encode_seconds};
+  PrepareResult result{train_tokens, total - train_tokens, val_documents, {}, {}, encode_seconds};
   for (std::size_t i = 0; i < files.size(); ++i)
     (i < train_count ? result.train_files : result.val_files).push_back(files[i].path);
   return result;

@@ -4,7 +4,11 @@
 // The text becomes tokens through `options.tokenizer` (bytes by default; a byte-level BPE needs
 // UTF-8 text). The LAST floor(tokens * val_fraction) tokens are the validation split and the
 // rest the training split. Splitting at the end rather than sampling keeps validation text
-// unseen in training: no window of the validation files overlaps the training files.
+// unseen in training: no window of the validation files overlaps the training files. Tokens of
+// documents (`document_start`, the token each one starts with) split between two documents:
+// the validation split starts with the document whose start is nearest that cut, so neither
+// split holds part of a document (DataError where only the first document starts before the
+// end: there is no second to begin it).
 //
 // Files: with shard_tokens 0, output_dir/train.bin and output_dir/val.bin; with shard_tokens N,
 // each split in the fewest shards of at most N tokens, of sizes within one token of each
@@ -40,11 +44,13 @@ struct PrepareOptions {
   Tokenizer tokenizer = Tokenizer::bytes();
   std::int64_t shard_tokens = 0;  // 0: one file per split
   int threads = 1;                // for encoding
+  std::int32_t document_start = -1;  // the token each document starts with, or -1 (plain text)
 };
 
 struct PrepareResult {
   std::int64_t train_tokens = 0;
   std::int64_t val_tokens = 0;  // 0 when no validation file was written
+  std::int64_t val_documents = 0;  // with options.document_start: the documents in val_tokens
   std::vector<std::string> train_files, val_files;
   double encode_seconds = 0;  // the tokenizer's wall time alone
 };

@@ -69,7 +69,8 @@ constexpr const char* kHelp =
     "  --bytes N           size of the built-in corpus: whole paragraphs up to at least N\n"
     "                      bytes (default 1048576)\n"
     "  --val-fraction F    the last F of the tokens become the validation split, F in [0, 0.5]\n"
-    "                      (default 0.1); 0 writes no validation file\n"
+    "                      (default 0.1; with --jsonl, the last documents, nearest that); 0\n"
+    "                      writes no validation file\n"
     "  --tokenizer FILE    encode with this Hugging Face tokenizer.json (byte-level BPE, as\n"
     "                      GPT-2's and Llama 3's); a copy goes to DIR/tokenizer.json\n"
     "  --train-tokenizer   train a GPT-2-style byte-level BPE on the text first and write it to\n"
@@ -298,6 +299,7 @@ int run(const Options& options) {
     for (const std::string& document : documents) input_bytes += document.size();
   }
   prepare.tokenizer = tokenizer_for(options, opened, text, documents);
+  if (options.jsonl) prepare.document_start = prepare.tokenizer.begin_of_text_id();
   const std::string source = options.builtin ? "the text"
                              : options.jsonl ? "the documents of '" + *options.input + "'"
                                              : "text file '" + *options.input + "'";
@@ -338,7 +340,10 @@ int run(const Options& options) {
     std::cout << "; " << ternion::count_of(document_count, "document", "documents")
               << (markers.after.empty()
                       ? ", each after " + markers.before
-                      : ", each between " + markers.before + " and " + markers.after);
+                      : ", each between " + markers.before + " and " + markers.after)
+              << (result.val_documents > 0
+                      ? ", the last " + std::to_string(result.val_documents) + " for validation"
+                      : "");
   std::cout << extra << "\n";
   const double mb = static_cast<double>(input_bytes) / 1e6;
   const double seconds = std::max(result.encode_seconds, 1e-9);

@@ -2,7 +2,9 @@
 # documents_run.sh BIN_DIR CONFIG OUT_DIR
 # Documents in JSON Lines end to end:
 # 1. ternion-prepare --jsonl trains a BPE on 600 short documents and writes their tokens, each
-#    document after <|endoftext|>: the token files hold exactly one such id a document;
+#    document after <|endoftext|>: the token files hold exactly one such id a document, and
+#    each file starts with one (the validation split takes whole documents, where a cut at
+#    --val-fraction 0.15 of the tokens would fall inside one);
 # 2. CONFIG trains on them and saves; ternion-generate stops where the model samples the end of
 #    text: its text is --ignore-eos's text cut before the first <|endoftext|>, which the
 #    trainer's own sample, drawn the same way, is too;
@@ -24,7 +26,7 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"id": i, "text": text}) + "\n")
 PY
 "$bin/ternion-prepare" --input "$out/docs.jsonl" --jsonl --output "$out/data" \
-  --train-tokenizer --vocab-size 300 > "$out/prepare.log" 2>&1 ||
+  --train-tokenizer --vocab-size 300 --val-fraction 0.15 > "$out/prepare.log" 2>&1 ||
   { cat "$out/prepare.log"; fail "ternion-prepare --jsonl"; }
 cat "$out/prepare.log"
 grep -q "600 documents, each after <|endoftext|>" "$out/prepare.log" ||
@@ -39,8 +41,8 @@ for split in ("train", "val"):
     data = open("%s/%s.bin" % (d, split), "rb").read()
     n = struct.unpack_from("<i", data, 8)[0]
     tokens = struct.unpack_from("<%dH" % n, data, 1024)
-    if split == "train" and tokens[0] != eot:
-        sys.exit("the first document does not start with <|endoftext|> (%d)" % eot)
+    if tokens[0] != eot:  # the validation split too: it takes whole documents
+        sys.exit("%s.bin does not start with <|endoftext|> (%d)" % (split, eot))
     count += tokens.count(eot)
 print("token files: %d <|endoftext|> ids (id %d)" % (count, eot))
 sys.exit(0 if count == 600 else "expected 600 <|endoftext|> ids, one a document")

@@ -58,6 +58,7 @@ printf 'abc\xff\xfe def\n' > "$dir/not_utf8.txt"
 printf '{"version": "1.0", "model": {"type": "WordPiece", "vocab": {}}}\n' > "$dir/wordpiece.json"
 # Documents in JSON Lines: a good file, and one whose third line lacks "text" (all have "body").
 printf '{"text": "One doc."}\n{"text": "Two."}\n' > "$dir/docs.jsonl"
+printf '{"text": "A single document, which no split can cut in two."}\n' > "$dir/one_doc.jsonl"
 printf '{"text": "a", "body": "x"}\n{"text": "b", "body": "y"}\n{"body": "z"}\n' > "$dir/bad_docs.jsonl"
 # The BPE above without its added tokens: nothing to separate documents with.
 python3 - "$dir/bpe/tokenizer.json" "$dir/no_eot.json" <<'PY'

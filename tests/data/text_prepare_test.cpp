@@ -230,5 +230,34 @@ TEST(PrepareText, OptionsOutOfRangeAreRefused) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("train_000000.bin")));
 }
 
+// Documents ('|' starts each here) split whole: validation begins at the document start nearest
+// the token cut (15 of 20 at a fraction of 0.25), the later of two as near.
+TEST(PrepareText, DocumentsSplitAtTheStartNearestTheCut) {
+  const auto split = [](const std::string& text) {
+    TempDir dir;
+    const std::vector<std::int32_t> tokens(text.begin(), text.end());
+    const PrepareResult result = prepare_tokens(
+        tokens, dir.path(), {.val_fraction = 0.25, .document_start = '|'}, "docs", 0);
+    EXPECT_EQ(result.train_tokens + result.val_tokens, static_cast<std::int64_t>(text.size()));
+    EXPECT_EQ(shard_text(dir.file("train.bin")) + shard_text(dir.file("val.bin")), text);
+    return std::make_pair(shard_text(dir.file("val.bin")), result.val_documents);
+  };
+  EXPECT_EQ(split("|aaaa|bbbbbbbbb|cccc"), std::make_pair(std::string("|cccc"), std::int64_t{1}));
+  EXPECT_EQ(split("|aaaa|bbbbbbb|cccccc"), std::make_pair(std::string("|cccccc"), std::int64_t{1}));
+  EXPECT_EQ(split("|aaaaaaaaaaa|bbbbb|c"), std::make_pair(std::string("|c"), std::int64_t{1}));
+  EXPECT_EQ(split("|aaaaaaaaaa|bbb|c|d"), std::make_pair(std::string("|c|d"), std::int64_t{2}));
+  EXPECT_EQ(split("|aaaaaaaaaaaaaaaa|bb"), std::make_pair(std::string("|bb"), std::int64_t{1}));
+  TempDir dir;
+  const std::string one = "|aaaaaaaaaaaaaaaaaaa";
+  expect_error<DataError>(
+      "one document",
+      [&] {
+        prepare_tokens(std::vector<std::int32_t>(one.begin(), one.end()), dir.path(),
+                       {.val_fraction = 0.25, .document_start = '|'}, "docs", 0);
+      },
+      {"docs: a single document, and the validation split takes whole documents"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("train.bin")));
+}
+
 }  // namespace
 }  // namespace ternion
