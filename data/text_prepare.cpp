@@ -12,6 +12,7 @@
 #include <span>
 #include <system_error>
 
+#include "data/decompress.h"
 #include "data/token_shard.h"
 #include "framework/error.h"
 
@@ -207,7 +208,7 @@ std::string read_text_file(const std::string& path) {
     text.append(buffer, static_cast<std::size_t>(n));
   }
   ::close(fd);
-  return text;
+  return decompress(std::move(text), "text file '" + path + "'");
 }
 
 PrepareResult prepare_text(std::string_view text, const std::string& output_dir,

@@ -68,7 +68,8 @@ PrepareResult prepare_text_file(const std::string& input_path, const std::string
 // Whether preparing into `output_dir` writes over or removes `path` (a text to prepare there
 // must not be one of its token files).
 bool is_replaced_by_preparation(const std::string& path, const std::string& output_dir);
-// The whole file as bytes (DataError naming it when it cannot be read).
+// The whole file's bytes, decompressed where it is gzip or Zstandard (data/decompress.h);
+// DataError naming it when it cannot be read or its compressed data is corrupt or cut short.
 std::string read_text_file(const std::string& path);
 
 }  // namespace ternion

@@ -1,4 +1,5 @@
-// ternion-prepare: text -> token files the trainer reads (data/text_prepare.h).
+// ternion-prepare: text -> token files the trainer reads (data/text_prepare.h). --input is a
+// file or a glob of them, each decompressed where it is gzip or Zstandard (data/decompress.h).
 //
 //   ternion-prepare (--input TEXT [--jsonl [--json-key K]] | --builtin [--bytes N])
 //                   --output DIR [--val-fraction F]
@@ -13,6 +14,7 @@
 //
 // Exit status: 0 on success or --help; 2 for a bad command line (the message and a usage hint
 // on stderr); 1 for anything else (bad input file, unwritable directory), with one line.
+#include <glob.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -57,7 +59,9 @@ constexpr const char* kHelp =
     "Tokenizes text into DIR/train.bin and DIR/val.bin (or shards of them), llm.c token files\n"
     "that ternion-train reads: bytes (vocabulary 256) by default, or a byte-level BPE.\n"
     "\n"
-    "  --input TEXT        the text file to prepare (UTF-8 for a BPE tokenizer)\n"
+    "  --input TEXT        the text file to prepare (UTF-8 for a BPE tokenizer), or a glob of\n"
+    "                      them ('data/*.jsonl.gz', quoted), read in name order; gzip and\n"
+    "                      Zstandard files are decompressed\n"
     "  --jsonl             the input is documents in JSON Lines, one object a line with the\n"
     "                      text under --json-key; each document follows the tokenizer's\n"
     "                      end-of-text token (<|endoftext|>), or is put between Llama 3's\n"
@@ -244,21 +248,38 @@ int available_cores() {
 
 const std::string kTrainedEndOfText = "<|endoftext|>";
 
+// The files --input names: one, or those a glob pattern matches, in the byte order of their
+// names (a pattern that matches nothing, or a directory, is refused).
+std::vector<std::string> input_files(const std::string& spec) {
+  std::error_code error;
+  TN_CHECK_AS(DataError, !fs::is_directory(spec, error), "--input '", spec,
+              "' is a directory: name its files, or a glob of them ('", spec, "/*.jsonl.gz')");
+  if (fs::exists(spec, error) || spec.find_first_of("*?[") == std::string::npos) return {spec};
+  glob_t matches{};
+  const int status = ::glob(spec.c_str(), GLOB_ERR, nullptr, &matches);
+  std::vector<std::string> paths(matches.gl_pathv, matches.gl_pathv + matches.gl_pathc);
+  ::globfree(&matches);
+  TN_CHECK_AS(DataError, status != GLOB_NOMATCH, "--input '", spec, "' matches no file");
+  TN_CHECK_AS(DataError, status == 0, "--input '", spec,
+              "': cannot read a directory the pattern names");
+  std::sort(paths.begin(), paths.end());  // glob sorts by the locale's collation; we by bytes
+  return paths;
+}
+
 // The tokenizer `opened` from --tokenizer, or bytes, or one trained on `text` (on the
-// `documents` of --jsonl, each on its own).
+// `documents` of --jsonl, each on its own); `source` names the text.
 ternion::Tokenizer tokenizer_for(const Options& options,
                                  const std::optional<ternion::Tokenizer>& opened,
-                                 const std::string& text,
-                                 const std::vector<std::string>& documents) {
+                                 const std::string& text, const std::vector<std::string>& documents,
+                                 const std::string& source) {
   if (opened) return *opened;
   if (!options.train_tokenizer) return ternion::Tokenizer::bytes();
   if (options.jsonl)
     return ternion::Tokenizer(
         ternion::BpeTokenizer::train(documents, *options.vocab_size, {kTrainedEndOfText}));
   const std::int64_t bad = ternion::first_invalid_utf8(text);
-  TN_CHECK_AS(DataError, bad < 0,
-              options.builtin ? "the text" : "text file '" + *options.input + "'",
-              " is not UTF-8 at byte offset ", bad, ": a BPE tokenizer is trained on UTF-8 text");
+  TN_CHECK_AS(DataError, bad < 0, source, " is not UTF-8 at byte offset ", bad,
+              ": a BPE tokenizer is trained on UTF-8 text");
   return ternion::Tokenizer(
       ternion::BpeTokenizer::train(text, *options.vocab_size, {kTrainedEndOfText}));
 }
@@ -275,34 +296,47 @@ int run(const Options& options) {
   prepare.shard_tokens = options.shard_tokens.value_or(0);
   prepare.threads = static_cast<int>(
       options.threads.value_or(available_cores()));
-  TN_CHECK_AS(UsageError,
-              options.builtin || !ternion::is_replaced_by_preparation(*options.input, dir),
-              "--input '", *options.input, "' is a file that preparing into '", *options.output,
-              "' replaces or removes: give another --output");
-  std::string text = options.builtin ? ternion::builtin_corpus_text(options.bytes.value_or(1 << 20))
-                                     : ternion::read_text_file(*options.input);
+  const std::vector<std::string> inputs =
+      options.builtin ? std::vector<std::string>() : input_files(*options.input);
+  for (const std::string& input : inputs)
+    TN_CHECK_AS(UsageError, !ternion::is_replaced_by_preparation(input, dir), "--input '", input,
+                "' is a file that preparing into '", *options.output,
+                "' replaces or removes: give another --output");
   std::optional<ternion::Tokenizer> opened;
   if (options.tokenizer) opened = ternion::Tokenizer::open("--tokenizer", *options.tokenizer);
+  TN_CHECK_AS(DataError, !options.jsonl || !opened || !opened->document_markers().before.empty(),
+              "--tokenizer '", options.tokenizer.value_or(""),
+              "' has no end-of-text token (<|endoftext|> or <|end_of_text|>) to separate "
+              "--jsonl's documents");
+  // The files' text one after another, or the documents of each in turn; each file
+  // decompressed where it is gzip or Zstandard.
+  std::string text;
   std::vector<std::string> documents;
-  std::int64_t document_count = 0;
-  std::size_t input_bytes = text.size();
-  if (options.jsonl) {
-    TN_CHECK_AS(DataError, !opened || !opened->document_markers().before.empty(), "--tokenizer '",
-                *options.tokenizer,
-                "' has no end-of-text token (<|endoftext|> or <|end_of_text|>) to separate "
-                "--jsonl's documents");
-    documents = ternion::read_jsonl_documents(text, options.json_key.value_or("text"),
-                                              "--input '" + *options.input + "'");
-    document_count = static_cast<std::int64_t>(documents.size());
-    std::string().swap(text);  // the file's text, now held as documents
-    input_bytes = 0;
-    for (const std::string& document : documents) input_bytes += document.size();
+  if (options.builtin) text = ternion::builtin_corpus_text(options.bytes.value_or(1 << 20));
+  for (const std::string& input : inputs) {
+    if (!options.jsonl) {
+      text += ternion::read_text_file(input);
+      continue;
+    }
+    std::vector<std::string> more =
+        ternion::read_jsonl_documents(ternion::read_text_file(input),
+                                      options.json_key.value_or("text"), "--input '" + input + "'");
+    documents.insert(documents.end(), std::make_move_iterator(more.begin()),
+                     std::make_move_iterator(more.end()));
   }
-  prepare.tokenizer = tokenizer_for(options, opened, text, documents);
+  const auto document_count = static_cast<std::int64_t>(documents.size());
+  std::size_t input_bytes = text.size();
+  for (const std::string& document : documents) input_bytes += document.size();
+  const std::string files = inputs.size() == 1
+                                ? "'" + inputs.front() + "'"
+                                : "the " + std::to_string(inputs.size()) + " files of '" +
+                                      options.input.value_or("") + "'";
+  const std::string source = options.builtin      ? "the text"
+                             : options.jsonl      ? "the documents of " + files
+                             : inputs.size() == 1 ? "text file " + files
+                                                  : "the text of " + files;
+  prepare.tokenizer = tokenizer_for(options, opened, text, documents, source);
   if (options.jsonl) prepare.document_start = prepare.tokenizer.begin_of_text_id();
-  const std::string source = options.builtin ? "the text"
-                             : options.jsonl ? "the documents of '" + *options.input + "'"
-                                             : "text file '" + *options.input + "'";
   ternion::PrepareResult result;
   if (options.jsonl) {
     const auto start = std::chrono::steady_clock::now();

@@ -5,7 +5,7 @@
 # arguments are installed too (tools/fuzz.sh adds clang's).
 set -euo pipefail
 packages=(cmake g++ make pkg-config libopenblas-openmp-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
-          libpcre2-dev libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin
+          libzstd-dev libpcre2-dev libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin
           python3-matplotlib python3-venv "$@")
 missing=()
 for p in "${packages[@]}"; do

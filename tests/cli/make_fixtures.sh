@@ -59,6 +59,20 @@ printf '{"version": "1.0", "model": {"type": "WordPiece", "vocab": {}}}\n' > "$d
 # Documents in JSON Lines: a good file, and one whose third line lacks "text" (all have "body").
 printf '{"text": "One doc."}\n{"text": "Two."}\n' > "$dir/docs.jsonl"
 printf '{"text": "A single document, which no split can cut in two."}\n' > "$dir/one_doc.jsonl"
+# Documents in three files, as a corpus ships them: gzip, plain, and gzip of two members (as
+# `cat a.gz b.gz` makes); and a gzip file cut short.
+rm -rf "$dir/doc_parts" && mkdir -p "$dir/doc_parts"
+python3 - "$dir/doc_parts" <<'PY'
+import gzip, sys
+d = sys.argv[1]
+line = lambda text: ('{"text": "%s"}\n' % text).encode()
+open(d + "/part_0.jsonl.gz", "wb").write(gzip.compress(line("First.") + line("Second.")))
+open(d + "/part_1.jsonl", "wb").write(line("Third, plain."))
+open(d + "/part_2.jsonl.gz", "wb").write(gzip.compress(line("Fourth.")) +
+                                        gzip.compress(line("Fifth, in a second member.")))
+whole = gzip.compress(line("Cut short.") * 50)
+open(d + "/../cut.jsonl.gz", "wb").write(whole[:len(whole) // 2])
+PY
 printf '{"text": "a", "body": "x"}\n{"text": "b", "body": "y"}\n{"body": "z"}\n' > "$dir/bad_docs.jsonl"
 # The BPE above without its added tokens: nothing to separate documents with.
 python3 - "$dir/bpe/tokenizer.json" "$dir/no_eot.json" <<'PY'
