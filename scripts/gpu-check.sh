@@ -222,19 +222,22 @@ configure() {
     -DMPI_CXX_COMPILER="$deps/bin/mpicxx" -DMPIEXEC_EXECUTABLE="$deps/bin/mpirun" \
     -DOPENBLAS_LIBRARY="$lib/openblas-openmp/libopenblas.so" \
     -DOPENBLAS_INCLUDE_DIR="$deps/usr/include/x86_64-linux-gnu/openblas-openmp" \
+    -DPCRE2_INCLUDE_DIR="$deps/usr/include" -DPCRE2_LIBRARY="$lib/libpcre2-8.a" \
+    -DZSTD_INCLUDE_DIR="$deps/usr/include" -DZSTD_LIBRARY="$lib/libzstd.a" \
+    -DZLIB_INCLUDE_DIR="$deps/usr/include" -DZLIB_LIBRARY="$lib/libz.a" \
     -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$lib:$lib/openmpi/lib:$deps/fallback-lib" \
     $cuda_extra ${TN_GPU_CMAKE_ARGS:-} || return 1
   # Every dependency must come from the unpacked prefix (or the CUDA toolkit): the proof that
   # the relocation worked, and that nothing of the machine's own was picked up by accident.
-  grep -E '^(yaml-cpp_DIR|GTest_DIR|MPI_CXX_COMPILER|MPI_mpi_LIBRARY|MPI_mpi_cxx_LIBRARY|OPENBLAS_LIBRARY|OPENBLAS_INCLUDE_DIR|CUDNN_LIBRARY|NCCL_LIBRARY)[:=]' \
+  grep -E '^(yaml-cpp_DIR|GTest_DIR|MPI_CXX_COMPILER|MPI_mpi_LIBRARY|MPI_mpi_cxx_LIBRARY|OPENBLAS_LIBRARY|OPENBLAS_INCLUDE_DIR|PCRE2_LIBRARY|ZSTD_LIBRARY|ZLIB_LIBRARY|CUDNN_LIBRARY|NCCL_LIBRARY)[:=]' \
     "$build/CMakeCache.txt"
   local outside
-  outside=$(grep -E '^(yaml-cpp_DIR|GTest_DIR|MPI_CXX_COMPILER|MPI_mpi_LIBRARY|OPENBLAS_LIBRARY)[:=]' \
+  outside=$(grep -E '^(yaml-cpp_DIR|GTest_DIR|MPI_CXX_COMPILER|MPI_mpi_LIBRARY|OPENBLAS_LIBRARY|PCRE2_LIBRARY|ZSTD_LIBRARY|ZLIB_LIBRARY)[:=]' \
     "$build/CMakeCache.txt" | grep -v "$deps") && {
     note "found outside $deps: $outside"
     return 1
   }
-  note "OpenBLAS, yaml-cpp, GTest and Open MPI all from $deps"
+  note "OpenBLAS, yaml-cpp, PCRE2, Zstandard, zlib, GTest and Open MPI all from $deps"
   return 0
 }
 

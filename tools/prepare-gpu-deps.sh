@@ -2,8 +2,9 @@
 # tools/prepare-gpu-deps.sh: run HERE (Debian 12 bookworm, x86-64, network), before a GPU check.
 #
 # Downloads (never installs) the Debian packages the build needs that a GPU machine without
-# package access lacks (OpenBLAS, yaml-cpp, nlohmann-json, GoogleTest, Open MPI and Open MPI's
-# runtime libraries) into the ignored folder .gpu-deps/, copied to that machine beside the tree.
+# package access lacks (OpenBLAS, yaml-cpp, nlohmann-json, PCRE2, Zstandard, zlib, GoogleTest,
+# Open MPI and Open MPI's runtime libraries) into the ignored folder .gpu-deps/, copied to that
+# machine beside the tree.
 # scripts/gpu-check.sh unpacks them there with `dpkg -x` into a private prefix, never into /.
 #
 #   .gpu-deps/main/*.deb       always used: the build's libraries, headers and CMake configs
@@ -27,6 +28,7 @@ main_packages=(
   libopenblas-openmp-dev libopenblas0-openmp   # cblas.h, libopenblas.so (the OpenMP build)
   libyaml-cpp-dev libyaml-cpp0.7
   nlohmann-json3-dev                           # header only (JSON of the flight records)
+  libpcre2-dev libzstd-dev zlib1g-dev          # headers and static libraries (linked whole)
   libgtest-dev libgmock-dev                    # static libraries and CMake config (GTest)
   libopenmpi-dev libopenmpi3 openmpi-bin openmpi-common
   # Open MPI's runtime closure (apt-cache depends --recurse libopenmpi3 openmpi-bin), less
