@@ -93,7 +93,9 @@ Tokenizer::DocumentMarkers Tokenizer::document_markers() const {
 }
 
 std::string Tokenizer::prompt_problem(std::string_view prompt, std::int64_t vocab_size) const {
-  if (bpe_ == nullptr || prompt.empty()) return ternion::prompt_problem(prompt, vocab_size);
+  // An empty prompt is a start where the template gives a token to continue (Llama 3's).
+  if (bpe_ == nullptr || (prompt.empty() && bpe_->encode_with_special_tokens("").empty()))
+    return ternion::prompt_problem(prompt, vocab_size);
   const std::int64_t bad_byte = first_invalid_utf8(prompt);
   if (bad_byte >= 0)
     return "the prompt is not UTF-8 (byte " + std::to_string(bad_byte) +

@@ -57,9 +57,9 @@ class Tokenizer {
   std::vector<std::int32_t> encode_prompt(std::string_view prompt) const;
   std::string decode(std::span<const std::int32_t> ids) const;
 
-  // Why `prompt` cannot be the input of a model of `vocab_size` tokens ("" when it can): it is
-  // empty, a token of encode_prompt's is at or above vocab_size, or (BPE) the text is not UTF-8
-  // or does not encode to itself.
+  // Why `prompt` cannot be the input of a model of `vocab_size` tokens ("" when it can): it
+  // has no tokens (empty, and no template token before it), a token of encode_prompt's is at or
+  // above vocab_size, or (BPE) the text is not UTF-8 or does not encode to itself.
   std::string prompt_problem(std::string_view prompt, std::int64_t vocab_size) const;
 
  private:

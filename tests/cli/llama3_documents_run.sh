@@ -5,7 +5,8 @@
 # 1. ternion-prepare --jsonl puts each document between <|begin_of_text|> and <|end_of_text|>;
 # 2. a Llama trained on them is prompted as transformers' tokenizer(prompt) encodes the prompt,
 #    after <|begin_of_text|>: ternion-generate's logits of the prompt "x" equal those a second
-#    reader (llama_reference.py) computes from the export for exactly [<|begin_of_text|>, x];
+#    reader (llama_reference.py) computes from the export for exactly [<|begin_of_text|>, x],
+#    and an empty prompt is that token alone;
 # 3. the export's tokenizer.json keeps the template, and its configs name both markers.
 set -u
 bin=$1 config=$2 tokenizer=$3 out=$4
@@ -56,6 +57,11 @@ PY
   { cat "$out/train.log"; fail "training on the documents"; }
 "$bin/ternion-generate" --checkpoint "$out/ckpt" --prompt x --max-tokens 0 \
   --logits "$out/logits.json" > /dev/null || fail "ternion-generate --logits"
+# An empty prompt is [<|begin_of_text|>]: the model starts a document, as generate does.
+"$bin/ternion-generate" --checkpoint "$out/ckpt" --prompt "" --max-tokens 0 \
+  --logits "$out/logits_empty.json" > /dev/null || fail "ternion-generate --prompt ''"
+python3 -c 'import json, sys; sys.exit(len(json.load(open(sys.argv[1]))) != 1)' \
+  "$out/logits_empty.json" || fail "an empty prompt is not one token"
 "$bin/ternion-export" --checkpoint "$out/ckpt" --output "$out/hf" > "$out/export.log" 2>&1 ||
   { cat "$out/export.log"; fail "ternion-export"; }
 python3 "$(dirname "$0")/llama_reference.py" "$out/hf" --tokens "$begin,$x" \

@@ -124,6 +124,11 @@ TEST(Tokenizer, APromptTakesTheTemplatesTokens) {
   for (std::int32_t id : llama.encode("the cat")) expected.push_back(id);
   EXPECT_EQ(llama.encode_prompt("the cat"), expected);
   EXPECT_EQ(llama.prompt_problem("the cat", llama.vocab_size()), "");
+  // An empty prompt starts a document where the template begins one, as generate does from it.
+  EXPECT_EQ(llama.encode_prompt(""), std::vector<std::int32_t>{begin});
+  EXPECT_EQ(llama.prompt_problem("", llama.vocab_size()), "");
+  EXPECT_EQ(gpt2_kind.prompt_problem("", gpt2_kind.vocab_size()),
+            "the prompt is empty: a sample continues at least one token");
   // The template's token counts against the model's vocabulary as the text's do.
   const std::int32_t last = static_cast<std::int32_t>(llama.vocab_size() - 1);
   Json late = file;
