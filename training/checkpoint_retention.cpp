@@ -7,8 +7,10 @@
 
 namespace ternion {
 
-CheckpointRetention::CheckpointRetention(std::int64_t keep) : keep_(keep) {
+CheckpointRetention::CheckpointRetention(std::int64_t keep, std::int64_t keep_every)
+    : keep_(keep), keep_every_(keep_every) {
   TN_CHECK(keep >= 1, "checkpoint.keep must be at least 1, got ", keep);
+  TN_CHECK(keep_every >= 0, "checkpoint.keep_every must not be negative, got ", keep_every);
 }
 
 CheckpointRetention::Decision CheckpointRetention::after_save(
@@ -29,6 +31,12 @@ CheckpointRetention::Decision CheckpointRetention::after_save(
   for (auto s = disk.rbegin(); s != disk.rend(); ++s)
     if (*s < saved && std::find(order.begin(), order.end(), *s) == order.end())
       order.push_back(*s);
+
+  // Milestones stay, outside the count.
+  if (keep_every_ > 0)
+    order.erase(std::remove_if(order.begin(), order.end(),
+                               [&](std::int64_t s) { return s % keep_every_ == 0; }),
+                order.end());
 
   Decision decision;
   for (std::size_t i = static_cast<std::size_t>(keep_); i < order.size(); ++i)

@@ -11,6 +11,8 @@
 //   - checkpoints of steps after s are another trajectory's: they are not deleted while they
 //     are ahead, and the first save that finds them reports them, so the user can move them;
 //     once this run saves past them, they are among the checkpoints of steps up to s above.
+//   - with checkpoint.keep_every = M > 0, checkpoints of steps that are multiples of M are
+//     milestones (llm.c's major checkpoints): never deleted, and not counted among the N.
 // Step numbers come from the directory names (step_0000100), compared as numbers.
 #pragma once
 
@@ -21,7 +23,7 @@ namespace ternion {
 
 class CheckpointRetention {
  public:
-  explicit CheckpointRetention(std::int64_t keep);
+  explicit CheckpointRetention(std::int64_t keep, std::int64_t keep_every = 0);
 
   struct Decision {
     std::vector<std::int64_t> remove;  // steps to delete
@@ -34,6 +36,7 @@ class CheckpointRetention {
 
  private:
   std::int64_t keep_;
+  std::int64_t keep_every_;                      // 0: no milestones
   std::vector<std::int64_t> saved_by_this_run_;  // in the order saved
   bool reported_newer_ = false;
 };

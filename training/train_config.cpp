@@ -119,6 +119,13 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   const CheckpointConfig& k = c.checkpoint;
   if (k.save_interval < 0) config_fail(doc, "checkpoint", "save_interval", "must not be negative");
   if (k.keep < 1) config_fail(doc, "checkpoint", "keep", "must be at least 1");
+  if (k.keep_every < 0) config_fail(doc, "checkpoint", "keep_every", "must not be negative");
+  // Only saves are kept: milestones fall where saves do.
+  if (k.keep_every > 0 && (k.save_interval == 0 || k.keep_every % k.save_interval != 0))
+    config_fail(doc, "checkpoint", "keep_every",
+                std::to_string(k.keep_every) + " is not a multiple of checkpoint.save_interval (" +
+                    std::to_string(k.save_interval) +
+                    "): no save would fall on its steps but the last");
   if (k.save_interval > 0 && k.save_dir.empty())
     config_fail(doc, "checkpoint", "save_interval", "needs checkpoint.save_dir");
   if (k.load == "latest" && k.save_dir.empty())

@@ -121,6 +121,7 @@ struct CheckpointConfig {
   std::string save_dir;            // empty = no checkpoints
   std::int64_t save_interval = 0;  // save every N steps (0 = only at the end and on SIGTERM)
   std::int64_t keep = 3;           // this run's newest N (training/checkpoint_retention.h)
+  std::int64_t keep_every = 0;     // also keep steps that are multiples of this (0 = none)
   std::string load;                // a checkpoint directory, or "latest" (in save_dir)
 
   template <class V>
@@ -130,6 +131,9 @@ struct CheckpointConfig {
     v("keep", keep,
       "checkpoints kept: this run's newest saves (then the newest older ones); later steps "
       "of another run are left while they are ahead of this run's saves");
+    v("keep_every", keep_every,
+      "also keep every checkpoint whose step is a multiple of this, outside keep's count, as "
+      "llm.c's major checkpoints (a multiple of save_interval; 0 = none)");
     v("load", load,
       "resume from this checkpoint directory (a save_dir: its latest), or 'latest' in save_dir "
       "(none yet: the run starts afresh)");

@@ -194,7 +194,7 @@ Trainer::Trainer(const TrainConfig& config, const ProcessGroups* groups, Build b
                     : std::optional<TokenDataset>(
                           open_dataset("data.val", config.data.val, config.model, tokenizer_))),
       chunks_(),
-      checkpoint_retention_(config.checkpoint.keep) {
+      checkpoint_retention_(config.checkpoint.keep, config.checkpoint.keep_every) {
   if (train_data_ && val_data_) refuse_shared_shards(*train_data_, *val_data_);
   const bool meta = build == Build::meta;
   // Every rank writes its part of each checkpoint: each checks now, not after training.

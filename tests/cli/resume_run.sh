@@ -11,7 +11,8 @@
 #    must resume;
 # 4. a run saving every step is SIGKILLed: `latest` still loads, and the run resumed from it
 #    keeps the killed run's metrics up to its step (each step once, the same values);
-# 5. checkpoint.keep prunes a run that saves every step, and a resumed one.
+# 5. checkpoint.keep prunes a run that saves every step, and a resumed one; keep_every's
+#    milestones stay besides.
 set -u
 mpirun=$1 train=$2 config=$3 data=$4 out=$5
 rm -rf "$out"
@@ -127,5 +128,12 @@ saved() { (cd "$out/prune" && ls -d step_* | tr '\n' ' '); }
 "$train" "${prune[@]}" --set training.steps=6 --set checkpoint.load=latest > "$out/prune6.log" 2>&1 ||
   { cat "$out/prune6.log"; fail "the pruned run resumed"; }
 [ "$(saved)" = "step_0000005 step_0000006 " ] || fail "keep 2 after resuming and saving step 6 left $(saved)"
+# Milestones: keep_every 3 keeps steps 3 and 6 besides keep's newest 1 of the others.
+rm -rf "$out/prune"
+"$train" "${prune[@]}" --set training.steps=8 --set checkpoint.keep=1 \
+  --set checkpoint.keep_every=3 > "$out/milestones.log" 2>&1 ||
+  { cat "$out/milestones.log"; fail "the run with milestones"; }
+[ "$(saved)" = "step_0000003 step_0000006 step_0000008 " ] ||
+  fail "keep 1, keep_every 3 after 8 saves left $(saved)"
 echo "resumed on another layout with the same losses; SIGTERM saved $latest; a killed save left"
 echo "the last good checkpoint loadable, and the resumed run kept the killed run's metrics"
