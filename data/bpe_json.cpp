@@ -494,6 +494,37 @@ OrderedJson gpt2_post_processor_json() {
           {"use_regex", true}};
 }
 
+OrderedJson llama3_pre_tokenizer_json() {
+  const OrderedJson split = {{"type", "Split"},
+                             {"pattern", {{"Regex", kLlama3Pattern}}},
+                             {"behavior", "Isolated"},
+                             {"invert", false}};
+  const OrderedJson byte_level = {{"type", "ByteLevel"},
+                                  {"add_prefix_space", false},
+                                  {"trim_offsets", true},
+                                  {"use_regex", false}};
+  return {{"type", "Sequence"}, {"pretokenizers", OrderedJson::array({split, byte_level})}};
+}
+
+OrderedJson llama3_post_processor_json(std::int32_t begin) {
+  const std::string name = "<|begin_of_text|>";
+  const OrderedJson special = {{"SpecialToken", {{"id", name}, {"type_id", 0}}}};
+  const auto text = [](const char* id, int type_id) {
+    return OrderedJson{{"Sequence", {{"id", id}, {"type_id", type_id}}}};
+  };
+  const OrderedJson template_json = {
+      {"type", "TemplateProcessing"},
+      {"single", OrderedJson::array({special, text("A", 0)})},
+      {"pair", OrderedJson::array({special, text("A", 0), special, text("B", 1)})},
+      {"special_tokens",
+       {{name,
+         {{"id", name},
+          {"ids", OrderedJson::array({begin})},
+          {"tokens", OrderedJson::array({name})}}}}}};
+  return {{"type", "Sequence"},
+          {"processors", OrderedJson::array({gpt2_post_processor_json(), template_json})}};
+}
+
 OrderedJson gpt2_decoder_json() {
   return {{"type", "ByteLevel"},
           {"add_prefix_space", true},

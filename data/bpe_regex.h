@@ -47,6 +47,12 @@ namespace ternion {
 inline constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// Llama 3's (tokenizers' Split in its tokenizer.json: digits in threes, case-insensitive
+// contractions, a letter run taking one leading non-letter).
+inline constexpr const char* kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|)"
+    R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 class BpeRegex {
  public:
   // DataError "`where`: ..." for a pattern PCRE2 cannot compile or one of the refused constructs.

@@ -127,5 +127,9 @@ struct BpeTokenizer::State {
 OrderedJson gpt2_pre_tokenizer_json();
 OrderedJson gpt2_post_processor_json();
 OrderedJson gpt2_decoder_json();
+// Llama 3's: Sequence[Split by its pattern, ByteLevel without regex], and ByteLevel then the
+// template that puts <|begin_of_text|> (id `begin`) before a text.
+OrderedJson llama3_pre_tokenizer_json();
+OrderedJson llama3_post_processor_json(std::int32_t begin);
 
 }  // namespace ternion

@@ -68,17 +68,23 @@ class BpeTokenizer {
   static BpeTokenizer load(const std::string& path);
   static BpeTokenizer from_json(std::string_view json_text, const std::string& source);
 
-  // Trains a GPT-2-style byte-level BPE (GPT-2's regex, byte alphabet of 256, the special
-  // tokens first with ids 0, 1, ...) on `text` until the vocabulary holds `vocab_size` tokens
-  // or no pair occurs twice. vocab_size must be at least 256 + special_tokens.size() and the
-  // special tokens non-empty and distinct (UsageError otherwise); the text must be UTF-8
-  // (DataError with the offset). The special tokens' text is not learned from.
+  // What a trained tokenizer is like: GPT-2's (its pattern, as ByteLevel's regex; no
+  // template), or Llama 3's (its pattern, in a Split; the template that puts
+  // <|begin_of_text|>, which the special tokens must then hold, before a text).
+  enum class Style { gpt2, llama3 };
+  // Trains a byte-level BPE of `style` (byte alphabet of 256, the special tokens first with
+  // ids 0, 1, ...) on `text` until the vocabulary holds `vocab_size` tokens or no pair occurs
+  // twice. vocab_size must be at least 256 + special_tokens.size() and the special tokens
+  // non-empty and distinct (UsageError otherwise); the text must be UTF-8 (DataError with the
+  // offset). The special tokens' text is not learned from.
   static BpeTokenizer train(std::string_view text, std::int64_t vocab_size,
-                            const std::vector<std::string>& special_tokens);
+                            const std::vector<std::string>& special_tokens,
+                            Style style = Style::gpt2);
   // The same on documents, each counted on its own: no piece spans two of them, and a special
   // token's text inside one is learned from as text (as encode_placed encodes it).
   static BpeTokenizer train(std::span<const std::string> documents, std::int64_t vocab_size,
-                            const std::vector<std::string>& special_tokens);
+                            const std::vector<std::string>& special_tokens,
+                            Style style = Style::gpt2);
 
   BpeTokenizer(BpeTokenizer&&) noexcept;
   BpeTokenizer& operator=(BpeTokenizer&&) noexcept;
@@ -122,7 +128,7 @@ class BpeTokenizer {
   // Trains on the pieces of `subjects`, each split by the pre-tokenizer on its own.
   static BpeTokenizer train_on(const std::vector<std::string_view>& subjects,
                                std::int64_t vocab_size,
-                               const std::vector<std::string>& special_tokens);
+                               const std::vector<std::string>& special_tokens, Style style);
   std::unique_ptr<State> state_;
 };
 

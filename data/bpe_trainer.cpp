@@ -1,7 +1,8 @@
-// BpeTokenizer::train: GPT-2-style byte-level BPE, as tokenizers' BpeTrainer learns it.
+// BpeTokenizer::train: a byte-level BPE (GPT-2's or Llama 3's style), as tokenizers'
+// BpeTrainer learns it.
 //
-// The text (special tokens cut out) is split by GPT-2's pattern and the pieces counted: a word
-// is a distinct piece, a sequence of byte tokens, weighted by its count. Ids: the special
+// The text (special tokens cut out) is split by the style's pattern and the pieces counted: a
+// word is a distinct piece, a sequence of byte tokens, weighted by its count. Ids: the special
 // tokens, then the 256 bytes in the order of their code points in GPT-2's alphabet (as
 // tokenizers numbers its initial alphabet), then one per merge. Each step merges the pair of
 // adjacent tokens with the highest count (ties: the smallest pair of ids) in every word that
@@ -210,15 +211,15 @@ class Trainer {
 }  // namespace
 
 BpeTokenizer BpeTokenizer::train(std::string_view text, std::int64_t vocab_size,
-                                 const std::vector<std::string>& special_tokens) {
+                                 const std::vector<std::string>& special_tokens, Style style) {
   const std::int64_t bad = first_invalid_utf8(text);
   TN_CHECK_AS(DataError, bad < 0, "the text to train a tokenizer on is not UTF-8 at byte offset ",
               bad);
-  return train_on(without_special_tokens(text, special_tokens), vocab_size, special_tokens);
+  return train_on(without_special_tokens(text, special_tokens), vocab_size, special_tokens, style);
 }
 
 BpeTokenizer BpeTokenizer::train(std::span<const std::string> documents, std::int64_t vocab_size,
-                                 const std::vector<std::string>& special_tokens) {
+                                 const std::vector<std::string>& special_tokens, Style style) {
   std::vector<std::string_view> subjects;
   for (std::size_t d = 0; d < documents.size(); ++d) {
     const std::int64_t bad = first_invalid_utf8(documents[d]);
@@ -226,12 +227,12 @@ BpeTokenizer BpeTokenizer::train(std::span<const std::string> documents, std::in
                 " to train a tokenizer on is not UTF-8 at byte offset ", bad);
     subjects.push_back(documents[d]);
   }
-  return train_on(subjects, vocab_size, special_tokens);
+  return train_on(subjects, vocab_size, special_tokens, style);
 }
 
 BpeTokenizer BpeTokenizer::train_on(const std::vector<std::string_view>& subjects,
                                     std::int64_t vocab_size,
-                                    const std::vector<std::string>& special_tokens) {
+                                    const std::vector<std::string>& special_tokens, Style style) {
   const auto least = static_cast<std::int64_t>(256 + special_tokens.size());
   TN_CHECK_AS(UsageError, vocab_size >= least && vocab_size <= (std::int64_t{1} << 31) - 1,
               "a byte-level BPE's vocabulary size must be from ", least, " (256 bytes and ",
@@ -246,9 +247,20 @@ BpeTokenizer BpeTokenizer::train_on(const std::vector<std::string_view>& subject
   }
   auto state = std::make_unique<State>();
   state->source = "trained";
-  state->regex.emplace(kGpt2Pattern, "GPT-2's pattern");
-  state->pre_tokenizer_json = gpt2_pre_tokenizer_json();
-  state->post_processor_json = gpt2_post_processor_json();
+  if (style == Style::llama3) {
+    const auto begin = std::find(special_tokens.begin(), special_tokens.end(), "<|begin_of_text|>");
+    TN_CHECK_AS(UsageError, begin != special_tokens.end(),
+                "a Llama 3-style tokenizer needs the special token <|begin_of_text|>");
+    const auto begin_id = static_cast<std::int32_t>(begin - special_tokens.begin());
+    state->regex.emplace(kLlama3Pattern, "Llama 3's pattern");
+    state->pre_tokenizer_json = llama3_pre_tokenizer_json();
+    state->post_processor_json = llama3_post_processor_json(begin_id);
+    state->special_token_template.before = {begin_id};
+  } else {
+    state->regex.emplace(kGpt2Pattern, "GPT-2's pattern");
+    state->pre_tokenizer_json = gpt2_pre_tokenizer_json();
+    state->post_processor_json = gpt2_post_processor_json();
+  }
   state->decoder_json = gpt2_decoder_json();
 
   Trainer trainer(special_tokens, vocab_size);

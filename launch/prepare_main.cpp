@@ -3,7 +3,8 @@
 //
 //   ternion-prepare (--input TEXT [--jsonl [--json-key K]] | --builtin [--bytes N])
 //                   --output DIR [--val-fraction F]
-//                   [--tokenizer FILE | --train-tokenizer --vocab-size N]
+//                   [--tokenizer FILE | --train-tokenizer --vocab-size N
+//                                     [--tokenizer-style gpt2|llama3]]
 //                   [--shard-tokens N] [--threads N]
 //
 // Tokens are bytes unless a byte-level BPE is given (a Hugging Face tokenizer.json) or trained
@@ -50,8 +51,8 @@ using ternion::UsageError;
 constexpr const char* kProgram = "ternion-prepare";
 constexpr const char* kUsageHint =
     "usage: ternion-prepare (--input TEXT [--jsonl [--json-key K]] | --builtin [--bytes N]) "
-    "--output DIR [--val-fraction F] [--tokenizer FILE | --train-tokenizer --vocab-size N] "
-    "[--shard-tokens N] [--threads N]; see --help";
+    "--output DIR [--val-fraction F] [--tokenizer FILE | --train-tokenizer --vocab-size N "
+    "[--tokenizer-style gpt2|llama3]] [--shard-tokens N] [--threads N]; see --help";
 constexpr const char* kHelp =
     "usage: ternion-prepare --input TEXT --output DIR [options]\n"
     "       ternion-prepare --builtin --output DIR [--bytes N] [options]\n"
@@ -79,7 +80,10 @@ constexpr const char* kHelp =
     "                      GPT-2's and Llama 3's); a copy goes to DIR/tokenizer.json\n"
     "  --train-tokenizer   train a GPT-2-style byte-level BPE on the text first and write it to\n"
     "                      DIR/tokenizer.json (special token <|endoftext|>); needs --vocab-size\n"
-    "  --vocab-size N      the trained tokenizer's vocabulary, at least 257\n"
+    "  --vocab-size N      the trained tokenizer's vocabulary, at least 257 (258 for llama3)\n"
+    "  --tokenizer-style S the trained tokenizer's kind: gpt2 (default: GPT-2's pattern,\n"
+    "                      <|endoftext|>) or llama3 (Llama 3's pattern, <|begin_of_text|> and\n"
+    "                      <|end_of_text|>, and its template: <|begin_of_text|> before a prompt)\n"
     "  --shard-tokens N    split each split into shards of at most N tokens, sizes within one\n"
     "                      token of each other: DIR/train_000000.bin, ... and DIR/val_000000.bin,\n"
     "                      ... (data.train: DIR/train_*.bin); default: one file per split\n"
@@ -100,6 +104,7 @@ struct Options {
   std::optional<std::string> tokenizer;
   bool train_tokenizer = false;
   std::optional<std::int64_t> vocab_size;
+  std::optional<std::string> tokenizer_style;  // gpt2 | llama3
   std::optional<std::int64_t> shard_tokens;
   std::optional<std::int64_t> threads;
 };
@@ -170,6 +175,12 @@ std::optional<Options> parse_args(const std::vector<std::string>& args) {
       once(options.vocab_size.has_value());
       options.vocab_size =
           parse_count(flag, value(), 257, std::numeric_limits<std::int32_t>::max());
+    } else if (flag == "--tokenizer-style") {
+      once(options.tokenizer_style.has_value());
+      options.tokenizer_style = value();
+      TN_CHECK_AS(UsageError,
+                  *options.tokenizer_style == "gpt2" || *options.tokenizer_style == "llama3",
+                  "--tokenizer-style must be gpt2 or llama3, got '", *options.tokenizer_style, "'");
     } else if (flag == "--shard-tokens") {
       once(options.shard_tokens.has_value());
       options.shard_tokens =
@@ -211,6 +222,8 @@ std::optional<Options> parse_args(const std::vector<std::string>& args) {
   TN_CHECK_AS(UsageError, !options.jsonl || options.tokenizer || options.train_tokenizer,
               "--jsonl separates documents with an end-of-text token, which bytes have none "
               "of: give --tokenizer FILE or --train-tokenizer --vocab-size N");
+  TN_CHECK_AS(UsageError, !options.tokenizer_style || options.train_tokenizer,
+              "--tokenizer-style applies only to --train-tokenizer");
   TN_CHECK_AS(UsageError, options.train_tokenizer == options.vocab_size.has_value(),
               options.train_tokenizer ? "--train-tokenizer needs --vocab-size N"
                                       : "--vocab-size applies only to --train-tokenizer");
@@ -246,8 +259,6 @@ int available_cores() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-const std::string kTrainedEndOfText = "<|endoftext|>";
-
 // The files --input names: one, or those a glob pattern matches, in the byte order of their
 // names (a pattern that matches nothing, or a directory, is refused).
 std::vector<std::string> input_files(const std::string& spec) {
@@ -274,14 +285,21 @@ ternion::Tokenizer tokenizer_for(const Options& options,
                                  const std::string& source) {
   if (opened) return *opened;
   if (!options.train_tokenizer) return ternion::Tokenizer::bytes();
+  // Each style's own markers (data/tokenizer.h: the documents go between them).
+  using Style = ternion::BpeTokenizer::Style;
+  const bool llama3 = options.tokenizer_style.value_or("gpt2") == "llama3";
+  const Style style = llama3 ? Style::llama3 : Style::gpt2;
+  const std::vector<std::string> special =
+      llama3 ? std::vector<std::string>{"<|begin_of_text|>", "<|end_of_text|>"}
+             : std::vector<std::string>{"<|endoftext|>"};
   if (options.jsonl)
     return ternion::Tokenizer(
-        ternion::BpeTokenizer::train(documents, *options.vocab_size, {kTrainedEndOfText}));
+        ternion::BpeTokenizer::train(documents, *options.vocab_size, special, style));
   const std::int64_t bad = ternion::first_invalid_utf8(text);
   TN_CHECK_AS(DataError, bad < 0, source, " is not UTF-8 at byte offset ", bad,
               ": a BPE tokenizer is trained on UTF-8 text");
   return ternion::Tokenizer(
-      ternion::BpeTokenizer::train(text, *options.vocab_size, {kTrainedEndOfText}));
+      ternion::BpeTokenizer::train(text, *options.vocab_size, special, style));
 }
 
 std::string file_list(const std::vector<std::string>& files) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "data/bpe_regex.h"
 #include "data/builtin_corpus.h"
 #include "data/byte_level.h"
 #include "data_test_support.h"
@@ -18,10 +19,6 @@ namespace {
 
 using test::expect_error;
 using Ids = std::vector<std::int32_t>;
-
-constexpr const char* kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|)"
-    R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 std::string text_of_byte(int b) {
   return byte_level::to_text(std::string(1, static_cast<char>(b)));

@@ -112,5 +112,34 @@ TEST(BpeTrainer, DocumentsAreCountedEachOnItsOwn) {
   EXPECT_GT(from_text.encode_placed("see <|endoftext|> here", {}).size(), 10u);
 }
 
+// Llama 3's style splits by its pattern (digits in threes) and puts <|begin_of_text|> before a text
+// encoded with its special tokens; its file reads back the same. (tests/data/bpe/bpe_hf_compare.py:
+// the merges tokenizers learns.)
+TEST(BpeTrainer, Llama3StyleSplitsItsWayAndBeginsATextWithItsMarker) {
+  const std::string text = repeat("1234567 (hello) 1234567 (hello) ", 20);
+  const std::vector<std::string> specials = {"<|begin_of_text|>", "<|end_of_text|>"};
+  using Style = BpeTokenizer::Style;
+  const BpeTokenizer llama = BpeTokenizer::train(text, 400, specials, Style::llama3);
+  const BpeTokenizer gpt2 = BpeTokenizer::train(text, 400, specials);
+  const Ids digits = llama.encode("1234567");
+  ASSERT_EQ(digits.size(), 3u);  // 123 456 7
+  EXPECT_EQ(llama.decode({digits.data(), 1}), "123");
+  EXPECT_EQ(gpt2.encode("1234567").size(), 1u);
+  EXPECT_EQ(llama.decode({llama.encode(" (hello)").data(), 1}), " (");
+  const std::int32_t begin = llama.added_token_id("<|begin_of_text|>");
+  Ids with_marker = {begin};
+  for (std::int32_t id : llama.encode("(hello)")) with_marker.push_back(id);
+  EXPECT_EQ(llama.encode_with_special_tokens("(hello)"), with_marker);
+  EXPECT_EQ(gpt2.encode_with_special_tokens("(hello)"), gpt2.encode("(hello)"));
+  const BpeTokenizer read_back = BpeTokenizer::from_json(llama.to_json(), "llama.json");
+  std::string why;
+  EXPECT_EQ(parse_strict_json(read_back.to_json(), &why), parse_strict_json(llama.to_json(), &why));
+  EXPECT_EQ(read_back.encode_with_special_tokens("1234567 (hello)"),
+            llama.encode_with_special_tokens("1234567 (hello)"));
+  expect_error<UsageError>(
+      "no marker", [] { BpeTokenizer::train("abc abc", 300, {"<|end_of_text|>"}, Style::llama3); },
+      {"a Llama 3-style tokenizer needs the special token <|begin_of_text|>"});
+}
+
 }  // namespace
 }  // namespace ternion

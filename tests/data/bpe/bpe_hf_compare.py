@@ -74,7 +74,9 @@ def check_trainer(tool, work, corpus, failures):
         with open(path, encoding="utf-8", newline="") as f:
             text += f.read()
     # tokenizers' trainer counts special tokens' text as words, ours cuts it out: none here.
-    lines = [line.strip() for line in text.replace("<|endoftext|>", "").split("\n")]
+    for special in ("<|endoftext|>", "<|begin_of_text|>", "<|end_of_text|>"):
+        text = text.replace(special, "")
+    lines = [line.strip() for line in text.split("\n")]
     text = "".join(line + "\n" for line in lines if line)
     text_path = os.path.join(work, "same_words.txt")
     with open(text_path, "w", encoding="utf-8", newline="") as f:
@@ -90,15 +92,40 @@ def check_trainer(tool, work, corpus, failures):
     run_tool(tool, "train", text_path, str(VOCAB), ours_path, "<|endoftext|>")
     with open(ours_path, encoding="utf-8") as f:
         ours = json.load(f)["model"]
+    same_model("trainer", theirs, ours, failures)
+
+    # Llama 3's style: its Split pattern, its markers, and its template, which tokenizers must
+    # apply to our file as to its own.
+    specials = ["<|begin_of_text|>", "<|end_of_text|>"]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB, min_frequency=2, special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train([text_path], trainer)
+    ours_path = os.path.join(work, "ours_llama3_same_words.json")
+    run_tool(tool, "train-llama3", text_path, str(VOCAB), ours_path, *specials)
+    with open(ours_path, encoding="utf-8") as f:
+        ours = json.load(f)["model"]
+    same_model("trainer (llama3)", json.loads(tok.to_str())["model"], ours, failures)
+    loaded = Tokenizer.from_file(ours_path)
+    sample = lines[0] if lines else "x"
+    if loaded.encode(sample).ids != [0] + tok.encode(sample).ids:
+        failures.append("trainer (llama3): our file does not put <|begin_of_text|> before a text")
+
+
+def same_model(name, theirs, ours, failures):
     merges = theirs["merges"], ours["merges"]
     n = next((i for i, (a, b) in enumerate(zip(*merges)) if a != b), min(map(len, merges)))
     if merges[0] != merges[1]:
-        failures.append(f"trainer: {len(merges[0])} merges by tokenizers, {len(merges[1])} ours; "
+        failures.append(f"{name}: {len(merges[0])} merges by tokenizers, {len(merges[1])} ours; "
                         f"first difference at {n}: {merges[0][n:n + 2]} against {merges[1][n:n + 2]}")
     elif theirs["vocab"] != ours["vocab"]:
-        failures.append("trainer: the same merges but another vocabulary")
+        failures.append(f"{name}: the same merges but another vocabulary")
     else:
-        print(f"  trainer: the same {len(merges[0])} merges as tokenizers' BpeTrainer")
+        print(f"  {name}: the same {len(merges[0])} merges as tokenizers' BpeTrainer")
 
 
 AWKWARD = (list("abcXYZ'sStTdDmMlLrReEvV 0123456789\t\n\r\x0b\x0c!?.,-_<|>") +

@@ -5,6 +5,7 @@
 //   ternion_bpe_tool encode-each TOKENIZER.json JSON_FILE        each string of a JSON list
 //   ternion_bpe_tool decode TOKENIZER.json IDS_FILE OUT_FILE     the ids' bytes into OUT_FILE
 //   ternion_bpe_tool train TEXT_FILE VOCAB_SIZE OUT.json [SPECIAL...]
+//   ternion_bpe_tool train-llama3 TEXT_FILE VOCAB_SIZE OUT.json [SPECIAL...]  (Llama 3's style)
 //   ternion_bpe_tool builtin BYTES OUT_FILE                      the built-in corpus's text
 // encode and train report their time on stderr.
 #include <chrono>
@@ -49,6 +50,7 @@ int usage() {
                "       ternion_bpe_tool encode-each TOKENIZER.json JSON_FILE\n"
                "       ternion_bpe_tool decode TOKENIZER.json IDS_FILE OUT_FILE\n"
                "       ternion_bpe_tool train TEXT_FILE VOCAB_SIZE OUT.json [SPECIAL...]\n"
+               "       ternion_bpe_tool train-llama3 TEXT_FILE VOCAB_SIZE OUT.json [SPECIAL...]\n"
                "       ternion_bpe_tool builtin BYTES OUT_FILE\n";
   return 2;
 }
@@ -100,12 +102,14 @@ int run(const std::vector<std::string>& args) {
     std::ofstream(args[3], std::ios::binary) << tokenizer.decode(ids);
     return 0;
   }
-  if (args.size() >= 4 && args[0] == "train") {
+  if (args.size() >= 4 && (args[0] == "train" || args[0] == "train-llama3")) {
     const std::string text = read_file(args[1]);
     const std::vector<std::string> specials(args.begin() + 4, args.end());
+    using Style = ternion::BpeTokenizer::Style;
     const auto start = std::chrono::steady_clock::now();
     const auto tokenizer =
-        ternion::BpeTokenizer::train(text, std::atoll(args[2].c_str()), specials);
+        ternion::BpeTokenizer::train(text, std::atoll(args[2].c_str()), specials,
+                                     args[0] == "train" ? Style::gpt2 : Style::llama3);
     const double elapsed = seconds_since(start);
     tokenizer.save(args[3]);
     std::cerr << "trained " << tokenizer.vocab_size() << " tokens on " << text.size()
