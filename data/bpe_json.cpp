@@ -145,50 +145,89 @@ std::string read_pre_tokenizer(const FieldReader& in, const Json& root) {
   return regex;
 }
 
-// TemplateProcessing's template for a single sequence, as tokenizers applies it with
-// add_special_tokens: each SpecialToken item's ids (its "special_tokens" entry's) before or after
-// the one {"Sequence": {"id": "A"}}. "pair" is read by tokenizers for two texts, never here.
+// One item of a template, as tokenizers requires each: {"SpecialToken": {"id": NAME,
+// "type_id": N}} or {"Sequence": {"id": "A" or "B", "type_id": N}}; its id, and whether it is a
+// text's place.
+std::pair<std::string, bool> read_template_item(const FieldReader& in, const Json& item,
+                                                const std::string& field) {
+  const bool is_text = item.is_object() && item.size() == 1 && item.contains("Sequence");
+  if (!is_text && !(item.is_object() && item.size() == 1 && item.contains("SpecialToken")))
+    in.fail(field,
+            "expected {\"SpecialToken\": ...} or {\"Sequence\": ...}, got " + describe_json(item));
+  const std::string kind = is_text ? "Sequence" : "SpecialToken";
+  const std::string piece_field = FieldReader::join(field, kind);
+  const Json& piece = item[kind];
+  in.need_object(piece, piece_field);
+  in.only_keys(piece, {"id", "type_id"}, piece_field);
+  const Json* id = FieldReader::given(piece, "id");
+  if (id == nullptr) in.fail(piece_field + ".id", "missing");
+  const Json* type_id = FieldReader::given(piece, "type_id");
+  const std::optional<std::int64_t> type = type_id ? json_int64(*type_id) : std::nullopt;
+  if (!type || *type < 0 || *type > std::int64_t{UINT32_MAX})
+    in.fail(piece_field + ".type_id", "expected a whole number from 0, got " +
+                                          (type_id ? describe_json(*type_id) : "nothing"));
+  return {in.text(*id, piece_field + ".id"), is_text};
+}
+
+// TemplateProcessing, every field checked as tokenizers checks it: "special_tokens" (name:
+// {id, ids, tokens}), and the templates "single" (one text, "A") and
+// "pair" (texts "A" and "B", read by tokenizers for two texts, never here). `out`: what
+// add_special_tokens puts around one text, each SpecialToken item's ids before or after "A".
 void read_template(const FieldReader& in, const Json& processor, const std::string& field,
                    SpecialTokenTemplate* out) {
   in.only_keys(processor, {"type", "single", "pair", "special_tokens"}, field);
-  const Json* single = FieldReader::given(processor, "single");
-  if (single == nullptr || !single->is_array()) in.fail(field + ".single", "expected a list");
   const Json* specials = FieldReader::given(processor, "special_tokens");
+  const std::string specials_field = field + ".special_tokens";
   if (specials == nullptr || !specials->is_object())
-    in.fail(field + ".special_tokens", "expected an object of name: {id, ids, tokens}");
-  bool seen_text = false;
-  for (std::size_t i = 0; i < single->size(); ++i) {
-    const Json& item = (*single)[i];
-    const std::string item_field = FieldReader::at(field + ".single", i);
-    const bool is_text = item.is_object() && item.size() == 1 && item.contains("Sequence");
-    if (!is_text && !(item.is_object() && item.size() == 1 && item.contains("SpecialToken")))
-      in.fail(item_field, "expected {\"SpecialToken\": ...} or {\"Sequence\": ...}, got " +
-                              describe_json(item));
-    const std::string kind = is_text ? "Sequence" : "SpecialToken";
-    const Json& piece = item[kind];
-    in.need_object(piece, FieldReader::join(item_field, kind));
-    const std::string name_field = FieldReader::join(item_field, kind + ".id");
-    const Json* name = FieldReader::given(piece, "id");
-    if (name == nullptr) in.fail(name_field, "missing");
-    if (is_text) {
-      if (*name != "A")
-        in.fail(name_field, "expected \"A\" (one text), got " + describe_json(*name));
-      if (seen_text) in.fail(item_field, "a second Sequence: the text would be in twice");
-      seen_text = true;
-      continue;
-    }
-    const std::string special = in.text(*name, name_field);
-    const auto entry = specials->find(special);
-    if (entry == specials->end())
-      in.fail(name_field, in_quotes(special) + " is not in " + field + ".special_tokens");
-    const std::string ids_field = field + ".special_tokens." + special + ".ids";
-    const Json* ids = entry->is_object() ? FieldReader::given(*entry, "ids") : nullptr;
-    if (ids == nullptr || !ids->is_array()) in.fail(ids_field, "expected a list of ids");
-    for (std::size_t j = 0; j < ids->size(); ++j)
-      (seen_text ? out->after : out->before)
-          .push_back(in.id((*ids)[j], FieldReader::at(ids_field, j)));
+    in.fail(specials_field, "expected an object of name: {id, ids, tokens}");
+  std::map<std::string, std::vector<std::int32_t>> ids_of;
+  for (const auto& entry : specials->items()) {
+    const std::string entry_field = specials_field + "." + entry.key();
+    in.need_object(entry.value(), entry_field);
+    in.only_keys(entry.value(), {"id", "ids", "tokens"}, entry_field);
+    const Json* id = FieldReader::given(entry.value(), "id");
+    if (id == nullptr) in.fail(entry_field + ".id", "missing");
+    in.text(*id, entry_field + ".id");
+    const Json* ids = FieldReader::given(entry.value(), "ids");
+    const Json* tokens = FieldReader::given(entry.value(), "tokens");
+    if (ids == nullptr || !ids->is_array()) in.fail(entry_field + ".ids", "expected a list of ids");
+    if (tokens == nullptr || !tokens->is_array())
+      in.fail(entry_field + ".tokens", "expected a list of token texts");
+    for (std::size_t j = 0; j < tokens->size(); ++j)
+      in.text((*tokens)[j], FieldReader::at(entry_field + ".tokens", j));
+    std::vector<std::int32_t>& list = ids_of[entry.key()];
+    for (std::size_t j = 0; j < ids->size(); ++j)  // the ids apply, whatever the texts say
+      list.push_back(in.id((*ids)[j], FieldReader::at(entry_field + ".ids", j)));
   }
-  if (!seen_text) in.fail(field + ".single", "has no {\"Sequence\": {\"id\": \"A\"}} for the text");
+  for (const char* name : {"single", "pair"}) {
+    const Json* items = FieldReader::given(processor, name);
+    const std::string list_field = field + "." + name;
+    if (items == nullptr || !items->is_array()) in.fail(list_field, "expected a list");
+    const bool single = std::string(name) == "single";
+    int texts = 0;
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      const std::string item_field = FieldReader::at(list_field, i);
+      const auto [id, is_text] = read_template_item(in, (*items)[i], item_field);
+      if (is_text) {
+        if (id != "A" && (single || id != "B"))
+          in.fail(item_field + ".Sequence.id",
+                  std::string("expected ") + (single ? "\"A\" (one text)" : "\"A\" or \"B\"") +
+                      ", got " + in_quotes(id));
+        if (single && texts > 0)
+          in.fail(item_field, "a second Sequence: the text would be in twice");
+        ++texts;
+        continue;
+      }
+      const auto entry = ids_of.find(id);
+      if (entry == ids_of.end())
+        in.fail(item_field + ".SpecialToken.id", in_quotes(id) + " is not in " + specials_field);
+      if (single)
+        for (std::int32_t token : entry->second)
+          (texts > 0 ? out->after : out->before).push_back(token);
+    }
+    if (single && texts == 0)
+      in.fail(list_field, "has no {\"Sequence\": {\"id\": \"A\"}} for the text");
+  }
 }
 
 // Post-processors apply only with add_special_tokens (encode_with_special_tokens): those that

@@ -22,6 +22,14 @@ bool starts_with(const std::string& bytes, std::size_t at, std::string_view magi
 constexpr std::string_view kGzipMagic = "\x1f\x8b";
 constexpr std::string_view kZstdMagic = "\x28\xb5\x2f\xfd";
 
+// A Zstandard frame, or a skippable frame (magic 0x184D2A50 to 0x184D2A5F, as pzstd's files
+// begin), which zstd reads past.
+bool is_zstd(const std::string& bytes) {
+  if (starts_with(bytes, 0, kZstdMagic)) return true;
+  return bytes.size() >= 4 && (static_cast<unsigned char>(bytes[0]) & 0xF0) == 0x50 &&
+         bytes.compare(1, 3, "\x2a\x4d\x18") == 0;
+}
+
 // Every gzip member in turn, as gzip -d reads them.
 std::string gunzip(const std::string& bytes, const std::string& source) {
   z_stream stream{};
@@ -64,6 +72,8 @@ std::string unzstd(const std::string& bytes, const std::string& source) {
   const std::unique_ptr<ZSTD_DCtx, std::size_t (*)(ZSTD_DCtx*)> context(ZSTD_createDCtx(),
                                                                         ZSTD_freeDCtx);
   TN_CHECK(context != nullptr, "zstd: cannot make a decompression context");
+  // Windows up to zstd's largest (files made with --long=31), as `zstd -d --long=31` reads them.
+  ZSTD_DCtx_setParameter(context.get(), ZSTD_d_windowLogMax, 31);
   std::string text;
   ZSTD_inBuffer in{bytes.data(), bytes.size(), 0};
   std::size_t left = 0;  // 0 where a frame has just ended, whole and flushed
@@ -88,7 +98,7 @@ std::string unzstd(const std::string& bytes, const std::string& source) {
 
 std::string decompress(std::string bytes, const std::string& source) {
   if (starts_with(bytes, 0, kGzipMagic)) return gunzip(bytes, source);
-  if (starts_with(bytes, 0, kZstdMagic)) return unzstd(bytes, source);
+  if (is_zstd(bytes)) return unzstd(bytes, source);
   return bytes;
 }
 

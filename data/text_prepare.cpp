@@ -104,17 +104,19 @@ PrepareResult split_and_write(std::string_view text, const std::string& source,
 }
 
 // Where the validation split of documents begins: the document start nearest `cut` (the later
-// of two as near), past the first document so that training keeps at least one.
+// of two as near) among those that leave validation at most half of the tokens, as a
+// val_fraction is at most 0.5 (so training keeps the first document, at least).
 std::int64_t document_cut(std::span<const std::int32_t> tokens, std::int64_t cut,
                           std::int32_t start, const std::string& source) {
   const auto total = static_cast<std::int64_t>(tokens.size());
+  const std::int64_t first = total - total / 2;  // the earliest start allowed
   std::int64_t before = cut, after = cut;
-  while (before > 0 && tokens[static_cast<std::size_t>(before)] != start) --before;
+  while (before >= first && tokens[static_cast<std::size_t>(before)] != start) --before;
   while (after < total && tokens[static_cast<std::size_t>(after)] != start) ++after;
-  TN_CHECK_AS(DataError, before > 0 || after < total, source,
-              ": a single document, and the validation split takes whole documents: it needs "
-              "two (use more documents or a val_fraction of 0)");
-  if (before == 0) return after;
+  TN_CHECK_AS(DataError, before >= first || after < total, source,
+              ": no document starts in the last half of the tokens, and the validation split "
+              "takes whole documents (use more documents, or a val_fraction of 0)");
+  if (before < first) return after;
   if (after == total) return before;
   return cut - before < after - cut ? before : after;
 }
@@ -127,12 +129,13 @@ PrepareResult prepare_tokens(std::span<const std::int32_t> tokens, const std::st
   check_options(options);
   const Tokenizer& tokenizer = options.tokenizer;
   const auto total = static_cast<std::int64_t>(tokens.size());
-  TN_CHECK_AS(DataError, total > 0, source, " encodes to no tokens: the tokenizer has no token "
-              "for any of its bytes");
+  TN_CHECK_AS(DataError, total > 0, source,
+              ": no tokens: the tokenizer has no token for any of "
+              "its bytes");
   const auto val_tokens =
       static_cast<std::int64_t>(static_cast<double>(total) * options.val_fraction);
-  TN_CHECK_AS(DataError, options.val_fraction == 0.0 || val_tokens > 0, source, " has only ",
-              total, tokenizer.is_bytes() ? " bytes" : " tokens",
+  TN_CHECK_AS(DataError, options.val_fraction == 0.0 || val_tokens > 0, source, ": only ", total,
+              tokenizer.is_bytes() ? " bytes" : " tokens",
               ", too few for a validation fraction of ", options.val_fraction,
               " (the split would get none); use more text or a val_fraction of 0");
 

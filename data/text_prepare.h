@@ -6,9 +6,10 @@
 // rest the training split. Splitting at the end rather than sampling keeps validation text
 // unseen in training: no window of the validation files overlaps the training files. Tokens of
 // documents (`document_start`, the token each one starts with) split between two documents:
-// the validation split starts with the document whose start is nearest that cut, so neither
-// split holds part of a document (DataError where only the first document starts before the
-// end: there is no second to begin it).
+// the validation split starts with the document whose start is nearest that cut of those in
+// the last half of the tokens, so neither split holds part of a document and validation is at
+// most half (DataError where no document starts there: one document, or a last one that holds
+// more than half of the tokens).
 //
 // Files: with shard_tokens 0, output_dir/train.bin and output_dir/val.bin; with shard_tokens N,
 // each split in the fewest shards of at most N tokens, of sizes within one token of each

@@ -61,8 +61,9 @@ constexpr const char* kHelp =
     "that ternion-train reads: bytes (vocabulary 256) by default, or a byte-level BPE.\n"
     "\n"
     "  --input TEXT        the text file to prepare (UTF-8 for a BPE tokenizer), or a glob of\n"
-    "                      them ('data/*.jsonl.gz', quoted), read in name order; gzip and\n"
-    "                      Zstandard files are decompressed\n"
+    "                      them ('data/*.jsonl.gz', quoted; a name that exists is one file),\n"
+    "                      read in name order, one after another; gzip and Zstandard files\n"
+    "                      are decompressed\n"
     "  --jsonl             the input is documents in JSON Lines, one object a line with the\n"
     "                      text under --json-key; each document follows the tokenizer's\n"
     "                      end-of-text token (<|endoftext|>), or is put between Llama 3's\n"
@@ -333,7 +334,13 @@ int run(const Options& options) {
   if (options.builtin) text = ternion::builtin_corpus_text(options.bytes.value_or(1 << 20));
   for (const std::string& input : inputs) {
     if (!options.jsonl) {
-      text += ternion::read_text_file(input);
+      const std::string more = ternion::read_text_file(input);
+      // Checked file by file, so the message names the file (the text is checked whole later).
+      const std::int64_t bad = ternion::first_invalid_utf8(more);
+      TN_CHECK_AS(DataError, bad < 0 || (!options.tokenizer && !options.train_tokenizer),
+                  "text file '", input, "' is not UTF-8 at byte offset ", bad,
+                  ": a BPE tokenizer encodes UTF-8 text (convert it, e.g. with iconv)");
+      text += more;
       continue;
     }
     std::vector<std::string> more =

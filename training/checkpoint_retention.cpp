@@ -32,15 +32,10 @@ CheckpointRetention::Decision CheckpointRetention::after_save(
     if (*s < saved && std::find(order.begin(), order.end(), *s) == order.end())
       order.push_back(*s);
 
-  // Milestones stay, outside the count.
-  if (keep_every_ > 0)
-    order.erase(std::remove_if(order.begin(), order.end(),
-                               [&](std::int64_t s) { return s % keep_every_ == 0; }),
-                order.end());
-
   Decision decision;
   for (std::size_t i = static_cast<std::size_t>(keep_); i < order.size(); ++i)
-    decision.remove.push_back(order[i]);
+    if (keep_every_ == 0 || order[i] % keep_every_ != 0)  // milestones stay
+      decision.remove.push_back(order[i]);
   std::sort(decision.remove.begin(), decision.remove.end());
   for (std::int64_t s : disk)
     if (s > saved) decision.newer.push_back(s);

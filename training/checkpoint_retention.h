@@ -12,7 +12,8 @@
 //     are ahead, and the first save that finds them reports them, so the user can move them;
 //     once this run saves past them, they are among the checkpoints of steps up to s above.
 //   - with checkpoint.keep_every = M > 0, checkpoints of steps that are multiples of M are
-//     milestones (llm.c's major checkpoints): never deleted, and not counted among the N.
+//     milestones (llm.c's major checkpoints): counted among the N while they are recent, and
+//     never deleted once they are not.
 // Step numbers come from the directory names (step_0000100), compared as numbers.
 #pragma once
 

@@ -99,10 +99,10 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
                 "is more than the largest pipeline chunk's blocks (" +
                     std::to_string(largest.end - largest.begin) +
                     "): it counts a chunk's blocks (0 recomputes them all)");
-  if (t.eval_interval > 0 && c.data.val.empty())
-    config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
   if (purpose == TrainConfig::Purpose::evaluation && c.data.val.empty())
     config_fail(doc, "data", "val", "is what --eval-only evaluates on: set it");
+  if (t.eval_interval > 0 && c.data.val.empty())
+    config_fail(doc, kSection, "eval_interval", "needs data.val (a validation .bin file)");
   if (purpose == TrainConfig::Purpose::training && c.data.train.empty())
     config_fail(doc, "data", "train", "is required: a token file made by ternion-prepare");
   if (c.optimizer.warmup_steps > t.steps)
@@ -121,7 +121,11 @@ void validate_training(const ConfigDocument& doc, const TrainConfig& c, std::int
   if (k.keep < 1) config_fail(doc, "checkpoint", "keep", "must be at least 1");
   if (k.keep_every < 0) config_fail(doc, "checkpoint", "keep_every", "must not be negative");
   // Only saves are kept: milestones fall where saves do.
-  if (k.keep_every > 0 && (k.save_interval == 0 || k.keep_every % k.save_interval != 0))
+  if (k.keep_every > 0 && k.save_interval == 0)
+    config_fail(doc, "checkpoint", "keep_every",
+                "needs checkpoint.save_interval: a run that saves only at its end has no "
+                "milestones to keep");
+  if (k.keep_every > 0 && k.keep_every % k.save_interval != 0)
     config_fail(doc, "checkpoint", "keep_every",
                 std::to_string(k.keep_every) + " is not a multiple of checkpoint.save_interval (" +
                     std::to_string(k.save_interval) +

@@ -132,8 +132,8 @@ struct CheckpointConfig {
       "checkpoints kept: this run's newest saves (then the newest older ones); later steps "
       "of another run are left while they are ahead of this run's saves");
     v("keep_every", keep_every,
-      "also keep every checkpoint whose step is a multiple of this, outside keep's count, as "
-      "llm.c's major checkpoints (a multiple of save_interval; 0 = none)");
+      "never delete a checkpoint whose step is a multiple of this, as llm.c's major "
+      "checkpoints (a multiple of save_interval; 0 = none)");
     v("load", load,
       "resume from this checkpoint directory (a save_dir: its latest), or 'latest' in save_dir "
       "(none yet: the run starts afresh)");

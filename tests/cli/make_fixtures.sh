@@ -61,7 +61,9 @@ printf '{"text": "One doc."}\n{"text": "Two."}\n' > "$dir/docs.jsonl"
 printf '{"text": "A single document, which no split can cut in two."}\n' > "$dir/one_doc.jsonl"
 # Documents in three files, as a corpus ships them: gzip, plain, and gzip of two members (as
 # `cat a.gz b.gz` makes); and a gzip file cut short.
-rm -rf "$dir/doc_parts" && mkdir -p "$dir/doc_parts"
+rm -rf "$dir/doc_parts" "$dir/text_parts" && mkdir -p "$dir/doc_parts" "$dir/text_parts"
+printf 'Fine text.\n' > "$dir/text_parts/a.txt"
+printf 'ab\377cd\n' > "$dir/text_parts/b.txt"
 python3 - "$dir/doc_parts" <<'PY'
 import gzip, sys
 d = sys.argv[1]

@@ -128,12 +128,12 @@ saved() { (cd "$out/prune" && ls -d step_* | tr '\n' ' '); }
 "$train" "${prune[@]}" --set training.steps=6 --set checkpoint.load=latest > "$out/prune6.log" 2>&1 ||
   { cat "$out/prune6.log"; fail "the pruned run resumed"; }
 [ "$(saved)" = "step_0000005 step_0000006 " ] || fail "keep 2 after resuming and saving step 6 left $(saved)"
-# Milestones: keep_every 3 keeps steps 3 and 6 besides keep's newest 1 of the others.
+# Milestones: keep_every 3 never deletes steps 3 and 6; keep 1 is the newest save, step 7.
 rm -rf "$out/prune"
-"$train" "${prune[@]}" --set training.steps=8 --set checkpoint.keep=1 \
+"$train" "${prune[@]}" --set training.steps=7 --set checkpoint.keep=1 \
   --set checkpoint.keep_every=3 > "$out/milestones.log" 2>&1 ||
   { cat "$out/milestones.log"; fail "the run with milestones"; }
-[ "$(saved)" = "step_0000003 step_0000006 step_0000008 " ] ||
-  fail "keep 1, keep_every 3 after 8 saves left $(saved)"
+[ "$(saved)" = "step_0000003 step_0000006 step_0000007 " ] ||
+  fail "keep 1, keep_every 3 after 7 saves left $(saved)"
 echo "resumed on another layout with the same losses; SIGTERM saved $latest; a killed save left"
 echo "the last good checkpoint loadable, and the resumed run kept the killed run's metrics"

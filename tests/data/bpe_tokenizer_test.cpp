@@ -473,6 +473,23 @@ TEST(BpeTokenizer, RefusesATemplateItCannotApply) {
        [](Json& t) { t["special_tokens"]["<|begin_of_text|>"]["ids"] = {-1}; },
        {at + "special_tokens.<|begin_of_text|>.ids[0]: expected an id"}},
       {"unknown key", [](Json& t) { t["extra"] = 1; }, {at + "extra: unknown key"}},
+      // What tokenizers 0.23 refuses too: the file would not load there.
+      {"no pair", [](Json& t) { t.erase("pair"); }, {at + "pair: expected a list"}},
+      {"third text in pair",
+       [](Json& t) { t["pair"][3]["Sequence"]["id"] = "C"; },
+       {at + "pair[3].Sequence.id: expected \"A\" or \"B\", got 'C'"}},
+      {"no type id",
+       [](Json& t) { t["single"][0]["SpecialToken"].erase("type_id"); },
+       {at + "single[0].SpecialToken.type_id: expected a whole number from 0, got nothing"}},
+      {"text type id",
+       [](Json& t) { t["single"][1]["Sequence"]["type_id"] = "0"; },
+       {at + "single[1].Sequence.type_id: expected a whole number from 0"}},
+      {"no tokens",
+       [](Json& t) { t["special_tokens"]["<|begin_of_text|>"].erase("tokens"); },
+       {at + "special_tokens.<|begin_of_text|>.tokens: expected a list of token texts"}},
+      {"entry without id",
+       [](Json& t) { t["special_tokens"]["<|begin_of_text|>"].erase("id"); },
+       {at + "special_tokens.<|begin_of_text|>.id: missing"}},
   };
   for (const Case& c : cases) {
     Json file = small_tokenizer();

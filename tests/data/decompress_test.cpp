@@ -61,6 +61,30 @@ TEST(Decompress, EveryStreamOfAFileIsRead) {
   EXPECT_EQ(decompress(zstd(a) + zstd(b) + zstd(c), "parts.zst"), a + b + c);
 }
 
+// pzstd's files begin with a skippable frame; zstd --long=31 writes windows past the default.
+TEST(Decompress, SkippableFramesAndLongWindowsAreZstandard) {
+  const std::string bytes = sample_bytes(100000);
+  const std::string skippable = std::string("\x50\x2a\x4d\x18\x04\x00\x00\x00", 8) + "meta";
+  EXPECT_EQ(decompress(skippable + zstd(bytes), "p.zst"), bytes);
+  // Streamed, its size unknown to the compressor: the frame asks for the whole 2 GiB window.
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, 31);
+  ZSTD_CCtx_setParameter(context, ZSTD_c_enableLongDistanceMatching, 1);
+  std::string out(ZSTD_compressBound(bytes.size()) + 1024, '\0');
+  ZSTD_outBuffer sink{out.data(), out.size(), 0};
+  ZSTD_inBuffer source{bytes.data(), bytes.size(), 0};
+  ASSERT_FALSE(ZSTD_isError(ZSTD_compressStream2(context, &sink, &source, ZSTD_e_continue)));
+  ZSTD_inBuffer none{nullptr, 0, 0};
+  std::size_t left = 1;
+  while (left != 0) {
+    left = ZSTD_compressStream2(context, &sink, &none, ZSTD_e_end);
+    ASSERT_FALSE(ZSTD_isError(left)) << ZSTD_getErrorName(left);
+  }
+  ZSTD_freeCCtx(context);
+  out.resize(sink.pos);
+  EXPECT_EQ(decompress(out, "long.zst"), bytes);
+}
+
 TEST(Decompress, OtherBytesPassThrough) {
   for (const std::string& bytes :
        {std::string("plain text\n"), std::string(""), std::string("\x1f"),

@@ -213,6 +213,20 @@ TEST(PrepareText, RemovesLeftoversOfAnInterruptedPreparation) {
     EXPECT_FALSE(std::filesystem::exists(dir.file(name))) << name;
 }
 
+TEST(PrepareText, TooFewTokensForTheSplitAreRefused) {
+  TempDir dir;
+  expect_error<DataError>(
+      "five bytes", [&] { prepare_text("abcde", dir.path(), {.val_fraction = 0.1}, "tiny"); },
+      {"tiny: only 5 bytes, too few for a validation fraction of 0.1 (the split would get none)"});
+  expect_error<DataError>("no tokens",
+                          [&] {
+                            prepare_tokens(std::vector<std::int32_t>(), dir.path(),
+                                           {.val_fraction = 0}, "none", 0);
+                          },
+                          {"none: no tokens: the tokenizer has no token for any of its bytes"});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("train.bin")));
+}
+
 TEST(PrepareText, OptionsOutOfRangeAreRefused) {
   TempDir dir;
   expect_error<UsageError>("negative shard size",
@@ -248,14 +262,17 @@ TEST(PrepareText, DocumentsSplitAtTheStartNearestTheCut) {
   EXPECT_EQ(split("|aaaaaaaaaa|bbb|c|d"), std::make_pair(std::string("|c|d"), std::int64_t{2}));
   EXPECT_EQ(split("|aaaaaaaaaaaaaaaa|bb"), std::make_pair(std::string("|bb"), std::int64_t{1}));
   TempDir dir;
-  const std::string one = "|aaaaaaaaaaaaaaaaaaa";
-  expect_error<DataError>(
-      "one document",
-      [&] {
-        prepare_tokens(std::vector<std::int32_t>(one.begin(), one.end()), dir.path(),
-                       {.val_fraction = 0.25, .document_start = '|'}, "docs", 0);
-      },
-      {"docs: a single document, and the validation split takes whole documents"});
+  // One document, or a last one of more than half the tokens: validation would hold most.
+  for (const std::string one : {"|aaaaaaaaaaaaaaaaaaa", "|aaaaaaaa|bbbbbbbbbbb"}) {
+    expect_error<DataError>(
+        one,
+        [&] {
+          prepare_tokens(std::vector<std::int32_t>(one.begin(), one.end()), dir.path(),
+                         {.val_fraction = 0.25, .document_start = '|'}, "docs", 0);
+        },
+        {"docs: no document starts in the last half of the tokens, and the validation split "
+         "takes whole documents"});
+  }
   EXPECT_FALSE(std::filesystem::exists(dir.file("train.bin")));
 }
 

@@ -32,15 +32,17 @@ TEST(CheckpointRetention, NeverDeletesTheSaveNorLaterSteps) {
   EXPECT_EQ(retention.after_save(6, {2, 4, 5, 6, 10}).remove, (Steps{2, 5}));
 }
 
-// keep_every's multiples (llm.c's major checkpoints) are never deleted, nor counted among keep's.
-TEST(CheckpointRetention, MilestonesStayOutsideTheCount) {
+// keep_every's multiples (llm.c's major checkpoints) count among keep's newest while they are,
+// and are never deleted after.
+TEST(CheckpointRetention, MilestonesAreNeverDeleted) {
   CheckpointRetention retention(2, 10);
   EXPECT_EQ(retention.after_save(5, {5}).remove, Steps{});
   EXPECT_EQ(retention.after_save(10, {5, 10}).remove, Steps{});
-  EXPECT_EQ(retention.after_save(15, {5, 10, 15}).remove, Steps{});
-  EXPECT_EQ(retention.after_save(20, {5, 10, 15, 20}).remove, Steps{});
-  EXPECT_EQ(retention.after_save(25, {5, 10, 15, 20, 25}).remove, Steps{5});
-  EXPECT_EQ(retention.after_save(35, {10, 15, 20, 25, 30, 35}).remove, Steps{15});
+  EXPECT_EQ(retention.after_save(15, {5, 10, 15}).remove, Steps{5});
+  EXPECT_EQ(retention.after_save(20, {10, 15, 20}).remove, Steps{});  // 10 is past the newest 2
+  EXPECT_EQ(retention.after_save(25, {10, 15, 20, 25}).remove, Steps{15});
+  EXPECT_EQ(retention.after_save(30, {10, 20, 25, 30}).remove, Steps{});
+  EXPECT_EQ(retention.after_save(35, {10, 20, 25, 30, 35}).remove, Steps{25});
   // Another run's milestones stay too.
   CheckpointRetention other(1, 4);
   EXPECT_EQ(other.after_save(9, {2, 4, 6, 8, 9}).remove, (Steps{2, 6}));
